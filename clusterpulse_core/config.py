@@ -1,0 +1,288 @@
+"""The one config loader: a TOML file plus the upstream environment variables.
+
+File layout::
+
+    [clusterpulse]              # CoreSettings
+    plugins = ["redis", "cluster"]
+    namespace = "clusterpulse"
+
+    [plugins.redis]             # the settings class the plugin declares
+    host = "localhost"
+
+Every section is validated into an attrs class. Errors name the full key path, the value
+and what was expected (``plugins.redis.port: expected int, got 'abc'``). Environment
+variables named in a field's metadata (``NAMESPACE``, ``REDIS_HOST``...) override the file
+with the upstream parsing rules (:mod:`clusterpulse_core.envvars`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin
+
+import attrs
+
+from clusterpulse_core import envvars
+
+DEFAULT_CONFIG_FILE = "clusterpulse.toml"
+CONFIG_ENV = "CLUSTERPULSE_CONFIG"
+SECRET_MASK = "********"
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message names the key path and what was expected."""
+
+
+def setting(default: Any = attrs.NOTHING, *, env: str | None = None, minimum: int | None = None,
+            secret: bool = False, help: str = "", factory: Any = None) -> Any:
+    """An attrs field for a settings class, with its env var, minimum, secrecy and help text."""
+    metadata = {"env": env, "min": minimum, "secret": secret, "help": help}
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=metadata)
+    return attrs.field(default=default, metadata=metadata)
+
+
+@attrs.frozen
+class CoreSettings:
+    """``[clusterpulse]``: the manager's own settings."""
+
+    plugins: tuple[str, ...] = setting(
+        ("redis", "cluster", "registry", "metricsource"), help="enabled plugins, in load order")
+    namespace: str = setting("clusterpulse", env="NAMESPACE", help="watch namespace")
+    log_level: str = setting("info", env="LOG_LEVEL", help="debug, info, warn, error")
+    kubeconfig: str = setting("", env="KUBECONFIG", help="hub kubeconfig; empty = in-cluster or ~/.kube/config")
+    leader_elect: bool = setting(False, help="run leader election (Lease cluster-controller.clusterpulse.io)")
+    lease_duration: float = setting(15.0, help="leader lease duration, seconds")
+    renew_deadline: float = setting(10.0, help="leader renew deadline, seconds")
+    retry_period: float = setting(2.0, help="leader election retry period, seconds")
+    metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables")
+    health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables")
+    resync_period: float = setting(300.0, help="informer full relist period, seconds")
+    watch_timeout: int = setting(300, minimum=1, help="server-side watch timeoutSeconds")
+    watch_silence_limit: float = setting(600.0, help="restart a watch that delivered nothing for this long")
+    queue_base_delay: float = setting(0.005, help="per-item retry backoff start, seconds")
+    queue_max_delay: float = setting(1000.0, help="per-item retry backoff cap, seconds")
+    queue_qps: float = setting(10.0, help="work queue token bucket rate")
+    queue_burst: int = setting(100, minimum=1, help="work queue token bucket size")
+    shutdown_grace: float = setting(30.0, help="seconds to let in-flight reconciles finish on SIGTERM")
+    request_timeout: float = setting(30.0, help="timeout of every Kubernetes API call, seconds")
+
+
+@attrs.frozen
+class Config:
+    """The validated configuration: core settings plus each enabled plugin's settings."""
+
+    core: CoreSettings = CoreSettings()
+    plugins: Mapping[str, Any] = attrs.field(factory=dict)
+    source: str = ""
+
+    def plugin(self, name: str) -> Any:
+        """The validated settings object of plugin ``name`` (``None`` if it declares none)."""
+        return self.plugins.get(name)
+
+
+@attrs.frozen
+class RawConfig:
+    """A parsed but not yet validated config file: what discovery needs before plugins load."""
+
+    core: CoreSettings
+    plugin_sections: Mapping[str, Mapping[str, Any]]
+    source: str
+
+
+def config_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path | None:
+    """``--config``, else ``$CLUSTERPULSE_CONFIG``, else ``./clusterpulse.toml`` if it exists."""
+    env = os.environ if env is None else env
+    if explicit:
+        return Path(explicit)
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV])
+    default = Path(DEFAULT_CONFIG_FILE)
+    return default if default.exists() else None
+
+
+def read_config(path: Path | None, env: Mapping[str, str] | None = None) -> RawConfig:
+    """Parse the file (if any) and validate the core section; plugin sections stay raw."""
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text())
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - {"clusterpulse", "plugins"})
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown section (expected [clusterpulse] or [plugins.<name>])")
+    core = build_settings(CoreSettings, _table(data.get("clusterpulse", {}), "clusterpulse"), "clusterpulse", env)
+    sections = _table(data.get("plugins", {}), "plugins")
+    for name, section in sections.items():
+        _table(section, f"plugins.{name}")
+    return RawConfig(core, sections, str(path) if path else "")
+
+
+def finish_config(raw: RawConfig, settings_classes: Mapping[str, type | None],
+                  env: Mapping[str, str] | None = None) -> Config:
+    """Validate each enabled plugin's section with the class it declared."""
+    env = os.environ if env is None else env
+    for name in raw.plugin_sections:
+        if name not in raw.core.plugins:
+            raise ConfigError(
+                f"plugins.{name}: section for a plugin that is not enabled "
+                f"(enabled: {', '.join(raw.core.plugins) or 'none'})"
+            )
+    plugins: dict[str, Any] = {}
+    for name in raw.core.plugins:
+        cls = settings_classes.get(name)
+        section = raw.plugin_sections.get(name, {})
+        if cls is None:
+            if section:
+                key = next(iter(section))
+                raise ConfigError(f"plugins.{name}.{key}: unknown key (plugin {name!r} has no settings)")
+            plugins[name] = None
+            continue
+        plugins[name] = build_settings(cls, section, f"plugins.{name}", env)
+    return Config(core=raw.core, plugins=plugins, source=raw.source)
+
+
+def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[str, str]) -> Any:
+    """Validate ``data`` into ``cls``: known keys, right types, minimums; then env overrides."""
+    attrs.resolve_types(cls)
+    fields = {f.name: f for f in attrs.fields(cls)}
+    for key in data:
+        if key not in fields:
+            raise ConfigError(f"{path}.{key}: unknown key (expected one of: {', '.join(fields)})")
+    values: dict[str, Any] = {}
+    for name, field in fields.items():
+        key_path = f"{path}.{name}"
+        if name in data:
+            values[name] = _check_value(data[name], field.type, key_path)
+            minimum = field.metadata.get("min")
+            if minimum is not None and values[name] < minimum:
+                raise ConfigError(f"{key_path}: expected a value >= {minimum}, got {data[name]!r}")
+        env_name = field.metadata.get("env")
+        if env_name and env.get(env_name, "") != "":
+            default = values.get(name, _default_of(field))
+            values[name] = _from_env(env[env_name], field, default)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def masked(settings: Any) -> dict[str, Any]:
+    """The settings as a plain dict with secret fields masked (for ``config show`` and logs)."""
+    out: dict[str, Any] = {}
+    for field in attrs.fields(type(settings)):
+        value = getattr(settings, field.name)
+        if field.metadata.get("secret") and value:
+            value = SECRET_MASK
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        out[field.name] = value
+    return out
+
+
+def env_names(cls: type) -> list[tuple[str, str, Any]]:
+    """(field, env var, default) for every field of ``cls`` that an env var overrides."""
+    return [
+        (f.name, f.metadata["env"], _default_of(f))
+        for f in attrs.fields(cls)
+        if f.metadata.get("env")
+    ]
+
+
+def _default_of(field: attrs.Attribute) -> Any:
+    default: Any = field.default
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        return default.factory()
+    return default
+
+
+def _from_env(raw: str, field: attrs.Attribute, default: Any) -> Any:
+    tp = _strip_optional(field.type)
+    if tp is bool:
+        return envvars.parse_bool(raw, default)
+    if tp is int:
+        return envvars.parse_int(raw, default, field.metadata.get("min"))
+    if tp is float:
+        return envvars.parse_float(raw, default)
+    if get_origin(tp) in (tuple, list):
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    return envvars.parse_str(raw, default)
+
+
+def _strip_optional(tp: Any) -> Any:
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    if origin in (tuple, list):
+        return f"list of {_type_name(get_args(tp)[0])}"
+    if origin is dict or tp is dict:
+        return "table"
+    return "none" if tp is type(None) else getattr(tp, "__name__", str(tp))
+
+
+def _check_value(value: Any, tp: Any, path: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in get_args(tp):
+            return None
+        for arg in get_args(tp):
+            if arg is type(None):
+                continue
+            try:
+                return _check_value(value, arg, path)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+    if origin in (tuple, list):
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+        item = get_args(tp)[0]
+        return tuple(_check_value(v, item, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a table, got {value!r}")
+        args = get_args(tp)
+        if args:
+            return {k: _check_value(v, args[1], f"{path}.{k}") for k, v in value.items()}
+        return dict(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: expected bool (true/false), got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: expected int, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{path}: expected number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: expected string, got {value!r}")
+        return value
+    return value
+
+
+def _table(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: expected a table, got {value!r}")
+    return value

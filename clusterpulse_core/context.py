@@ -1,0 +1,87 @@
+"""What the runtime hands to plugins: the :class:`Runtime` and a per-object :class:`ReconcileContext`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from prometheus_client import CollectorRegistry
+
+from clusterpulse_core.config import Config
+from clusterpulse_core.contributions import Contributions
+from clusterpulse_core.kinds import ObjectRef, ResourceKind
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.pieces import Piece
+from clusterpulse_core.store import Store
+
+if TYPE_CHECKING:
+    from clusterpulse_core.kube.pool import ClientPool
+    from clusterpulse_core.plugins import PluginHost
+
+
+@attrs.define
+class Runtime:
+    """Everything a running manager owns; plugins receive it in ``clusterpulse_start``."""
+
+    config: Config
+    plugins: PluginHost
+    hub: KubeClient
+    store: Store
+    pool: ClientPool
+    metrics: CollectorRegistry = attrs.field(factory=CollectorRegistry)
+
+    @property
+    def namespace(self) -> str:
+        """The watch namespace."""
+        return self.config.core.namespace
+
+    @property
+    def contributions(self) -> Contributions:
+        """Registered functions, aggregations, field types and filter operators."""
+        return self.plugins.contributions
+
+    def context(self, kind: ResourceKind, ref: ObjectRef) -> ReconcileContext:
+        """A reconcile context for one object."""
+        logger = logging.getLogger(f"clusterpulse.{kind.kind.lower()}")
+        return ReconcileContext(self, kind, ref, ObjectLogger(logger, {"object": str(ref)}))
+
+
+class ObjectLogger(logging.LoggerAdapter):  # type: ignore[type-arg, unused-ignore]
+    """Prefixes every message with the object's kind, namespace and name."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        """Add ``[Kind ns/name]`` in front of the message."""
+        extra = self.extra or {}
+        return f"[{extra.get('object', '?')}] {msg}", kwargs
+
+
+@attrs.frozen
+class ReconcileContext:
+    """Per-object handle passed to ``clusterpulse_reconcile`` and ``clusterpulse_forget``."""
+
+    runtime: Runtime
+    kind: ResourceKind
+    ref: ObjectRef
+    log: ObjectLogger
+
+    @property
+    def config(self) -> Config:
+        """The validated configuration."""
+        return self.runtime.config
+
+    @property
+    def hub(self) -> KubeClient:
+        """The hub cluster's client."""
+        return self.runtime.hub
+
+    def store(self, *pieces: Piece) -> None:
+        """Store pieces in every backend (raises StoreError if any failed)."""
+        self.runtime.store.put(*pieces)
+
+    def patch_status(self, status: Mapping[str, Any]) -> Any:
+        """Merge-patch ``status`` into the object's status subresource (only the given keys)."""
+        path = self.kind.api_path(self.ref.namespace, self.ref.name)
+        suffix = "/status" if self.kind.status_subresource else ""
+        return self.hub.merge_patch(path + suffix, {"status": dict(status)})

@@ -1,0 +1,220 @@
+"""The ClusterPulse plugin contract.
+
+A plugin is a module or a class registered under the entry-point group
+``clusterpulse.plugins`` and enabled by name in the config file. It implements any of the
+hooks below, each marked with :data:`clusterpulse_core.hookimpl`. pluggy checks every
+implementation's argument names against these specifications when the plugin is
+registered, so a misspelled argument fails at start-up with the plugin's name; a
+misspelled hook *name* fails too (``check_pending``).
+
+Hooks come in five groups, called in this order during a run:
+
+1. **Lifecycle** — ``clusterpulse_settings_class``, ``clusterpulse_configure``,
+   ``clusterpulse_add_commands``, ``clusterpulse_start`` ... ``clusterpulse_stop``.
+2. **Aggregate** — registry callbacks for functions used by MetricSources.
+3. **Store** — ``clusterpulse_storage_backends``: every backend gets every piece.
+4. **Collect** — ``clusterpulse_collectors``: named pieces of state per managed cluster.
+5. **Reconcile** — ``clusterpulse_resource_kinds``, ``clusterpulse_reconcile``,
+   ``clusterpulse_forget``.
+
+A hook called "per plugin" is called once for each plugin separately (the core needs to
+know who answered); the others are ordinary pluggy broadcasts returning a list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pluggy
+
+from clusterpulse_core import PROJECT_NAME
+
+if TYPE_CHECKING:
+    import click
+
+    from clusterpulse_core.collect import Collector
+    from clusterpulse_core.config import Config
+    from clusterpulse_core.context import ReconcileContext, Runtime
+    from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+    from clusterpulse_core.store import StorageBackend
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+
+class Register(Protocol):
+    """The callback handed to the registry hooks: ``register(name, impl, **meta)``.
+
+    Registering a name twice, in one plugin or two, is a start-up error naming both
+    plugins.
+    """
+
+    def __call__(self, name: str, impl: Any, /, **meta: Any) -> None: ...
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+@hookspec
+def clusterpulse_settings_class() -> type | None:
+    """Return the attrs class that validates this plugin's ``[plugins.<name>]`` section.
+
+    Called per plugin, before configuration. Fields may carry
+    ``metadata={"env": "NAME", "min": N, "secret": True}``: the environment variable
+    overrides the file (with the upstream parsing rules), values below ``min`` are raised
+    to it, and secrets are masked in ``config show``. Return ``None`` for no settings.
+    """
+
+
+@hookspec
+def clusterpulse_configure(config: Config, settings: Any) -> None:
+    """Receive the validated configuration, once, before anything runs.
+
+    Called per plugin: ``settings`` is this plugin's own validated settings object (or
+    ``None``); ``config`` is the whole configuration, for core settings such as the watch
+    namespace. Raise :class:`clusterpulse_core.config.ConfigError` for settings that are
+    valid one by one but not together.
+    """
+
+
+@hookspec
+def clusterpulse_add_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``clusterpulse`` command line (``cli.add_command(...)``)."""
+
+
+@hookspec
+def clusterpulse_start(runtime: Runtime) -> None:
+    """The manager is starting: open connections, start background threads.
+
+    ``runtime`` gives the hub client, the store, the client pool and the contributions.
+    An exception here aborts start-up with the plugin's name in the message.
+    """
+
+
+@hookspec
+def clusterpulse_stop(runtime: Runtime) -> None:
+    """The manager is stopping (after in-flight reconciles finished): release resources.
+
+    Called for every started plugin even if another one raised; must not block for long.
+    """
+
+
+# --------------------------------------------------------------------------- aggregate
+
+
+@hookspec
+def clusterpulse_register_functions(register: Register) -> None:
+    """Register expression functions usable in MetricSource computed fields.
+
+    ``register(name, fn, min_args=N, max_args=M)``: ``fn`` receives the evaluated
+    arguments as Python values (``None``, ``bool``, ``int``, ``float``, ``str``) and
+    returns one; ``max_args=None`` means variadic. Called once at start-up.
+    """
+
+
+@hookspec
+def clusterpulse_register_aggregations(register: Register) -> None:
+    """Register aggregation functions usable in MetricSource ``aggregations``.
+
+    ``register(name, fn, needs_field=True)``: ``fn(values, spec)`` receives the list of
+    the (non-null) field values of the matching resources and the aggregation spec (for
+    parameters such as ``percentile``), and returns the result value.
+    """
+
+
+@hookspec
+def clusterpulse_register_field_types(register: Register) -> None:
+    """Register MetricSource field types (``string``, ``integer``, ``quantity`` ...).
+
+    ``register(name, convert, convert_default)``: ``convert(value)`` turns an extracted JSON
+    value into the field's value and raises ``ValueError`` when it cannot;
+    ``convert_default(text)`` does the same for the field's string ``default``.
+    """
+
+
+@hookspec
+def clusterpulse_register_filter_operators(register: Register) -> None:
+    """Register aggregation filter operators (``equals``, ``contains``, ``greaterThan`` ...).
+
+    ``register(name, predicate)``: ``predicate(field_value, filter_value) -> bool``.
+    """
+
+
+# --------------------------------------------------------------------------- store
+
+
+@hookspec
+def clusterpulse_storage_backends() -> Sequence[StorageBackend]:
+    """Return the storage backends this plugin provides (after configuration).
+
+    Every enabled backend receives every stored piece (fan-out) through
+    ``StorageBackend.store``. A backend that fails does not stop the others; its error is
+    logged, counted in ``clusterpulse_store_errors_total`` and raised to the caller, so the
+    reconcile is retried.
+    """
+
+
+# --------------------------------------------------------------------------- collect
+
+
+@hookspec
+def clusterpulse_collectors() -> Sequence[Collector]:
+    """Return collectors: each takes one managed cluster and returns pieces of its state.
+
+    The cluster reconcile runs every registered collector in parallel for every cluster
+    it reaches, and stores what they return, so a plugin can add a piece (ingresses,
+    certificates...) to every cluster without touching the cluster plugin. A collector
+    marked ``critical`` fails the reconcile when it raises; the others are logged and
+    skipped.
+    """
+
+
+# --------------------------------------------------------------------------- reconcile
+
+
+@hookspec
+def clusterpulse_resource_kinds() -> Sequence[ResourceKind]:
+    """Declare the custom resource kinds this plugin owns.
+
+    Called per plugin (the core records the owner of each kind). Declarations feed
+    ``clusterpulse crds`` and the runtime, which runs a list/watch informer, a rate-limited
+    work queue and ``kind.workers`` workers per kind. Two plugins declaring one kind is an
+    error.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_reconcile(
+    kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
+) -> ReconcileResult | None:
+    """Reconcile one object of a kind this plugin owns; called on the owner only.
+
+    ``obj`` is the object as the API server returned it (raw JSON). Patch its status with
+    ``ctx.patch_status``, store pieces with ``ctx.store``. Return when to come back
+    (``ReconcileResult(requeue_after=seconds)``). An exception is retried with per-object
+    exponential backoff, except :class:`clusterpulse_core.kinds.TerminalError`.
+    Status-only updates (unchanged ``metadata.generation``) never call this hook.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_forget(kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
+    """An object of a kind this plugin owns was deleted: remove its state.
+
+    Called on the owner only, once per deletion seen (or found missing at reconcile
+    time). Typically stores a deletion piece and drops caches. Exceptions are retried like
+    reconcile errors.
+    """
+
+
+#: Hooks the core calls once for each plugin, to know which plugin answered.
+PER_PLUGIN_HOOKS = frozenset(
+    {"clusterpulse_settings_class", "clusterpulse_configure", "clusterpulse_resource_kinds"}
+)
+#: Registry hooks and the contribution table each fills.
+REGISTRY_HOOKS: Mapping[str, str] = {
+    "clusterpulse_register_functions": "functions",
+    "clusterpulse_register_aggregations": "aggregations",
+    "clusterpulse_register_field_types": "field_types",
+    "clusterpulse_register_filter_operators": "filter_operators",
+}

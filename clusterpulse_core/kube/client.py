@@ -1,0 +1,229 @@
+"""A thin raw-JSON client over the ``kubernetes`` package's ApiClient.
+
+Hot paths never build the ``kubernetes`` model classes: responses are decoded with msgspec
+straight from the bytes, lists are paginated with ``limit``/``continue``, and every call
+has a timeout. A managed cluster's client routes every call through its circuit breaker.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from clusterpulse_core.breaker import CircuitBreaker
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+
+class KubeApiError(Exception):
+    """An API call failed: ``status`` is the HTTP status (0 for a transport failure)."""
+
+    def __init__(self, status: int, message: str, reason: str = "") -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(message)
+
+
+class NotFoundError(KubeApiError):
+    """404: the object or the resource type does not exist."""
+
+
+class ConflictError(KubeApiError):
+    """409: stale resourceVersion or the object already exists."""
+
+
+class GoneError(KubeApiError):
+    """410: the resourceVersion is too old (relist)."""
+
+
+_BY_STATUS: dict[int, type[KubeApiError]] = {404: NotFoundError, 409: ConflictError, 410: GoneError}
+
+
+def api_error(status: int, body: bytes | str | None, fallback: str = "") -> KubeApiError:
+    """Build the error for an HTTP status, using the ``Status`` body's message when there is one."""
+    message, reason = fallback, ""
+    if body:
+        try:
+            decoded = _decoder.decode(body)
+            if isinstance(decoded, dict):
+                message = str(decoded.get("message") or message)
+                reason = str(decoded.get("reason") or "")
+        except msgspec.DecodeError:
+            message = (body.decode(errors="replace") if isinstance(body, bytes) else body)[:200] or message
+    if not message:
+        message = f"HTTP {status}"
+    return _BY_STATUS.get(status, KubeApiError)(status, message, reason)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Keep the cyclic garbage collector out of a big decode (it rescans the new objects)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def decode(data: bytes) -> Any:
+    """Decode one JSON response body."""
+    with _no_gc():
+        return _decoder.decode(data)
+
+
+def make_api_client(host: str, token: str = "", ca_file: str | None = None, verify: bool = False) -> ApiClient:
+    """An ApiClient for ``host`` with a bearer token; with no CA file, TLS verification is off (§5.1)."""
+    config = Configuration()
+    config.host = host.rstrip("/")
+    if token:
+        config.api_key = {"BearerToken": token}
+        config.api_key_prefix = {"BearerToken": "Bearer"}
+    if ca_file:
+        config.ssl_ca_cert = ca_file
+        config.verify_ssl = True
+    else:
+        config.verify_ssl = verify
+    return ApiClient(config)
+
+
+class KubeClient:
+    """Raw-JSON access to one API server (the hub or a managed cluster)."""
+
+    def __init__(self, api_client: ApiClient, name: str = "hub", timeout: float = 30.0,
+                 breaker: CircuitBreaker | None = None) -> None:
+        self.api_client = api_client
+        self.name = name
+        self.timeout = timeout
+        self.breaker = breaker
+
+    @property
+    def host(self) -> str:
+        """The API server URL."""
+        return str(self.api_client.configuration.host)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.api_client.close()
+
+    # ------------------------------------------------------------------ raw calls
+
+    def raw(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
+            content_type: str = "application/json", timeout: float | None = None,
+            stream: bool = False) -> Any:
+        """One HTTP call, through the breaker when there is one: the urllib3 response object.
+
+        Non-2xx answers raise :class:`KubeApiError`; transport failures raise it with status 0.
+        """
+        def call() -> Any:
+            return self._call(method, path, query, body, content_type, timeout, stream)
+
+        return self.breaker.call(call) if self.breaker is not None else call()
+
+    def _call(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+              content_type: str, timeout: float | None, stream: bool) -> Any:
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        _method, url, header_params, _body, _post = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=params, header_params=headers,
+            auth_settings=["BearerToken"],
+        )
+        payload = None if body is None else _encoder.encode(body)
+        request_timeout = timeout if timeout is not None else self.timeout
+        if stream:
+            # Connect within the timeout; the read timeout must outlive the server's watch timeout.
+            request_timeout_arg: Any = (min(request_timeout, 10.0), request_timeout)
+        else:
+            request_timeout_arg = request_timeout
+        try:
+            response = self.api_client.rest_client.pool_manager.request(
+                method, url, body=payload, headers=header_params, timeout=_timeout(request_timeout_arg),
+                preload_content=not stream,
+            )
+        except HTTPError as exc:
+            raise KubeApiError(0, f"{method} {path}: {exc}") from exc
+        except ApiException as exc:
+            raise api_error(exc.status or 0, exc.body, str(exc.reason)) from exc
+        if not 200 <= response.status <= 299:
+            data = response.data if not stream else response.read()
+            raise api_error(response.status, data, f"{method} {path}: HTTP {response.status}")
+        return response
+
+    def request(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
+                content_type: str = "application/json", timeout: float | None = None) -> Any:
+        """One call, decoded JSON body returned."""
+        response = self.raw(method, path, query, body, content_type, timeout)
+        return decode(response.data) if response.data else None
+
+    def get(self, path: str, timeout: float | None = None, **query: Any) -> Any:
+        """GET ``path`` and return the decoded body."""
+        return self.request("GET", path, query, timeout=timeout)
+
+    def get_bytes(self, path: str, timeout: float | None = None, **query: Any) -> bytes:
+        """GET ``path`` and return the raw body (for typed partial decoding)."""
+        return bytes(self.raw("GET", path, query, timeout=timeout).data)
+
+    def list_pages(self, path: str, limit: int = 500, timeout: float | None = None,
+                   **query: Any) -> Iterator[bytes]:
+        """The raw bodies of a paginated list, one page at a time (memory bounded by ``limit``)."""
+        token: str | None = None
+        while True:
+            page_query = dict(query, limit=limit or None)
+            if token:
+                page_query["continue"] = token
+            body = self.get_bytes(path, timeout=timeout, **page_query)
+            yield body
+            token = _continue_token(body)
+            if not token:
+                return
+
+    def list_items(self, path: str, limit: int = 500, timeout: float | None = None,
+                   **query: Any) -> Iterator[dict[str, Any]]:
+        """Every item of a paginated list, decoded page by page."""
+        for body in self.list_pages(path, limit, timeout, **query):
+            yield from decode(body).get("items") or ()
+
+    def merge_patch(self, path: str, patch: Mapping[str, Any], timeout: float | None = None) -> Any:
+        """``PATCH`` with ``application/merge-patch+json``."""
+        return self.request("PATCH", path, body=dict(patch), content_type="application/merge-patch+json",
+                            timeout=timeout)
+
+
+class _ListMeta(msgspec.Struct):
+    continue_: str = msgspec.field(default="", name="continue")
+
+
+class _ListHead(msgspec.Struct):
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+
+
+_list_head = msgspec.json.Decoder(_ListHead)
+
+
+def _continue_token(body: bytes) -> str:
+    return _list_head.decode(body).metadata.continue_
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _timeout(value: Any) -> Any:
+    import urllib3
+
+    if isinstance(value, tuple):
+        return urllib3.Timeout(connect=value[0], read=value[1])
+    return urllib3.Timeout(total=value)

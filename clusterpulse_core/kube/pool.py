@@ -1,0 +1,114 @@
+"""The one client pool for managed clusters (controllers.md §6)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+import attrs
+
+from clusterpulse_core.breaker import CircuitBreaker
+from clusterpulse_core.kube.client import KubeClient, make_api_client
+from clusterpulse_core.kube.credentials import ClusterCredentials
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class _Entry:
+    client: KubeClient
+    credentials: ClusterCredentials
+    last_used: float
+    ca_file: str = ""
+
+
+class ClientPool:
+    """Thread-safe pool of managed-cluster clients keyed by name, each with its own breaker.
+
+    ``get`` reuses a client while its credentials are unchanged (a changed endpoint, token
+    or CA builds a new one), ``remove`` drops one, and clients unused for ``max_idle``
+    seconds are closed by :meth:`reap_idle` (the manager calls it every 5 minutes).
+    """
+
+    def __init__(self, max_idle: float = 1800.0, timeout: float = 30.0,
+                 breaker_factory: Callable[[], CircuitBreaker] = CircuitBreaker,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_idle = max_idle
+        self.timeout = timeout
+        self._breaker_factory = breaker_factory
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+        self._breakers: dict[str, CircuitBreaker] = {}
+
+    def get(self, name: str, credentials: ClusterCredentials) -> KubeClient:
+        """The pooled client for ``name``, built (or rebuilt on changed credentials) as needed."""
+        with self._lock:
+            entry = self._entries.get(name)
+            if entry is not None and entry.credentials == credentials:
+                entry.last_used = self._clock()
+                return entry.client
+            if entry is not None:
+                self._close(entry)
+            breaker = self._breakers.setdefault(name, self._breaker_factory())
+            ca_file = ""
+            if credentials.ca_pem:
+                fd, ca_file = tempfile.mkstemp(prefix="clusterpulse-ca-", suffix=".crt")
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(credentials.ca_pem)
+            api = make_api_client(credentials.endpoint, credentials.token, ca_file=ca_file or None)
+            client = KubeClient(api, name=name, timeout=self.timeout, breaker=breaker)
+            self._entries[name] = _Entry(client, credentials, self._clock(), ca_file)
+            return client
+
+    def breaker(self, name: str) -> CircuitBreaker:
+        """The circuit breaker of cluster ``name`` (kept across client rebuilds)."""
+        with self._lock:
+            return self._breakers.setdefault(name, self._breaker_factory())
+
+    def remove(self, name: str) -> None:
+        """Close and forget the client (and breaker) of ``name``; no error when absent."""
+        with self._lock:
+            entry = self._entries.pop(name, None)
+            self._breakers.pop(name, None)
+        if entry is not None:
+            self._close(entry)
+
+    def reap_idle(self) -> list[str]:
+        """Close clients unused for longer than ``max_idle``; return their names."""
+        cutoff = self._clock() - self.max_idle
+        with self._lock:
+            idle = [name for name, entry in self._entries.items() if entry.last_used < cutoff]
+            entries = [self._entries.pop(name) for name in idle]
+        for entry in entries:
+            self._close(entry)
+        return idle
+
+    def names(self) -> list[str]:
+        """Names of the pooled clients."""
+        with self._lock:
+            return sorted(self._entries)
+
+    def close(self) -> None:
+        """Close every client."""
+        with self._lock:
+            entries = list(self._entries.values())
+            self._entries.clear()
+        for entry in entries:
+            self._close(entry)
+
+    @staticmethod
+    def _close(entry: _Entry) -> None:
+        try:
+            entry.client.close()
+        except Exception:
+            log.debug("closing client %s failed", entry.client.name, exc_info=True)
+        if entry.ca_file:
+            try:
+                os.unlink(entry.ca_file)
+            except OSError:
+                pass

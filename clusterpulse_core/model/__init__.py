@@ -1,0 +1,60 @@
+"""Domain types shared by the plugins (controllers.md §3), as frozen attrs classes.
+
+Attribute names are snake_case; the wire names are decided once, in
+:mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
+"""
+
+from clusterpulse_core.model.cluster import (
+    ClusterMetrics,
+    ClusterSpecRecord,
+    ClusterStatusRecord,
+    CredentialsRef,
+    Health,
+    MonitoringRecord,
+)
+from clusterpulse_core.model.metricsource import (
+    AggregationResults,
+    CollectedResource,
+    CustomResourceCollection,
+)
+from clusterpulse_core.model.node import NodeCondition, NodeMetrics, NodeStatus, Taint
+from clusterpulse_core.model.operator import (
+    ClusterOperatorCondition,
+    ClusterOperatorInfo,
+    ClusterOperatorVersion,
+    OperatorInfo,
+    RelatedObject,
+)
+from clusterpulse_core.model.registry import (
+    RegistryCredentialsRef,
+    RegistryMetricsRecord,
+    RegistryMonitoringRecord,
+    RegistrySpecRecord,
+    RegistryStatusRecord,
+)
+
+__all__ = [
+    "AggregationResults",
+    "ClusterMetrics",
+    "ClusterOperatorCondition",
+    "ClusterOperatorInfo",
+    "ClusterOperatorVersion",
+    "ClusterSpecRecord",
+    "ClusterStatusRecord",
+    "CollectedResource",
+    "CredentialsRef",
+    "CustomResourceCollection",
+    "Health",
+    "MonitoringRecord",
+    "NodeCondition",
+    "NodeMetrics",
+    "NodeStatus",
+    "OperatorInfo",
+    "RegistryCredentialsRef",
+    "RegistryMetricsRecord",
+    "RegistryMonitoringRecord",
+    "RegistrySpecRecord",
+    "RegistryStatusRecord",
+    "RelatedObject",
+    "Taint",
+]

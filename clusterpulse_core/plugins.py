@@ -1,0 +1,242 @@
+"""Discovery (stevedore, names from config) and registration (pluggy) of plugins."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import pluggy
+from stevedore import NamedExtensionManager
+
+from clusterpulse_core import CORE_API_VERSION, PROJECT_NAME, hookspecs
+from clusterpulse_core.collect import Collector
+from clusterpulse_core.config import Config
+from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
+from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.store import StorageBackend
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "clusterpulse.plugins"
+
+
+class PluginError(Exception):
+    """A plugin could not be found, imported, registered or called; names the plugin."""
+
+
+@attrs.frozen
+class InstalledPlugin:
+    """One entry point of the ``clusterpulse.plugins`` group."""
+
+    name: str
+    target: str
+    distribution: str
+    version: str
+
+
+def installed_plugins() -> list[InstalledPlugin]:
+    """Every installed plugin entry point, sorted by name."""
+    found = []
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        found.append(InstalledPlugin(
+            name=ep.name,
+            target=ep.value,
+            distribution=dist.name if dist else "?",
+            version=dist.version if dist else "?",
+        ))
+    return sorted(found, key=lambda p: p.name)
+
+
+def distribution_for(name: str) -> str:
+    """The distribution conventionally providing plugin ``name``."""
+    return f"clusterpulse-{name}"
+
+
+class PluginHost:
+    """The loaded plugins: a pluggy manager plus what the core learned from them.
+
+    ``names`` are entry-point names loaded in order (what the config enables); ``extra``
+    maps names to plugin objects registered directly (used by tests and embedders).
+    """
+
+    def __init__(self, names: Sequence[str], extra: Mapping[str, object] | None = None) -> None:
+        self.pm = pluggy.PluginManager(PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.order: list[str] = []
+        self._contributions: Contributions | None = None
+        self._kinds: dict[str, tuple[str, ResourceKind]] | None = None
+        for name, obj in self._load(names):
+            self._register(name, obj)
+        for name, obj in (extra or {}).items():
+            self._register(name, obj)
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {self.pm.get_name(exc.plugin)!r}: {exc}") from exc
+
+    # ------------------------------------------------------------------ loading
+
+    @staticmethod
+    def _load(names: Sequence[str]) -> list[tuple[str, object]]:
+        if not names:
+            return []
+        twice = sorted({n for n in names if list(names).count(n) > 1})
+        if twice:
+            raise PluginError("; ".join(f"plugin {n!r} is enabled twice" for n in twice))
+        failures: list[str] = []
+        missing: list[str] = []
+
+        def on_failure(_mgr: Any, ep: Any, exc: BaseException) -> None:
+            failures.append(f"plugin {ep.name!r} ({ep.value}) failed to import: {type(exc).__name__}: {exc}")
+
+        def on_missing(names_missing: Iterable[str]) -> None:
+            missing.extend(sorted(names_missing))
+
+        manager = NamedExtensionManager(
+            ENTRY_POINT_GROUP,
+            list(names),
+            name_order=True,
+            invoke_on_load=False,
+            on_load_failure_callback=on_failure,
+            on_missing_entrypoints_callback=on_missing,
+        )
+        if failures:
+            raise PluginError("; ".join(failures))
+        if missing:
+            raise PluginError("; ".join(
+                f"plugin {n!r} is enabled but not installed (pip install {distribution_for(n)})" for n in missing
+            ))
+        return [(ext.name, ext.plugin) for ext in manager.extensions]
+
+    def _register(self, name: str, obj: object) -> None:
+        if inspect.isclass(obj):
+            try:
+                obj = obj()
+            except Exception as exc:
+                raise PluginError(f"plugin {name!r} failed to initialise: {type(exc).__name__}: {exc}") from exc
+        wanted = getattr(obj, "clusterpulse_api_version", CORE_API_VERSION)
+        if int(wanted) != CORE_API_VERSION:
+            raise PluginError(
+                f"plugin {name!r} needs core API version {wanted}, this core provides {CORE_API_VERSION}"
+            )
+        try:
+            self.pm.register(obj, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {name!r}: {exc}") from exc
+        except ValueError as exc:
+            raise PluginError(f"plugin {name!r} could not be registered: {exc}") from exc
+        self.order.append(name)
+
+    # ------------------------------------------------------------------ calling
+
+    def plugin(self, name: str) -> object:
+        """The registered plugin object named ``name``."""
+        obj = self.pm.get_plugin(name)
+        if obj is None:
+            raise PluginError(f"plugin {name!r} is not loaded")
+        return obj
+
+    def call_each(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call ``hook`` once per plugin implementing it, in load order: ``[(plugin, result)]``."""
+        caller = getattr(self.pm.hook, hook)
+        implementers = {impl.plugin_name for impl in caller.get_hookimpls()}
+        results = []
+        for name in self.order:
+            if name not in implementers:
+                continue
+            others = [self.pm.get_plugin(n) for n in self.order if n != name]
+            subset = self.pm.subset_hook_caller(hook, remove_plugins=others)
+            try:
+                result = subset(**kwargs)
+            except Exception as exc:
+                raise PluginError(f"plugin {name!r} failed in {hook}: {type(exc).__name__}: {exc}") from exc
+            results.append((name, result[0] if isinstance(result, list) and result else
+                            (None if isinstance(result, list) else result)))
+        return results
+
+    def call_owner(self, hook: str, owner: str, **kwargs: Any) -> Any:
+        """Call ``hook`` on plugin ``owner`` only, returning its result (exceptions propagate)."""
+        others = [self.pm.get_plugin(n) for n in self.order if n != owner]
+        return self.pm.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
+
+    def hooks_of(self, name: str) -> list[str]:
+        """The hook names plugin ``name`` implements."""
+        obj = self.pm.get_plugin(name)
+        callers = self.pm.get_hookcallers(obj) or [] if obj is not None else []
+        return sorted(c.name for c in callers)
+
+    # ------------------------------------------------------------------ what plugins declare
+
+    def settings_classes(self) -> dict[str, type | None]:
+        """Plugin name -> its settings class (``None`` when it declares none)."""
+        declared = dict(self.call_each("clusterpulse_settings_class"))
+        return {name: declared.get(name) for name in self.order}
+
+    def configure(self, config: Config) -> None:
+        """Hand each plugin its validated settings."""
+        for name in self.order:
+            impls = {i.plugin_name for i in self.pm.hook.clusterpulse_configure.get_hookimpls()}
+            if name in impls:
+                try:
+                    self.call_owner("clusterpulse_configure", name, config=config, settings=config.plugin(name))
+                except Exception as exc:
+                    raise PluginError(f"plugin {name!r} rejected its configuration: {exc}") from exc
+
+    @property
+    def contributions(self) -> Contributions:
+        """Every function/aggregation/field type/filter operator registered by the plugins."""
+        if self._contributions is None:
+            contributions = Contributions()
+            for hook, kind in hookspecs.REGISTRY_HOOKS.items():
+                table = contributions.table(kind)
+                caller = getattr(self.pm.hook, hook)
+                implementers = {impl.plugin_name for impl in caller.get_hookimpls()}
+                for name in self.order:
+                    if name not in implementers:
+                        continue
+
+                    def register(item: str, impl: Any, /, _plugin: str = name, _table: Any = table,
+                                 **meta: Any) -> None:
+                        _table.add(Contribution(item, impl, _plugin, meta))
+
+                    try:
+                        self.call_owner(hook, name, register=register)
+                    except DuplicateContributionError as exc:
+                        raise PluginError(str(exc)) from exc
+            self._contributions = contributions
+        return self._contributions
+
+    @property
+    def kinds(self) -> dict[str, tuple[str, ResourceKind]]:
+        """Kind name -> (owning plugin, declaration); a kind declared twice is an error."""
+        if self._kinds is None:
+            kinds: dict[str, tuple[str, ResourceKind]] = {}
+            for plugin, declared in self.call_each("clusterpulse_resource_kinds"):
+                for kind in declared or ():
+                    if kind.kind in kinds:
+                        raise PluginError(
+                            f"kind {kind.kind!r} is declared by both plugin {kinds[kind.kind][0]!r} "
+                            f"and plugin {plugin!r}"
+                        )
+                    kinds[kind.kind] = (plugin, kind)
+            self._kinds = kinds
+        return self._kinds
+
+    def storage_backends(self) -> list[StorageBackend]:
+        """Every backend from every plugin, in load order."""
+        return [b for result in self.pm.hook.clusterpulse_storage_backends() for b in (result or ())]
+
+    def collectors(self) -> list[Collector]:
+        """Every collector from every plugin; names must be unique."""
+        seen: dict[str, Collector] = {}
+        for result in self.pm.hook.clusterpulse_collectors():
+            for collector in result or ():
+                if collector.name in seen:
+                    raise PluginError(f"collector {collector.name!r} is registered twice")
+                seen[collector.name] = collector
+        return list(seen.values())

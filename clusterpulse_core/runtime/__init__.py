@@ -1,0 +1,1 @@
+"""The controller runtime: informers, work queues, workers, the manager."""

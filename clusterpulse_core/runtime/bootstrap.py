@@ -1,0 +1,113 @@
+"""Building a :class:`Runtime` from configuration, and the one-shot reconcile (``run --once``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from prometheus_client import CollectorRegistry
+
+from clusterpulse_core.config import Config, finish_config, read_config
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.kube.hub import hub_client
+from clusterpulse_core.kube.pool import ClientPool
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def load(config_file: str | None = None, env: Mapping[str, str] | None = None,
+         extra_plugins: Mapping[str, object] | None = None) -> tuple[Config, PluginHost]:
+    """Read the config, load the enabled plugins, validate their sections, configure them."""
+    from clusterpulse_core.config import config_path
+
+    raw = read_config(config_path(config_file, env), env)
+    host = PluginHost(raw.core.plugins, extra=extra_plugins)
+    config = finish_config(raw, host.settings_classes(), env)
+    host.configure(config)
+    host.contributions  # noqa: B018 - duplicate names must fail at start-up, not at first use
+    host.kinds  # noqa: B018
+    return config, host
+
+
+def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = None,
+                  metrics: CollectorRegistry | None = None) -> Runtime:
+    """Assemble the runtime: hub client, store fan-out over every backend, client pool."""
+    registry = metrics or CollectorRegistry()
+    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
+    store = Store(host.storage_backends(), registry=registry)
+    pool = ClientPool(timeout=config.core.request_timeout)
+    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry)
+
+
+def start_plugins(runtime: Runtime) -> None:
+    """Call ``clusterpulse_start`` on every plugin (a failure names the plugin)."""
+    runtime.plugins.call_each("clusterpulse_start", runtime=runtime)
+
+
+def stop_plugins(runtime: Runtime) -> None:
+    """Call ``clusterpulse_stop`` on every plugin, then close the store and the pool."""
+    for name in runtime.plugins.order:
+        try:
+            runtime.plugins.call_owner("clusterpulse_stop", name, runtime=runtime)
+        except Exception:
+            log.exception("plugin %s failed to stop", name)
+    runtime.store.close()
+    runtime.pool.close()
+
+
+@attrs.frozen
+class Outcome:
+    """The result of reconciling one object."""
+
+    ref: ObjectRef
+    ok: bool
+    detail: str = ""
+    requeue_after: float | None = None
+
+
+def object_ref(kind: ResourceKind, obj: Mapping[str, Any]) -> ObjectRef:
+    """The reference of a raw object."""
+    meta = obj.get("metadata") or {}
+    return ObjectRef(kind.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def list_objects(runtime: Runtime, kind: ResourceKind) -> list[dict[str, Any]]:
+    """Every object of ``kind`` in the watch namespace (all namespaces if cluster-scoped)."""
+    namespace = runtime.namespace if kind.namespaced else None
+    try:
+        return list(runtime.hub.list_items(kind.api_path(namespace)))
+    except NotFoundError:
+        log.warning("kind %s is not served by the hub (CRD not installed?)", kind.crd_name)
+        return []
+
+
+def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapping[str, Any]) -> Outcome:
+    """Run the owner's reconcile hook for one object; exceptions become a failed outcome."""
+    ref = object_ref(kind, obj)
+    ctx = runtime.context(kind, ref)
+    try:
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            runtime.plugins.call_owner("clusterpulse_forget", owner, kind=kind, ref=ref, ctx=ctx)
+            return Outcome(ref, True, "deleted")
+        result = runtime.plugins.call_owner("clusterpulse_reconcile", owner, kind=kind, obj=obj, ctx=ctx)
+    except Exception as exc:
+        ctx.log.error("reconcile failed: %s", exc)
+        return Outcome(ref, False, f"{type(exc).__name__}: {exc}")
+    if not isinstance(result, ReconcileResult):
+        return Outcome(ref, True)
+    return Outcome(ref, not result.error, result.error, result.requeue_after)
+
+
+def reconcile_once(runtime: Runtime) -> list[Outcome]:
+    """Reconcile every object of every enabled kind once (``clusterpulse run --once``)."""
+    outcomes = []
+    for owner, kind in runtime.plugins.kinds.values():
+        for obj in list_objects(runtime, kind):
+            outcomes.append(reconcile_object(runtime, owner, kind, obj))
+    return outcomes

@@ -1,0 +1,194 @@
+"""The one converter: every wire format decision for stored and exchanged data lives here.
+
+Rules (redis.md §0 and §13):
+
+* Keys are the attribute names (snake_case) unless the class is declared camelCase with
+  :func:`wire`; single fields can be renamed (``_id``) or omitted when empty.
+* Lists and maps are never ``null``: ``None`` read for a collection becomes empty, and
+  collections are written as ``[]`` / ``{}``.
+* Times are RFC 3339 in UTC with ``Z``: the *seconds* form for cluster, node, operator and
+  registry values, the *nano* form (fraction kept, trailing zeros dropped) for MetricSource
+  values.
+
+JSON bytes are produced and parsed by msgspec, the project's one JSON codec.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+import attrs
+import cattrs
+import msgspec
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+T = TypeVar("T")
+TimeForm = Literal["seconds", "nano"]
+
+_WIRE_ATTR = "__clusterpulse_wire__"
+
+
+@attrs.frozen
+class WireStyle:
+    """How one attrs class looks on the wire (set with :func:`wire`)."""
+
+    case: Literal["snake", "camel"] = "snake"
+    time: TimeForm = "seconds"
+    rename: Mapping[str, str] = attrs.field(factory=dict)
+    omit_empty: frozenset[str] = frozenset()
+
+
+def wire(
+    *,
+    case: Literal["snake", "camel"] = "snake",
+    time: TimeForm = "seconds",
+    rename: Mapping[str, str] | None = None,
+    omit_empty: tuple[str, ...] = (),
+) -> Callable[[type[T]], type[T]]:
+    """Class decorator declaring a class's wire style (key case, time form, renames, omissions).
+
+    ``omit_empty`` names attributes left out of the output when they equal their (empty)
+    default, as Go's ``omitempty`` does.
+    """
+
+    def mark(cls: type[T]) -> type[T]:
+        setattr(cls, _WIRE_ATTR, WireStyle(case, time, dict(rename or {}), frozenset(omit_empty)))
+        return cls
+
+    return mark
+
+
+def style_of(cls: type) -> WireStyle:
+    """The wire style declared for ``cls`` (snake_case, seconds form by default)."""
+    style = getattr(cls, _WIRE_ATTR, None)
+    return style if isinstance(style, WireStyle) else WireStyle()
+
+
+def camel(name: str) -> str:
+    """``display_name`` -> ``displayName``."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def format_time(value: datetime, form: TimeForm = "seconds") -> str:
+    """RFC 3339 in UTC with ``Z``; ``nano`` keeps the fraction without trailing zeros."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    value = value.astimezone(UTC)
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if form == "nano" and value.microsecond:
+        text += "." + f"{value.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_time(text: str) -> datetime:
+    """Parse any RFC 3339 time (fractions beyond microseconds are truncated); raise ValueError."""
+    match = _RFC3339.match(text.strip())
+    if not match:
+        raise ValueError(f"not an RFC 3339 time: {text!r}")
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    micro = int((fraction or "0")[:6].ljust(6, "0"))
+    iso_zone = "+00:00" if zone in ("Z", "z") else zone
+    parsed = datetime.fromisoformat(
+        f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micro:06d}{iso_zone}"
+    )
+    return parsed.astimezone(UTC)
+
+
+def _is_collection(tp: Any) -> bool:
+    origin = get_origin(tp) or tp
+    return origin in (tuple, list, dict, set, frozenset) or (
+        isinstance(origin, type) and issubclass(origin, Mapping)
+    )
+
+
+def _build_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=False)
+
+    def unstructure_factory(cls: type) -> Callable[[Any], dict[str, Any]]:
+        style = style_of(cls)
+        overrides: dict[str, Any] = {}
+        for field in attrs.fields(cls):
+            name = style.rename.get(field.name) or (camel(field.name) if style.case == "camel" else field.name)
+            time_hook = None
+            if field.type in (datetime, "datetime"):
+                time_hook = _time_unstructurer(style.time)
+            overrides[field.name] = override(
+                rename=name,
+                omit_if_default=field.name in style.omit_empty,
+                unstruct_hook=time_hook,
+            )
+        return make_dict_unstructure_fn(cls, conv, **overrides)
+
+    def structure_factory(cls: type) -> Callable[[Mapping[str, Any], Any], Any]:
+        style = style_of(cls)
+        overrides: dict[str, Any] = {}
+        for field in attrs.fields(cls):
+            name = style.rename.get(field.name) or (camel(field.name) if style.case == "camel" else field.name)
+            overrides[field.name] = override(rename=name)
+        return make_dict_structure_fn(cls, conv, **overrides)
+
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    conv.register_structure_hook_factory(attrs.has, structure_factory)
+    conv.register_unstructure_hook(datetime, _time_unstructurer("seconds"))
+    conv.register_structure_hook(datetime, lambda v, _: v if isinstance(v, datetime) else parse_time(v))
+
+    # Collections are never null: None reads as empty.
+    def collection_factory(tp: Any) -> Callable[[Any, Any], Any]:
+        origin = get_origin(tp) or tp
+        args = get_args(tp)
+
+        def hook(value: Any, _: Any) -> Any:
+            if value is None:
+                return origin() if origin is not Mapping else {}
+            if origin in (tuple,) and args and args[-1] is Ellipsis:
+                return tuple(conv.structure(v, args[0]) for v in value)
+            if origin in (list,) and args:
+                return [conv.structure(v, args[0]) for v in value]
+            if origin in (dict,) or (isinstance(origin, type) and issubclass(origin, Mapping)):
+                if args:
+                    return {conv.structure(k, args[0]): conv.structure(v, args[1]) for k, v in value.items()}
+                return dict(value)
+            return origin(value)
+
+        return hook
+
+    conv.register_structure_hook_factory(_is_collection, collection_factory)
+    return conv
+
+
+def _time_unstructurer(form: TimeForm) -> Callable[[datetime], str]:
+    return lambda value: format_time(value, form)
+
+
+#: The converter. Use :func:`unstructure` / :func:`structure` rather than reaching for it.
+converter = _build_converter()
+_encoder = msgspec.json.Encoder()
+
+
+def unstructure(obj: Any) -> Any:
+    """The JSON-ready value (dicts, lists, strings, numbers) of a model object."""
+    return converter.unstructure(obj)
+
+
+def structure(data: Any, cls: type[T]) -> T:
+    """Build a model object from JSON-ready data (wire names), validating types."""
+    return converter.structure(data, cls)
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON bytes of a model object or of plain JSON-ready data."""
+    return _encoder.encode(converter.unstructure(obj))
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON bytes into plain Python values."""
+    return msgspec.json.decode(data)

@@ -1,0 +1,138 @@
+"""Starting real server binaries (redis-server, victoria-metrics, docker-registry) for tests."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+
+class ServerUnavailable(Exception):
+    """A server binary is missing or the server did not come up."""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def require_binary(name: str, apt_package: str, extra_paths: Sequence[str] = ()) -> str:
+    """The path of ``name``; fails the test with the install command when it is missing."""
+    found = shutil.which(name)
+    for candidate in extra_paths:
+        if not found and Path(candidate).exists():
+            found = candidate
+    if not found:
+        pytest.fail(f"{name} is not installed: run `sudo apt-get install -y {apt_package}` "
+                    f"(or `bash scripts/test.sh`, which installs it)", pytrace=False)
+    return found
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class ServerProcess:
+    """One server process on a fixed loopback port that can be stopped and restarted.
+
+    ``argv`` is built by ``command(port, workdir)``; ``ready(port)`` says when it serves.
+    """
+
+    def __init__(self, name: str, command: Callable[[int, Path], list[str]],
+                 ready: Callable[[int], bool] | None = None, port: int | None = None,
+                 startup_timeout: float = 20.0) -> None:
+        self.name = name
+        self.port = port or free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"clusterpulse-{name}-"))
+        self._command = command
+        self._ready = ready or port_open
+        self._timeout = startup_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log = self.workdir / "server.log"
+
+    def start(self) -> ServerProcess:
+        """Start the server and wait (bounded) until it is ready."""
+        if self.process is not None and self.process.poll() is None:
+            return self
+        log = self._log.open("ab")
+        self.process = subprocess.Popen(self._command(self.port, self.workdir), stdout=log,
+                                        stderr=subprocess.STDOUT, cwd=self.workdir)
+        deadline = time.monotonic() + self._timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ServerUnavailable(f"{self.name} exited with {self.process.returncode}: {self.log_tail()}")
+            if self._ready(self.port):
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise ServerUnavailable(f"{self.name} did not become ready in {self._timeout}s: {self.log_tail()}")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 10 s) and wait until the port is free."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process = None
+        deadline = time.monotonic() + 5
+        while port_open(self.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def restart(self) -> ServerProcess:
+        """Stop and start again on the same port."""
+        self.stop()
+        return self.start()
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines the server printed."""
+        try:
+            return "\n".join(self._log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def cleanup(self) -> None:
+        """Stop and remove the work directory."""
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def redis_process(binary: str, port: int | None = None, password: str = "") -> ServerProcess:
+    """A redis-server without persistence on a loopback port."""
+
+    def command(p: int, workdir: Path) -> list[str]:
+        argv = [binary, "--port", str(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--dir", str(workdir), "--protected-mode", "no"]
+        if password:
+            argv += ["--requirepass", password]
+        return argv
+
+    def ready(p: int) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", p), timeout=0.5) as sock:
+                if password:
+                    sock.sendall(f"AUTH {password}\r\n".encode())
+                    sock.recv(64)
+                sock.sendall(b"PING\r\n")
+                return sock.recv(64).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    return ServerProcess("redis-server", command, ready, port)

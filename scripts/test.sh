@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: set up (apt + venv), then lint, type-check and run the whole suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check .
+.venv/bin/mypy clusterpulse_core plugins/*/clusterpulse_*
+.venv/bin/python -m pytest "$@"

@@ -1,0 +1,96 @@
+"""Discovery and registration of plugins through entry points (tests/plugins/clusterpulse-example)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins
+
+
+def test_enabled_plugin_is_found_and_registered() -> None:
+    host = PluginHost(["example"])
+    assert host.order == ["example"]
+    assert "shout" in host.contributions.functions
+    contribution = host.contributions.functions["shout"]
+    assert contribution.plugin == "example"
+    assert contribution.impl("hi") == "HI!"
+    assert contribution.meta == {"min_args": 1, "max_args": 1}
+    assert "clusterpulse_register_functions" in host.hooks_of("example")
+
+
+def test_installed_but_not_enabled_plugin_is_ignored() -> None:
+    names = {p.name for p in installed_plugins()}
+    assert {"example", "example-clash", "example-broken"} <= names
+    host = PluginHost([])
+    assert host.order == []
+    assert len(host.contributions.functions) == 0
+
+
+def test_installed_plugins_name_their_distribution() -> None:
+    example = next(p for p in installed_plugins() if p.name == "example")
+    assert example.distribution == "clusterpulse-example"
+    assert example.version == "0.1.0"
+
+
+def test_missing_plugin_names_it_and_the_distribution() -> None:
+    expected = r"plugin 'nosuch' is enabled but not installed \(pip install clusterpulse-nosuch\)"
+    with pytest.raises(PluginError, match=expected):
+        PluginHost(["example", "nosuch"])
+
+
+def test_broken_plugin_names_it_and_the_cause() -> None:
+    with pytest.raises(PluginError, match=r"plugin 'example-broken' .* failed to import: ModuleNotFoundError"):
+        PluginHost(["example-broken"])
+
+
+def test_duplicate_function_names_both_plugins() -> None:
+    host = PluginHost(["example", "example-clash"])
+    with pytest.raises(PluginError, match=r"'shout' is registered by both plugin 'example' and plugin 'example-clash'"):
+        host.contributions  # noqa: B018
+
+
+def test_core_api_version_mismatch_is_refused() -> None:
+    with pytest.raises(PluginError, match=r"'example-future' needs core API version 99, this core provides 1"):
+        PluginHost(["example-future"])
+
+
+def test_misspelled_hook_fails_fast() -> None:
+    with pytest.raises(PluginError, match=r"'example-misspelled'.*unknown hook 'clusterpulse_confgure'"):
+        PluginHost(["example-misspelled"])
+
+
+def test_wrong_hook_arguments_fail_at_registration() -> None:
+    class Wrong:
+        @hookimpl
+        def clusterpulse_configure(self, cfg: Any) -> None:
+            """Argument misnamed."""
+
+    with pytest.raises(PluginError, match=r"(?s)plugin 'wrong'.*Argument\(s\) \{'cfg'\} are declared"):
+        PluginHost([], extra={"wrong": Wrong()})
+
+
+def test_plugins_load_in_config_order() -> None:
+    assert PluginHost(["example-clash", "example"]).order == ["example-clash", "example"]
+    assert PluginHost(["example", "example-clash"]).order == ["example", "example-clash"]
+
+
+def test_plugin_enabled_twice_is_an_error() -> None:
+    with pytest.raises(PluginError, match=r"plugin 'example' is enabled twice"):
+        PluginHost(["example", "example"])
+
+
+def test_kind_declared_twice_names_both_plugins() -> None:
+    kind = ResourceKind("test.clusterpulse.io", "v1", "Widget", "widgets", schema={"type": "object"})
+
+    class Owner:
+        @hookimpl
+        def clusterpulse_resource_kinds(self) -> list[ResourceKind]:
+            return [kind]
+
+    host = PluginHost([], extra={"one": Owner(), "two": Owner()})
+    with pytest.raises(PluginError, match=r"'Widget' is declared by both plugin 'one' and plugin 'two'"):
+        host.kinds  # noqa: B018

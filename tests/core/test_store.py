@@ -1,0 +1,76 @@
+"""Storage fan-out through the store hook: every backend gets every piece; failures surface."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.model import ClusterStatusRecord
+from clusterpulse_core.pieces import ClusterStatusPiece, Piece
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.store import Store, StoreError
+
+
+class RecordingBackend:
+    """A test backend that keeps what it receives."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.received: list[Piece] = []
+
+    def store(self, pieces: Sequence[Piece]) -> None:
+        self.received.extend(pieces)
+
+    def ready(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class FailingBackend(RecordingBackend):
+    """A test backend whose storage is down."""
+
+    def store(self, pieces: Sequence[Piece]) -> None:
+        raise ConnectionError("backend down")
+
+    def ready(self) -> str | None:
+        return "backend down"
+
+
+class BackendPlugin:
+    def __init__(self, backend: RecordingBackend) -> None:
+        self.backend = backend
+
+    @hookimpl
+    def clusterpulse_storage_backends(self) -> list[RecordingBackend]:
+        return [self.backend]
+
+
+PIECE = ClusterStatusPiece("c1", ClusterStatusRecord(health="healthy", message="ok"))
+
+
+def test_every_backend_receives_every_piece() -> None:
+    first, second = RecordingBackend("first"), RecordingBackend("second")
+    host = PluginHost([], extra={"a": BackendPlugin(first), "b": BackendPlugin(second)})
+    store = Store(host.storage_backends(), registry=CollectorRegistry())
+    store.put(PIECE)
+    assert first.received == [PIECE]
+    assert second.received == [PIECE]
+    assert store.ready() == []
+
+
+def test_failing_backend_does_not_block_the_other_and_error_reaches_caller() -> None:
+    registry = CollectorRegistry()
+    failing, healthy = FailingBackend("down"), RecordingBackend("up")
+    host = PluginHost([], extra={"a": BackendPlugin(failing), "b": BackendPlugin(healthy)})
+    store = Store(host.storage_backends(), registry=registry)
+    with pytest.raises(StoreError, match="storage failed: down: backend down") as info:
+        store.put(PIECE)
+    assert healthy.received == [PIECE]
+    assert [name for name, _ in info.value.failures] == ["down"]
+    assert registry.get_sample_value("clusterpulse_store_errors_total", {"backend": "down"}) == 1.0
+    assert store.ready() == ["down: backend down"]

@@ -1,0 +1,1 @@
+"""Example ClusterPulse plugins: a working one, and broken ones for the discovery tests."""

@@ -1,0 +1,8 @@
+"""A plugin with a misspelled hook name (fails ``check_pending`` at start-up)."""
+
+from clusterpulse_core import hookimpl
+
+
+@hookimpl
+def clusterpulse_confgure(config: object, settings: object) -> None:
+    """Misspelled ``clusterpulse_configure``."""
