@@ -1,8 +1,8 @@
-"""A complete small plugin: settings, a function, a collector, a CLI command."""
+"""A complete small plugin: settings, a kind with its reconcile, a function, a collector, a CLI command."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -11,7 +11,25 @@ import click
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import ClusterTarget, Collector
 from clusterpulse_core.config import Config, setting
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef, PrinterColumn, ReconcileResult, ResourceKind
 from clusterpulse_core.pieces import ClusterLabelsPiece, Piece
+
+GREETING = ResourceKind(
+    group="example.clusterpulse.io",
+    version="v1",
+    kind="Greeting",
+    plural="greetings",
+    short_names=("gr",),
+    printer_columns=(PrinterColumn("Phase", "string", ".status.phase"),),
+    schema={
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    },
+)
 
 
 @attrs.frozen
@@ -43,6 +61,24 @@ class ExamplePlugin:
     @hookimpl
     def clusterpulse_configure(self, config: Config, settings: ExampleSettings) -> None:
         self.settings = settings
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        return [GREETING]
+
+    @hookimpl
+    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
+        target = (obj.get("spec") or {}).get("to", "")
+        if not target:
+            ctx.patch_status({"phase": "Error", "message": "spec.to: required"})
+            return ReconcileResult(requeue_after=30, error="spec.to: required")
+        ctx.patch_status({"phase": "Greeted", "message": f"{self.settings.greeting}, {target}"})
+        return ReconcileResult(requeue_after=60)
+
+    @hookimpl
+    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
+        ctx.log.info("forgot %s", ref)
+        return True
 
     @hookimpl
     def clusterpulse_register_functions(self, register: Any) -> None:
