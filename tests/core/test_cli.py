@@ -19,7 +19,8 @@ from clusterpulse_core.testing.kube_api import KubeAPI
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 60) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k not in ("CLUSTERPULSE_CONFIG", "NAMESPACE")}
     full_env.update(env or {})
     return subprocess.run(CLI + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
@@ -114,8 +115,8 @@ def test_testing_kube_api_serves_a_seeded_cluster(tmp_path: Path) -> None:
     (tmp_path / "objects" / "nodes.yaml").write_text(
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\n"
     )
-    proc = subprocess.Popen(CLI + ["testing", "kube-api", "--objects", "objects", "--port", "0",
-                                   "--kubeconfig", "kc.yaml"], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    argv = [*CLI, "testing", "kube-api", "--objects", "objects", "--port", "0", "--kubeconfig", "kc.yaml"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()

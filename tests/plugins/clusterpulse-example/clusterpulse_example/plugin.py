@@ -67,7 +67,9 @@ class ExamplePlugin:
         return [GREETING]
 
     @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
+    def clusterpulse_reconcile(
+        self, kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
+    ) -> ReconcileResult:
         target = (obj.get("spec") or {}).get("to", "")
         if not target:
             ctx.patch_status({"phase": "Error", "message": "spec.to: required"})
