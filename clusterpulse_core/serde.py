@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
@@ -73,12 +74,18 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+@lru_cache(maxsize=4096)
 def format_time(value: datetime, form: TimeForm = "seconds") -> str:
-    """RFC 3339 in UTC with ``Z``; ``nano`` keeps the fraction without trailing zeros."""
+    """RFC 3339 in UTC with ``Z``; ``nano`` keeps the fraction without trailing zeros.
+
+    Cached: one reconcile writes the same few timestamps thousands of times.
+    """
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    elif value.utcoffset():
+        value = value.astimezone(UTC)
+    text = (f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
+            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}")
     if form == "nano" and value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text + "Z"

@@ -1,0 +1,35 @@
+"""The ``redis`` plugin: provides :class:`RedisStore` through the store hook."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.config import Config
+from clusterpulse_core.store import StorageBackend
+from clusterpulse_redis.settings import RedisSettings
+from clusterpulse_redis.store import RedisStore
+
+
+class RedisPlugin:
+    """Current state in Redis (the ClusterPulse API contract, spec/redis.md)."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.settings: RedisSettings | None = None
+
+    @hookimpl
+    def clusterpulse_settings_class(self) -> type:
+        """``[plugins.redis]`` is validated by :class:`RedisSettings`."""
+        return RedisSettings
+
+    @hookimpl
+    def clusterpulse_configure(self, config: Config, settings: RedisSettings) -> None:
+        """Keep the validated settings for the backend."""
+        self.settings = settings
+
+    @hookimpl
+    def clusterpulse_storage_backends(self) -> Sequence[StorageBackend]:
+        """One :class:`RedisStore` (default settings when the plugin was not configured)."""
+        return [RedisStore(self.settings)]

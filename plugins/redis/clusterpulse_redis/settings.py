@@ -1,0 +1,31 @@
+"""``[plugins.redis]``: where Redis is, how to reach it, and the TTLs that shape keys."""
+
+from __future__ import annotations
+
+import attrs
+
+from clusterpulse_core.config import setting
+
+
+@attrs.frozen
+class RedisSettings:
+    """Connection and key-lifetime settings; the upstream env vars override the file."""
+
+    url: str = setting("", help="redis:// or rediss:// URL; when set it overrides host/port/password/db")
+    host: str = setting("redis", env="REDIS_HOST", help="Redis host")
+    port: int = setting(6379, env="REDIS_PORT", help="Redis port")
+    password: str = setting("", env="REDIS_PASSWORD", secret=True, help="Redis password (empty: none)")
+    db: int = setting(0, env="REDIS_DB", help="logical database number")
+    tls: bool = setting(False, help="connect with TLS")
+    tls_ca_file: str = setting("", help="CA bundle to verify the server certificate (empty: system CAs)")
+    cache_ttl: int = setting(600, env="CACHE_TTL", minimum=60,
+                             help="TTL of the current-state keys, seconds")
+    metrics_retention: int = setting(3600, env="METRICS_RETENTION", minimum=300,
+                                     help="TTL and trimming window of the time-series sorted sets, seconds")
+    pool_size: int = setting(20, minimum=1, help="maximum connections in the pool")
+    pool_timeout: float = setting(5.0, help="seconds to wait for a free pooled connection")
+    retry_attempts: int = setting(3, minimum=0, help="retries of a command after a connection error")
+    retry_backoff_base: float = setting(0.05, help="first retry delay, seconds (doubles per retry)")
+    retry_backoff_cap: float = setting(2.0, help="largest retry delay, seconds")
+    socket_timeout: float = setting(5.0, help="read/write timeout of one command, seconds")
+    socket_connect_timeout: float = setting(5.0, help="connect timeout, seconds")

@@ -1,0 +1,85 @@
+"""The Redis storage backend: pieces in, the keys of spec/redis.md out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import TypeVar
+
+import redis
+
+from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.pieces import Piece
+from clusterpulse_redis.connection import connect, describe
+from clusterpulse_redis.deletion import DELETERS
+from clusterpulse_redis.errors import RedisStoreError
+from clusterpulse_redis.settings import RedisSettings
+from clusterpulse_redis.writers import WRITERS, WriteContext
+
+T = TypeVar("T")
+
+
+def _handler(table: Mapping[type[Piece], T], piece: Piece) -> T | None:
+    """The entry for the piece's class or its nearest base class listed in ``table``."""
+    for cls in type(piece).__mro__:
+        found = table.get(cls)
+        if found is not None:
+            return found
+    return None
+
+
+class RedisStore:
+    """Writes every piece it knows (ignores the others), with as few round trips as allowed.
+
+    The pieces of one :meth:`store` call share one non-transactional pipeline; a deletion
+    (which must read first) sends what was queued before it, runs, and a new pipeline
+    continues after it, so order is kept. Any Redis error is raised as
+    :class:`RedisStoreError`; nothing is dropped silently.
+
+    ``clock`` returns the store time (tz-aware UTC); tests inject a fixed one.
+    """
+
+    name = "redis"
+
+    def __init__(self, settings: RedisSettings | None = None, *, client: redis.Redis | None = None,
+                 clock: Callable[[], datetime] = utcnow) -> None:
+        self.settings = settings or RedisSettings()
+        self.client = client if client is not None else connect(self.settings)
+        self.address = describe(self.client)
+        self._clock = clock
+
+    def store(self, pieces: Sequence[Piece]) -> None:
+        """Write the pieces of one reconcile; raise :class:`RedisStoreError` if Redis fails."""
+        ctx = WriteContext(now=self._clock(), cache_ttl=self.settings.cache_ttl,
+                           metrics_retention=self.settings.metrics_retention)
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for piece in pieces:
+                writer = _handler(WRITERS, piece)
+                if writer is not None:
+                    writer(pipe, piece, ctx)
+                    continue
+                deleter = _handler(DELETERS, piece)
+                if deleter is None:
+                    continue
+                if len(pipe):
+                    pipe.execute()
+                    pipe = self.client.pipeline(transaction=False)
+                deleter(self.client, piece)
+            if len(pipe):
+                pipe.execute()
+        except redis.RedisError as exc:
+            raise RedisStoreError(f"redis at {self.address}: {type(exc).__name__}: {exc}") from exc
+
+    def ready(self) -> str | None:
+        """``None`` when Redis answers ``PING``, else why not."""
+        try:
+            self.client.ping()
+        except redis.RedisError as exc:
+            return f"redis at {self.address} unreachable: {type(exc).__name__}: {exc}"
+        return None
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self.client.close()
+        self.client.connection_pool.disconnect()

@@ -1,0 +1,245 @@
+"""Stored shapes that differ from the domain model (redis.md §2 to §10).
+
+Each class is one value (or hash) exactly as readers find it in Redis; it is encoded by the
+core converter (:func:`clusterpulse_core.serde.dumps` / ``unstructure``), never by hand.
+They are built from domain objects in :mod:`clusterpulse_redis.derive`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from clusterpulse_core.serde import wire
+
+# ---------------------------------------------------------------------------- cluster
+
+
+@attrs.frozen
+class ClusterMetaFields:
+    """Hash ``cluster:<c>:meta`` (§2.5)."""
+
+    last_update: datetime
+
+
+@attrs.frozen
+class StoredClusterMetrics:
+    """``cluster:<c>:metrics`` (§2.7): the nine totals, without the namespace list."""
+
+    timestamp: datetime
+    nodes: int
+    nodes_ready: int
+    namespaces: int
+    pods: int
+    pods_running: int
+    cpu_capacity: float
+    memory_capacity: int
+    deployments: int
+
+
+@attrs.frozen
+class StoredNamespaces:
+    """``cluster:<c>:namespaces`` (§2.8)."""
+
+    namespaces: tuple[str, ...]
+    count: int
+    timestamp: datetime
+
+
+@attrs.frozen
+class ClusterEvent:
+    """One message of channel ``cluster-events`` and list ``events:<name>`` (§2.9)."""
+
+    type: str
+    cluster: str
+    timestamp: datetime
+    data: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------------------- nodes
+
+
+@attrs.frozen
+class NodeHashFields:
+    """Hash ``cluster:<c>:node:<node>`` (§3.2); ``current`` holds the node JSON text."""
+
+    current: str
+    last_update: datetime
+    status: str
+    cpu_usage: str
+    memory_usage: str
+    pods_total: str
+
+
+@attrs.frozen
+class NodeSample:
+    """Member of ``cluster:<c>:node:<node>:metrics`` (§3.4)."""
+
+    timestamp: datetime
+    cpu_usage: float
+    memory_usage: float
+    cpu_requested: float
+    memory_requested: int
+    pods_running: int
+    pods_pending: int
+    pods_total: int
+
+
+@attrs.frozen
+class NodesSummary:
+    """Field ``data`` of hash ``cluster:<c>:nodes:summary`` (§3.5)."""
+
+    total: int
+    ready: int
+    not_ready: int
+    scheduling_disabled: int
+    by_role: dict[str, int]
+    total_cpu_capacity: float
+    total_memory_capacity: int
+    avg_cpu_usage: float
+    avg_memory_usage: float
+    timestamp: datetime
+
+
+# ---------------------------------------------------------------------------- operators
+
+
+@wire(omit_empty=("all_available_namespaces",))
+@attrs.frozen
+class StoredOperator:
+    """One item of ``cluster:<c>:operators`` (§4.1)."""
+
+    name: str
+    display_name: str
+    version: str
+    status: str
+    namespace: str
+    installed_namespace: str
+    install_modes: tuple[str, ...]
+    install_mode: str
+    provider: str
+    created_at: datetime
+    updated_at: datetime
+    is_cluster_wide: bool
+    available_in_namespaces: tuple[str, ...]
+    available_count: int
+    available_namespaces_detail: str
+    all_available_namespaces: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class InstallModeCounts:
+    """``by_install_mode`` of the operators summary."""
+
+    cluster_wide: int
+    namespace_scoped: int
+
+
+@attrs.frozen
+class OperatorsSummary:
+    """``cluster:<c>:operators_summary`` (§4.2)."""
+
+    total: int
+    by_status: dict[str, int]
+    by_namespace: dict[str, int]
+    by_install_mode: InstallModeCounts
+
+
+@wire(omit_empty=("issues",))
+@attrs.frozen
+class ClusterOperatorsSummary:
+    """``cluster:<c>:cluster_operators_summary`` (§5.2); ``issues`` only when non-empty."""
+
+    total: int
+    available: int
+    degraded: int
+    progressing: int
+    upgradeable: int
+    timestamp: datetime
+    all_healthy: bool
+    has_issues: bool
+    issues: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class ClusterOperatorState:
+    """``cluster:<c>:cluster_operator:<op>`` (§5.3)."""
+
+    available: bool
+    degraded: bool
+    progressing: bool
+    version: str
+    message: str
+    timestamp: datetime
+
+
+# ---------------------------------------------------------------------------- resource collection
+
+
+@attrs.frozen
+class ResourceMetadata:
+    """``cluster:<c>:resource_metadata`` (§6)."""
+
+    timestamp: datetime
+    collection_time_ms: int
+    truncated: bool
+    total_resources: int
+    pods_count: int
+    deployments_count: int
+    services_count: int
+    statefulsets_count: int
+    daemonsets_count: int
+
+
+# ---------------------------------------------------------------------------- registries
+
+
+@attrs.frozen
+class RegistryMetaFields:
+    """Hash ``registry:<r>:meta`` (§7.4); ``available`` is ``true``/``false`` as text."""
+
+    last_update: datetime
+    available: str
+
+
+# ---------------------------------------------------------------------------- MetricSource
+
+
+@wire(case="camel", time="nano")
+@attrs.frozen
+class MetricSourceMetaFields:
+    """Hash ``metricsource:<ns>:<name>:meta`` (§10.2)."""
+
+    compiled_at: datetime
+    hash: str
+    kind: str
+    api_version: str
+    resource_type_name: str
+
+
+@wire(case="camel", time="nano", omit_empty=("last_error",))
+@attrs.frozen
+class CustomResourceMeta:
+    """``cluster:<c>:custom:<ns>/<name>:meta`` (§10.5), a JSON string (not a hash)."""
+
+    source_id: str
+    cluster_name: str
+    last_collection_time: datetime
+    duration_ms: int
+    resource_count: int
+    truncated: bool
+    error_count: int = 0
+    last_error: str = ""
+
+
+@wire(case="camel", time="nano")
+@attrs.frozen
+class MetricSourceEvent:
+    """One message of channel ``metricsource-events`` (§10.7)."""
+
+    type: str
+    source_id: str
+    timestamp: datetime
+    data: dict[str, Any] | None = None
