@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -15,7 +15,7 @@ from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
-from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.plugins import PluginError, PluginHost
 from clusterpulse_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -46,13 +46,28 @@ def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = Non
 
 
 def start_plugins(runtime: Runtime) -> None:
-    """Call ``clusterpulse_start`` on every plugin (a failure names the plugin)."""
-    runtime.plugins.call_each("clusterpulse_start", runtime=runtime)
+    """Call ``clusterpulse_start`` on every plugin in load order.
+
+    A failure stops the plugins already started (and closes the store and pool), then
+    raises :class:`PluginError` naming the plugin that failed.
+    """
+    started: list[str] = []
+    for name in runtime.plugins.order:
+        try:
+            runtime.plugins.call_owner("clusterpulse_start", name, runtime=runtime)
+        except Exception as exc:
+            _stop(runtime, reversed(started))
+            raise PluginError(f"plugin {name!r} failed to start: {type(exc).__name__}: {exc}") from exc
+        started.append(name)
 
 
 def stop_plugins(runtime: Runtime) -> None:
-    """Call ``clusterpulse_stop`` on every plugin, then close the store and the pool."""
-    for name in runtime.plugins.order:
+    """Call ``clusterpulse_stop`` on every plugin (reverse order), then close the store and the pool."""
+    _stop(runtime, reversed(runtime.plugins.order))
+
+
+def _stop(runtime: Runtime, names: Iterable[str]) -> None:
+    for name in names:
         try:
             runtime.plugins.call_owner("clusterpulse_stop", name, runtime=runtime)
         except Exception:

@@ -74,3 +74,32 @@ def test_failing_backend_does_not_block_the_other_and_error_reaches_caller() -> 
     assert [name for name, _ in info.value.failures] == ["down"]
     assert registry.get_sample_value("clusterpulse_store_errors_total", {"backend": "down"}) == 1.0
     assert store.ready() == ["down: backend down"]
+
+
+def test_start_failure_stops_started_plugins_and_names_the_culprit() -> None:
+    from clusterpulse_core.config import Config
+    from clusterpulse_core.kube.client import KubeClient, make_api_client
+    from clusterpulse_core.plugins import PluginError
+    from clusterpulse_core.runtime.bootstrap import build_runtime, start_plugins
+
+    events: list[str] = []
+
+    class Good:
+        @hookimpl
+        def clusterpulse_start(self, runtime: object) -> None:
+            events.append("good started")
+
+        @hookimpl
+        def clusterpulse_stop(self, runtime: object) -> None:
+            events.append("good stopped")
+
+    class Bad:
+        @hookimpl
+        def clusterpulse_start(self, runtime: object) -> None:
+            raise RuntimeError("no database")
+
+    host = PluginHost([], extra={"good": Good(), "bad": Bad()})
+    runtime = build_runtime(Config(), host, hub=KubeClient(make_api_client("http://127.0.0.1:9")))
+    with pytest.raises(PluginError, match=r"plugin 'bad' failed to start: RuntimeError: no database"):
+        start_plugins(runtime)
+    assert events == ["good started", "good stopped"]

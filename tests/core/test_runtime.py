@@ -1,0 +1,533 @@
+"""The controller runtime end to end: manager, informer, controller and probes on the API emulator.
+
+A test-local plugin declares the kind ``Widget`` (group test.clusterpulse.io) and records every
+reconcile and forget; the manager runs it against the Kubernetes API emulator over HTTP.
+
+This file is also the child process of the SIGTERM test (``python test_runtime.py URL DIR``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.config import Config, CoreSettings
+from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.pieces import Piece
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import build_runtime
+from clusterpulse_core.runtime.informer import Informer
+from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.runtime.probes import parse_bind_address
+
+NAMESPACE = "clusterpulse"
+GROUP = "test.clusterpulse.io"
+API_VERSION = f"{GROUP}/v1"
+WAIT = 15.0
+
+WIDGET = ResourceKind(
+    group=GROUP, version="v1", kind="Widget", plural="widgets",
+    schema={"type": "object", "x-kubernetes-preserve-unknown-fields": True}, workers=2,
+)
+
+Behaviour = Callable[[int, Mapping[str, Any]], "ReconcileResult | None"]
+
+
+class WidgetPlugin:
+    """Owns ``Widget``; records reconciles ``(name, generation)`` and forgets; behaviour per name."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self, behaviours: Mapping[str, Behaviour] | None = None, marker_dir: str = "",
+                 sleep: float = 0.0) -> None:
+        self.behaviours = dict(behaviours or {})
+        self.marker_dir = marker_dir
+        self.sleep = sleep
+        self.reconciled: list[tuple[str, int]] = []
+        self.forgotten: list[str] = []
+        self.lock = threading.Lock()
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        return [WIDGET]
+
+    @hookimpl
+    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
+                               ctx: ReconcileContext) -> ReconcileResult | None:
+        meta = obj["metadata"]
+        name = str(meta["name"])
+        with self.lock:
+            self.reconciled.append((name, int(meta.get("generation") or 0)))
+            attempt = self.attempts(name)
+        self.mark(f"{name}.started")
+        if self.sleep:
+            time.sleep(self.sleep)
+        behaviour = self.behaviours.get(name)
+        result = behaviour(attempt, obj) if behaviour else None
+        self.mark(f"{name}.done")
+        return result
+
+    @hookimpl
+    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
+        with self.lock:
+            self.forgotten.append(ref.name)
+        return True
+
+    @hookimpl
+    def clusterpulse_stop(self, runtime: Runtime) -> None:
+        done = [p.name for p in Path(self.marker_dir).glob("*.done")] if self.marker_dir else []
+        self.mark("stopped", ",".join(sorted(done)))
+
+    def attempts(self, name: str) -> int:
+        return sum(1 for seen, _gen in self.reconciled if seen == name)
+
+    def generations(self, name: str) -> list[int]:
+        with self.lock:
+            return [gen for seen, gen in self.reconciled if seen == name]
+
+    def mark(self, name: str, text: str = "") -> None:
+        if self.marker_dir:
+            Path(self.marker_dir, name).write_text(text)
+
+
+class FlakyBackend:
+    """A storage backend whose readiness the test switches."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.problem: str | None = "warming up"
+
+    def store(self, pieces: Sequence[Piece]) -> None:
+        """Accept everything."""
+
+    def ready(self) -> str | None:
+        return self.problem
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class BackendPlugin:
+    """Provides one :class:`FlakyBackend`."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self, backend: FlakyBackend) -> None:
+        self.backend = backend
+
+    @hookimpl
+    def clusterpulse_storage_backends(self) -> Sequence[FlakyBackend]:
+        return [self.backend]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def settings(**overrides: Any) -> CoreSettings:
+    """Core settings with short timings for tests."""
+    values: dict[str, Any] = {
+        "plugins": (), "namespace": NAMESPACE, "metrics_bind_address": "0", "health_probe_bind_address": "0",
+        "queue_base_delay": 0.01, "queue_max_delay": 0.2, "shutdown_grace": 10.0,
+        "lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1,
+    }
+    values.update(overrides)
+    return CoreSettings(**values)
+
+
+def make_manager(api_client: kubernetes.client.ApiClient, plugins: Mapping[str, object],
+                 identity: str | None = None, **overrides: Any) -> Manager:
+    host = PluginHost([], extra=plugins)
+    runtime = build_runtime(Config(core=settings(**overrides)), host, hub=KubeClient(api_client))
+    return Manager(runtime, identity)
+
+
+def widget(name: str, size: int = 1, **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "Widget",
+            "metadata": {"name": name, "namespace": NAMESPACE, **meta}, "spec": {"size": size}}
+
+
+def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
+
+
+def idle(manager: Manager) -> bool:
+    queue = manager.controllers["Widget"].queue
+    return len(queue) == 0 and queue.in_flight == 0
+
+
+def sample(manager: Manager, metric: str, **labels: str) -> float:
+    return manager.runtime.metrics.get_sample_value(metric, labels) or 0.0
+
+
+def http_get(port: int | None, path: str) -> tuple[int, str]:
+    assert port is not None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture
+def hub(kube_api: Any) -> Any:
+    api = kube_api()
+    api.add_crd(GROUP, "v1", "Widget", "widgets")
+    return api
+
+
+@pytest.fixture
+def managers() -> Iterator[list[Manager]]:
+    started: list[Manager] = []
+    yield started
+    for manager in started:
+        manager.stop()
+
+
+@pytest.fixture
+def run_widgets(hub: Any, managers: list[Manager]) -> Callable[..., tuple[Manager, WidgetPlugin]]:
+    def start(behaviours: Mapping[str, Behaviour] | None = None, **overrides: Any) -> tuple[Manager, WidgetPlugin]:
+        plugin = WidgetPlugin(behaviours)
+        manager = make_manager(hub.api_client(), {"widgets": plugin}, **overrides)
+        managers.append(manager)
+        manager.start()
+        assert manager.wait_synced(WAIT)
+        return manager, plugin
+
+    return start
+
+
+# --------------------------------------------------------------------------- reconcile
+
+
+def test_existing_and_created_objects_are_reconciled(hub: Any, run_widgets: Any) -> None:
+    hub.create(widget("before"))
+    manager, plugin = run_widgets()
+    eventually(lambda: plugin.generations("before") == [1], "the listed widget is reconciled")
+    hub.create(widget("after"))
+    eventually(lambda: plugin.generations("after") == [1], "the created widget is reconciled")
+    eventually(lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget",
+                              result="success") == 2, "two successes counted")
+
+
+def test_only_the_watch_namespace_is_watched(hub: Any, run_widgets: Any) -> None:
+    other = widget("elsewhere")
+    other["metadata"]["namespace"] = "other"
+    hub.create(other)
+    manager, plugin = run_widgets()
+    hub.create(widget("here"))
+    eventually(lambda: plugin.generations("here") == [1], "the watched namespace is reconciled")
+    eventually(lambda: idle(manager), "queue idle")
+    assert plugin.generations("elsewhere") == []
+    assert manager.informers["Widget"].get("other", "elsewhere") is None
+
+
+def test_requeue_after_is_honoured(hub: Any, run_widgets: Any) -> None:
+    manager, plugin = run_widgets({"tick": lambda attempt, obj: ReconcileResult(requeue_after=0.05)})
+    hub.create(widget("tick"))
+    eventually(lambda: len(plugin.generations("tick")) >= 3, "three reconciles from requeue_after")
+    assert sample(manager, "controller_runtime_reconcile_total", controller="widget",
+                  result="requeue_after") >= 2
+
+
+def test_an_exception_is_retried_with_backoff_then_forgotten(hub: Any, run_widgets: Any) -> None:
+    def flaky(attempt: int, obj: Mapping[str, Any]) -> ReconcileResult | None:
+        if attempt <= 2:
+            raise RuntimeError(f"boom {attempt}")
+        return None
+
+    manager, plugin = run_widgets({"flaky": flaky})
+    hub.create(widget("flaky"))
+    eventually(lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget",
+                              result="success") == 1, "success after two failures")
+    assert plugin.generations("flaky") == [1, 1, 1]
+    assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 2
+    assert sample(manager, "workqueue_retries_total", name="widget") == 2
+    assert manager.controllers["Widget"].queue.num_requeues(ObjectRef("Widget", NAMESPACE, "flaky")) == 0
+
+
+def test_a_terminal_error_is_not_retried(hub: Any, run_widgets: Any) -> None:
+    def broken(attempt: int, obj: Mapping[str, Any]) -> ReconcileResult:
+        raise TerminalError("cannot ever work")
+
+    manager, plugin = run_widgets({"broken": broken})
+    hub.create(widget("broken"))
+    eventually(lambda: sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 1,
+               "the terminal error is counted")
+    eventually(lambda: idle(manager), "queue idle")
+    queue = manager.controllers["Widget"].queue
+    assert queue.delayed == 0, "nothing scheduled for a retry"
+    assert sample(manager, "workqueue_retries_total", name="widget") == 0
+    assert plugin.generations("broken") == [1]
+
+
+def test_a_reported_error_counts_as_error_and_requeues(hub: Any, run_widgets: Any) -> None:
+    manager, plugin = run_widgets({"sick": lambda attempt, obj: ReconcileResult(requeue_after=0.05,
+                                                                                error="unreachable")})
+    hub.create(widget("sick"))
+    eventually(lambda: len(plugin.generations("sick")) >= 2, "requeued after a reported error")
+    assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") >= 1
+    assert sample(manager, "controller_runtime_reconcile_total", controller="widget", result="error") >= 1
+
+
+def test_status_only_updates_do_not_reconcile_but_spec_changes_do(hub: Any, run_widgets: Any) -> None:
+    manager, plugin = run_widgets()
+    hub.create(widget("w"))
+    eventually(lambda: plugin.generations("w") == [1], "first reconcile")
+    current = hub.get(API_VERSION, "widgets", "w", NAMESPACE)
+    current["status"] = {"phase": "Ready"}
+    hub.update(current)
+    # A sentinel created after the status write: once it is reconciled and the queue is idle,
+    # any reconcile the status write could have triggered has happened.
+    hub.create(widget("sentinel"))
+    eventually(lambda: plugin.generations("sentinel") == [1] and idle(manager), "sentinel reconciled")
+    assert manager.informers["Widget"].get(NAMESPACE, "w")["status"] == {"phase": "Ready"}
+    assert plugin.generations("w") == [1], "a status-only update must not reconcile"
+
+    current = hub.get(API_VERSION, "widgets", "w", NAMESPACE)
+    current["spec"] = {"size": 2}
+    hub.update(current)
+    eventually(lambda: plugin.generations("w") == [1, 2], "the spec change is reconciled")
+
+
+def test_deletion_calls_the_forget_hook(hub: Any, run_widgets: Any) -> None:
+    manager, plugin = run_widgets()
+    hub.create(widget("doomed"))
+    eventually(lambda: plugin.generations("doomed") == [1], "reconciled")
+    hub.delete(API_VERSION, "widgets", "doomed", NAMESPACE)
+    eventually(lambda: plugin.forgotten == ["doomed"], "forget called")
+    assert manager.informers["Widget"].get(NAMESPACE, "doomed") is None
+
+
+def test_a_deletion_timestamp_calls_forget_instead_of_reconcile(hub: Any, run_widgets: Any) -> None:
+    manager, plugin = run_widgets()
+    hub.create(widget("held", finalizers=["test.clusterpulse.io/hold"]))
+    eventually(lambda: plugin.generations("held") == [1], "reconciled")
+    hub.delete(API_VERSION, "widgets", "held", NAMESPACE)
+    eventually(lambda: plugin.forgotten == ["held"], "forget called while the finalizer holds it")
+    assert manager.informers["Widget"].get(NAMESPACE, "held")["metadata"]["deletionTimestamp"]
+    assert plugin.generations("held") == [1]
+
+
+def test_gone_watch_relists_without_losing_events(hub: Any, run_widgets: Any) -> None:
+    hub.create(widget("kept"))
+    hub.create(widget("changed"))
+    hub.create(widget("removed"))
+    manager, plugin = run_widgets()
+    eventually(lambda: all(plugin.generations(n) == [1] for n in ("kept", "changed", "removed")),
+               "initial reconciles")
+    hub.stop()  # the watch breaks; the changes below happen while it is down
+    hub.create(widget("new"))
+    changed = hub.get(API_VERSION, "widgets", "changed", NAMESPACE)
+    changed["spec"] = {"size": 5}
+    hub.update(changed)
+    hub.delete(API_VERSION, "widgets", "removed", NAMESPACE)
+    hub.compact()  # the informer's resourceVersion is now too old: 410 Gone
+    hub.clear_requests()
+    hub.start()
+    eventually(lambda: plugin.generations("new") == [1], "the object created during the outage")
+    eventually(lambda: plugin.generations("changed") == [1, 2], "the object changed during the outage")
+    eventually(lambda: plugin.forgotten == ["removed"], "the object deleted during the outage")
+    eventually(lambda: idle(manager), "queue idle")
+    assert plugin.generations("kept") == [1], "an unchanged object is not reconciled again"
+    lists = [q for method, path, q in hub.requests if method == "GET" and path.endswith("/widgets")
+             and q.get("watch") not in ("true", "1")]
+    assert lists, "the informer relisted after 410"
+    informer = manager.informers["Widget"]
+    assert sorted(name for _ns, name in informer.cache_keys()) == ["changed", "kept", "new"]
+
+
+def test_a_failing_watch_is_retried_with_backoff(hub: Any, run_widgets: Any,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    _manager, plugin = run_widgets()
+    hub.fail(r"/widgets$", status=500, times=1)
+    hub.clear_requests()
+    hub.restart()  # the open watch breaks; the next attempt fails with 500
+    hub.create(widget("late"))
+    eventually(lambda: plugin.generations("late") == [1], "reconciled despite watch failures")
+    failures = [r.getMessage() for r in caplog.records if "list/watch of Widget failed" in r.getMessage()]
+    assert any("(HTTP 500)" in message and "retrying in" in message for message in failures), failures
+
+
+def test_a_silent_watch_is_restarted_by_the_watchdog(hub: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="clusterpulse_core.runtime.informer")
+    informer = Informer(KubeClient(hub.api_client()), WIDGET, NAMESPACE, silence_limit=0.3)
+    informer.start()
+    try:
+        assert informer.wait_synced(WAIT)
+        eventually(lambda: len(watches(hub)) >= 2, "the silent watch is restarted")
+        assert all(q["resourceVersion"] == informer.resource_version for q in watches(hub))
+        assert any("silent for 0.3 s" in r.getMessage() for r in caplog.records)
+    finally:
+        informer.stop()
+    assert informer.items() == []
+
+
+def watches(hub: Any) -> list[dict[str, str]]:
+    return [q for method, path, q in hub.requests if method == "GET" and path.endswith("/widgets")
+            and q.get("watch") == "true"]
+
+
+def test_resync_reconciles_everything_again(hub: Any, run_widgets: Any) -> None:
+    hub.create(widget("steady"))
+    _manager, plugin = run_widgets(resync_period=0.3)
+    eventually(lambda: len(plugin.generations("steady")) >= 3, "resync re-enqueues the object")
+
+
+# --------------------------------------------------------------------------- probes and metrics
+
+
+def test_probes_and_metrics(hub: Any, managers: list[Manager]) -> None:
+    backend = FlakyBackend()
+    plugin = WidgetPlugin()
+    manager = make_manager(hub.api_client(), {"widgets": plugin, "storage": BackendPlugin(backend)},
+                           metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0")
+    managers.append(manager)
+    manager.start()
+    assert manager.wait_synced(WAIT)
+    assert manager.health_port != manager.metrics_port
+
+    assert http_get(manager.health_port, "/healthz") == (200, "ok")
+    status, body = http_get(manager.health_port, "/readyz")
+    assert status == 503
+    assert "flaky: warming up" in body
+    backend.problem = None
+    assert http_get(manager.health_port, "/readyz") == (200, "ok")
+    assert http_get(manager.health_port, "/nothing")[0] == 404
+
+    hub.create(widget("m"))
+    eventually(lambda: plugin.generations("m") == [1], "reconciled")
+    status, text = http_get(manager.metrics_port, "/metrics")
+    assert status == 200
+    for name in ("controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
+                 "controller_runtime_reconcile_time_seconds", "controller_runtime_active_workers",
+                 "workqueue_depth", "workqueue_adds_total", "workqueue_retries_total",
+                 "clusterpulse_store_errors_total"):
+        assert name in text, name
+    assert 'controller_runtime_reconcile_total{controller="widget",result="success"} 1.0' in text
+
+    port = manager.health_port
+    manager.stop()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+def test_probe_servers_can_be_disabled(hub: Any, run_widgets: Any) -> None:
+    manager, _plugin = run_widgets(metrics_bind_address="0", health_probe_bind_address="")
+    assert manager.metrics_port is None
+    assert manager.health_port is None
+
+
+def test_bind_addresses() -> None:
+    assert parse_bind_address(":8080") == ("", 8080)
+    assert parse_bind_address("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_bind_address("[::1]:9000") == ("::1", 9000)
+    assert parse_bind_address("0") is None
+    with pytest.raises(ValueError, match="bind address"):
+        parse_bind_address("localhost")
+
+
+# --------------------------------------------------------------------------- leader election
+
+
+def test_only_the_leader_reconciles_and_a_successor_takes_over(hub: Any, managers: list[Manager]) -> None:
+    first, second = WidgetPlugin(), WidgetPlugin()
+    leader = make_manager(hub.api_client(), {"widgets": first}, identity="replica-a", leader_elect=True)
+    managers.append(leader)
+    leader.start()
+    assert leader.elector is not None and leader.elector.wait_leader(WAIT)
+    follower = make_manager(hub.api_client(), {"widgets": second}, identity="replica-b", leader_elect=True)
+    managers.append(follower)
+    follower.start()
+    assert leader.wait_synced(WAIT) and follower.wait_synced(WAIT)
+
+    hub.create(widget("shared"))
+    eventually(lambda: first.generations("shared") == [1], "the leader reconciles")
+    eventually(lambda: follower.informers["Widget"].get(NAMESPACE, "shared") is not None,
+               "the follower's informer caches the object too")
+    assert not follower.is_leader
+    assert second.reconciled == [], "a follower never reconciles"
+
+    leader.stop()  # a clean stop releases the Lease
+    eventually(lambda: follower.is_leader, "the follower takes over", timeout=WAIT)
+    eventually(lambda: second.generations("shared") == [1], "the new leader reconciles")
+    lease = hub.get("coordination.k8s.io/v1", "leases", "cluster-controller.clusterpulse.io", NAMESPACE)
+    assert lease["spec"]["holderIdentity"] == "replica-b"
+    assert lease["spec"]["leaseTransitions"] == 1
+
+
+def test_losing_the_lease_stops_the_manager_with_an_error_code(hub: Any, managers: list[Manager]) -> None:
+    plugin = WidgetPlugin()
+    manager = make_manager(hub.api_client(), {"widgets": plugin}, identity="replica-a", leader_elect=True)
+    managers.append(manager)
+    codes: list[int] = []
+    runner = threading.Thread(target=lambda: codes.append(manager.run()))
+    runner.start()
+    eventually(lambda: manager.is_leader, "leading")
+    hub.fail(r"/leases/", status=500)  # renewals fail until the renew deadline passes
+    runner.join(WAIT)
+    assert not runner.is_alive()
+    assert codes == [1]
+    assert manager.controllers["Widget"].queue.shutting_down
+
+
+# --------------------------------------------------------------------------- graceful shutdown
+
+
+def test_sigterm_finishes_the_in_flight_reconcile(hub: Any, tmp_path: Path) -> None:
+    hub.create(widget("slow"))
+    log_file = tmp_path / "child.log"
+    with log_file.open("w") as log:
+        child = subprocess.Popen([sys.executable, __file__, hub.url, str(tmp_path)], stdout=log,
+                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2])
+    try:
+        eventually(lambda: (tmp_path / "slow.started").exists() or child.poll() is not None,
+                   "the child starts reconciling", timeout=60)
+        assert child.poll() is None, log_file.read_text()
+        assert not (tmp_path / "slow.done").exists()
+        child.send_signal(signal.SIGTERM)
+        code = child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    output = log_file.read_text()
+    assert code == 0, output
+    assert (tmp_path / "slow.done").exists(), output
+    assert (tmp_path / "stopped").read_text() == "slow.done", "plugins stop after the reconcile finished"
+    assert "received SIGTERM" in output
+
+
+def child_main(url: str, marker_dir: str) -> int:
+    """The manager the SIGTERM test runs in a subprocess: its reconcile takes a second."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+    configuration = kubernetes.client.Configuration()
+    configuration.host = url
+    plugin = WidgetPlugin(marker_dir=marker_dir, sleep=1.0)
+    manager = make_manager(kubernetes.client.ApiClient(configuration), {"widgets": plugin})
+    return manager.run()
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1], sys.argv[2]) if len(sys.argv) == 3 else os.EX_USAGE)
