@@ -70,6 +70,7 @@ class CoreSettings:
     queue_burst: int = setting(100, minimum=1, help="work queue token bucket size")
     shutdown_grace: float = setting(30.0, help="seconds to let in-flight reconciles finish on SIGTERM")
     request_timeout: float = setting(30.0, help="timeout of every Kubernetes API call, seconds")
+    client_max_idle: float = setting(1800.0, help="close managed-cluster clients unused this long, seconds")
 
 
 @attrs.frozen

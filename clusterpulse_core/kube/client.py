@@ -45,6 +45,10 @@ class GoneError(KubeApiError):
 
 
 _BY_STATUS: dict[int, type[KubeApiError]] = {404: NotFoundError, 409: ConflictError, 410: GoneError}
+#: Statuses that are the API server's answer about an object, not a failure of the cluster: they
+#: are raised to the caller but do not count toward the circuit breaker (an optional API such as
+#: OLM or OpenShift's ClusterVersion answers 404 on most clusters).
+_ANSWERS = frozenset({404, 409, 410, 422})
 
 
 def api_error(status: int, body: bytes | str | None, fallback: str = "") -> KubeApiError:
@@ -124,10 +128,21 @@ class KubeClient:
 
         Non-2xx answers raise :class:`KubeApiError`; transport failures raise it with status 0.
         """
-        def call() -> Any:
+        if self.breaker is None:
             return self._call(method, path, query, body, content_type, timeout, stream)
 
-        return self.breaker.call(call) if self.breaker is not None else call()
+        def call() -> Any:
+            try:
+                return self._call(method, path, query, body, content_type, timeout, stream)
+            except KubeApiError as exc:
+                if exc.status in _ANSWERS:
+                    return exc
+                raise
+
+        result = self.breaker.call(call)
+        if isinstance(result, KubeApiError):
+            raise result
+        return result
 
     def _call(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
               content_type: str, timeout: float | None, stream: bool) -> Any:

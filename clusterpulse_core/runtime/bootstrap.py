@@ -41,7 +41,7 @@ def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = Non
     registry = metrics or CollectorRegistry()
     hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
     store = Store(host.storage_backends(), registry=registry)
-    pool = ClientPool(timeout=config.core.request_timeout)
+    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout)
     return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry)
 
 

@@ -67,9 +67,9 @@ class ServerProcess:
         """Start the server and wait (bounded) until it is ready."""
         if self.process is not None and self.process.poll() is None:
             return self
-        log = self._log.open("ab")
-        self.process = subprocess.Popen(self._command(self.port, self.workdir), stdout=log,
-                                        stderr=subprocess.STDOUT, cwd=self.workdir)
+        with self._log.open("ab") as log:
+            self.process = subprocess.Popen(self._command(self.port, self.workdir), stdout=log,
+                                            stderr=subprocess.STDOUT, cwd=self.workdir)
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

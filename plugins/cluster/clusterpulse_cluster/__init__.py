@@ -1,0 +1,1 @@
+"""ClusterPulse cluster plugin: ClusterConnection reconcile and the per-cluster collectors."""

@@ -1,0 +1,105 @@
+"""The ClusterConnection custom resource kind (crds.md §0–§1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+
+GROUP = "clusterpulse.io"
+VERSION = "v1alpha1"
+
+_STRING: dict[str, Any] = {"type": "string"}
+_INT32: dict[str, Any] = {"type": "integer", "format": "int32"}
+_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+
+_CREDENTIALS_REF: dict[str, Any] = {
+    "type": "object",
+    "description": "Secret holding the bearer token (key token) and optional CA (key ca.crt).",
+    "required": ["name"],
+    "properties": {
+        "name": {**_STRING, "description": "Secret name."},
+        "namespace": {**_STRING, "description": "Secret namespace; defaults to the ClusterConnection's."},
+    },
+}
+
+_MONITORING: dict[str, Any] = {
+    "type": "object",
+    "description": "Timing knobs.",
+    "properties": {
+        "interval": {**_INT32, "description": "Reconcile period in seconds (min 30, default 30)."},
+        "timeout": {**_INT32, "description": "Connection-test timeout in seconds (default 10)."},
+    },
+}
+
+_SPEC: dict[str, Any] = {
+    "type": "object",
+    "required": ["endpoint", "credentialsRef"],
+    "properties": {
+        "displayName": {**_STRING, "description": "Human-friendly name."},
+        "endpoint": {**_STRING, "description": "API server URL of the target cluster."},
+        "credentialsRef": _CREDENTIALS_REF,
+        "labels": {"type": "object", "additionalProperties": _STRING,
+                   "description": "Free-form categorisation labels."},
+        "monitoring": _MONITORING,
+        "collectionMode": {**_STRING, "enum": ["pull", "push"], "default": "pull",
+                           "description": "How data is collected."},
+        "ingesterAddress": {**_STRING, "description": "host:port of the hub ingester (push mode)."},
+        "collectorVersion": {**_STRING, "description": "Image tag override for the collector agent."},
+    },
+}
+
+_COLLECTOR_STATUS: dict[str, Any] = {
+    "type": "object",
+    "required": ["connected"],
+    "properties": {
+        "connected": {"type": "boolean"},
+        "lastHeartbeat": _TIME,
+        "version": _STRING,
+    },
+}
+
+_STATUS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "phase": _STRING,
+        "lastSyncTime": _TIME,
+        "health": _STRING,
+        "message": _STRING,
+        "nodes": {"type": "integer"},
+        "namespaces": {"type": "integer"},
+        "collectorStatus": _COLLECTOR_STATUS,
+    },
+}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "ClusterConnection registers one remote Kubernetes/OpenShift cluster to be monitored.",
+    "properties": {
+        "apiVersion": _STRING,
+        "kind": _STRING,
+        "metadata": {"type": "object"},
+        "spec": _SPEC,
+        "status": _STATUS,
+    },
+}
+
+CLUSTER_CONNECTION = ResourceKind(
+    group=GROUP,
+    version=VERSION,
+    kind="ClusterConnection",
+    plural="clusterconnections",
+    singular="clusterconnection",
+    schema=SCHEMA,
+    namespaced=True,
+    short_names=("cc",),
+    printer_columns=(
+        PrinterColumn("Display Name", "string", ".spec.displayName"),
+        PrinterColumn("Endpoint", "string", ".spec.endpoint"),
+        PrinterColumn("Status", "string", ".status.phase"),
+        PrinterColumn("Health", "string", ".status.health"),
+        PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+    ),
+    status_subresource=True,
+    workers=3,
+)

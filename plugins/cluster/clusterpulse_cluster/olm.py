@@ -1,0 +1,137 @@
+"""OLM operators: each Subscription's installed ClusterServiceVersion (controllers.md §5.6)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from clusterpulse_cluster.remote import get_optional
+from clusterpulse_core.collect import ClusterTarget
+from clusterpulse_core.model import OperatorInfo
+from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.pieces import OperatorsPiece, Piece
+from clusterpulse_core.serde import parse_time
+
+log = logging.getLogger(__name__)
+
+OLM_API = "/apis/operators.coreos.com/v1alpha1"
+SUBSCRIPTIONS_PATH = f"{OLM_API}/subscriptions"
+#: Key of ``ClusterTarget.state`` holding the time of the last successful scan.
+LAST_SCAN_KEY = "olm.last_scan"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _time(value: Any, default: datetime = ZERO_TIME) -> datetime:
+    if isinstance(value, str):
+        try:
+            return parse_time(value)
+        except ValueError:
+            pass
+    return default
+
+
+def _split_namespaces(text: str) -> list[str]:
+    return text.split(",")
+
+
+def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any]) -> OperatorInfo | None:
+    """The OperatorInfo of one CSV and the Subscription that installed it; ``None`` without a spec."""
+    spec = csv.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    meta = _mapping(csv.get("metadata"))
+    name = str(meta.get("name", ""))
+    namespace = str(meta.get("namespace", ""))
+    created = _time(meta.get("creationTimestamp"))
+    install_modes: list[str] = []
+    install_mode, cluster_wide = "", False
+    if "installModes" in spec:
+        install_modes = [
+            str(mode.get("type", "")) for mode in spec.get("installModes") or ()
+            if isinstance(mode, Mapping) and mode.get("supported") is True
+        ]
+        cluster_wide = "AllNamespaces" in install_modes
+        install_mode = "AllNamespaces" if cluster_wide else "SingleNamespace"
+    sub_spec = _mapping(subscription.get("spec"))
+    approval = sub_spec.get("installPlanApproval")
+    subscription_info = {"installPlanApproval": approval} if isinstance(approval, str) else {}
+    available: list[str] = []
+    for env in _mapping(sub_spec.get("config")).get("env") or ():
+        if isinstance(env, Mapping) and env.get("name") == "WATCH_NAMESPACE" and env.get("value"):
+            available = _split_namespaces(str(env["value"]))
+    targets = str(_mapping(meta.get("annotations")).get("olm.targetNamespaces") or "")
+    if cluster_wide:
+        available = ["*"]
+    elif targets:
+        stripped = targets.strip("\"'")
+        if stripped:
+            available = _split_namespaces(stripped)
+    else:
+        available = [namespace]
+    status, updated = "", created
+    csv_status = csv.get("status")
+    if isinstance(csv_status, Mapping):
+        status = str(csv_status.get("phase") or "Unknown")
+        updated = _time(csv_status.get("lastUpdateTime"), created)
+    provider = _mapping(spec.get("provider")).get("name")
+    return OperatorInfo(
+        name=name,
+        display_name=str(spec.get("displayName") or name),
+        version=str(spec.get("version") or "unknown"),
+        status=status,
+        installed_namespace=namespace,
+        install_modes=tuple(install_modes),
+        install_mode=install_mode,
+        provider=provider if isinstance(provider, str) else "",
+        created_at=created,
+        updated_at=updated,
+        is_cluster_wide=cluster_wide,
+        available_in_namespaces=tuple(available),
+        subscription=subscription_info,
+    )
+
+
+def list_operators(target: ClusterTarget) -> list[OperatorInfo]:
+    """Every Subscription's installed operator, in Subscription order; ``[]`` without OLM."""
+    subscriptions = get_optional(target.client, SUBSCRIPTIONS_PATH)
+    operators: list[OperatorInfo] = []
+    for subscription in _mapping(subscriptions).get("items") or ():
+        installed = _mapping(subscription.get("status")).get("installedCSV")
+        if not isinstance(installed, str) or not installed:
+            continue
+        namespace = _mapping(subscription.get("metadata")).get("namespace", "")
+        path = f"{OLM_API}/namespaces/{namespace}/clusterserviceversions/{installed}"
+        try:
+            csv = get_optional(target.client, path)
+        except Exception as exc:
+            log.debug("cluster %s: reading CSV %s/%s failed: %s", target.name, namespace, installed, exc)
+            continue
+        info = operator_info(csv, subscription) if isinstance(csv, Mapping) else None
+        if info is not None:
+            operators.append(info)
+    return operators
+
+
+@attrs.frozen
+class OperatorsCollector:
+    """The ``operators`` collector: scans OLM at most every ``scan_interval`` seconds per cluster."""
+
+    scan_interval: float
+    clock: Callable[[], datetime]
+
+    def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
+        """An OperatorsPiece when a scan is due and found operators; nothing otherwise."""
+        now = self.clock()
+        last = target.state.get(LAST_SCAN_KEY)
+        if isinstance(last, datetime) and (now - last).total_seconds() < self.scan_interval:
+            return []
+        operators = list_operators(target)
+        target.state[LAST_SCAN_KEY] = now
+        return [OperatorsPiece(target.name, tuple(operators))] if operators else []

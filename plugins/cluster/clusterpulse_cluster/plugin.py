@@ -1,0 +1,79 @@
+"""The cluster plugin: ClusterConnection kind, its reconcile and the per-cluster collectors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.info import ClusterInfoCollector
+from clusterpulse_cluster.inventory import InventoryCollector
+from clusterpulse_cluster.olm import OperatorsCollector
+from clusterpulse_cluster.reconcile import NODES_COLLECTOR, ClusterReconciler
+from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_core import hookimpl
+from clusterpulse_core.collect import Collector
+from clusterpulse_core.config import Config
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.model.time import utcnow
+
+
+class ClusterPlugin:
+    """Pull-mode fleet monitoring: reconciles ClusterConnections and collects each cluster."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
+        #: The time source of timestamps and scan intervals (tests replace it with a fixed clock).
+        self.clock = clock
+        self.settings = ClusterSettings()
+        self.reconciler = ClusterReconciler(self.settings, self.now)
+
+    def now(self) -> datetime:
+        """The current time according to :attr:`clock`."""
+        return self.clock()
+
+    @hookimpl
+    def clusterpulse_settings_class(self) -> type:
+        """``[plugins.cluster]`` is validated by :class:`ClusterSettings`."""
+        return ClusterSettings
+
+    @hookimpl
+    def clusterpulse_configure(self, config: Config, settings: ClusterSettings | None) -> None:
+        """Keep the validated settings."""
+        self.settings = settings or ClusterSettings()
+        self.reconciler = ClusterReconciler(self.settings, self.now)
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        """This plugin owns ClusterConnection."""
+        return [CLUSTER_CONNECTION]
+
+    @hookimpl
+    def clusterpulse_collectors(self) -> Sequence[Collector]:
+        """Nodes (critical), cluster info, OLM operators and OpenShift ClusterOperators."""
+        return [
+            Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now), critical=True),
+            Collector("cluster_info", ClusterInfoCollector()),
+            Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now)),
+            Collector("cluster_operators", ClusterOperatorsCollector()),
+        ]
+
+    @hookimpl
+    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
+                               ctx: ReconcileContext) -> ReconcileResult | None:
+        """Reconcile one ClusterConnection with every registered collector."""
+        if kind.kind != CLUSTER_CONNECTION.kind:
+            return None
+        return self.reconciler.reconcile(obj, ctx, ctx.runtime.plugins.collectors())
+
+    @hookimpl
+    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
+        """A ClusterConnection is gone: delete its data, client and collector state."""
+        if kind.kind != CLUSTER_CONNECTION.kind:
+            return None
+        self.reconciler.forget(ref, ctx)
+        return True

@@ -1,0 +1,169 @@
+"""One ClusterConnection reconcile, pull mode (controllers.md §7.2–7.5 with DECISIONS C1–C3, C8, C10)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from clusterpulse_cluster import status as connection_status
+from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_cluster.spec import (
+    ClusterConnectionSpec,
+    InvalidSpecError,
+    connect_timeout,
+    decode_spec,
+    error_requeue_seconds,
+    reconcile_interval,
+    validate_spec,
+)
+from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
+from clusterpulse_core.model import ClusterStatusRecord, Health
+from clusterpulse_core.pieces import (
+    ClusterDeletion,
+    ClusterInfoPiece,
+    ClusterLabelsPiece,
+    ClusterMetricsPiece,
+    ClusterOperatorsPiece,
+    ClusterSpecPiece,
+    ClusterStatusPiece,
+    EventPiece,
+    NamespacesPiece,
+    NodesPiece,
+    OperatorsPiece,
+    Piece,
+)
+from clusterpulse_core.store import StoreError
+
+#: Name of the critical collector of nodes, cluster metrics and namespaces.
+NODES_COLLECTOR = "nodes"
+#: Write order of one successful reconcile (redis.md §9); other pieces follow in collector order.
+_PIECE_ORDER: tuple[type[Piece], ...] = (
+    NodesPiece, ClusterMetricsPiece, NamespacesPiece, ClusterInfoPiece, OperatorsPiece, ClusterOperatorsPiece,
+)
+
+
+class ReconcileFailure(Exception):
+    """A handled failure: the cluster is marked unhealthy with this message."""
+
+
+def ordered(pieces: Sequence[Piece]) -> list[Piece]:
+    """Pieces in the redis.md §9 order; unknown piece types keep their order, last."""
+    def rank(piece: Piece) -> int:
+        for index, kind in enumerate(_PIECE_ORDER):
+            if isinstance(piece, kind):
+                return index
+        return len(_PIECE_ORDER)
+
+    return sorted(pieces, key=rank)
+
+
+class ClusterReconciler:
+    """Reconciles ClusterConnections; keeps per-cluster collector state between reconciles."""
+
+    def __init__(self, settings: ClusterSettings, clock: Callable[[], datetime]) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._state: dict[str, dict[str, Any]] = {}
+
+    def cluster_state(self, name: str) -> dict[str, Any]:
+        """The scratch dict collectors keep for cluster ``name`` (e.g. the last OLM scan)."""
+        with self._lock:
+            return self._state.setdefault(name, {})
+
+    # ------------------------------------------------------------------ reconcile
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext,
+                  collectors: Sequence[Collector]) -> ReconcileResult:
+        """Store the spec, collect the cluster, store the pieces, patch the status, say when to return."""
+        meta = obj.get("metadata") or {}
+        name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+        raw_status = obj.get("status")
+        current: Mapping[str, Any] = raw_status if isinstance(raw_status, Mapping) else {}
+        interval = self.settings.reconciliation_interval
+        try:
+            spec = decode_spec(obj)
+            interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
+            self._store_spec(ctx, name, spec)
+            validate_spec(spec)
+            pieces = self._collect(ctx, name, namespace, spec, collectors)
+        except (InvalidSpecError, ReconcileFailure) as exc:
+            return self._fail(ctx, name, current, interval, str(exc))
+        now = self.clock()
+        nodes = next((p for p in pieces if isinstance(p, NodesPiece)), None)
+        namespaces = next((p for p in pieces if isinstance(p, NamespacesPiece)), None)
+        ctx.store(
+            *ordered(pieces),
+            ClusterStatusPiece(name, ClusterStatusRecord(Health.HEALTHY.value, connection_status.REACHABLE, now)),
+            EventPiece("cluster.reconciled", name,
+                       {"health": Health.HEALTHY.value, "display_name": spec.display_name}, timestamp=now),
+        )
+        self._patch_status(ctx, current, connection_status.connected(
+            now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0))
+        return ReconcileResult(requeue_after=interval)
+
+    def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
+        pieces: list[Piece] = [ClusterSpecPiece(name, spec.record())]
+        if spec.labels:
+            pieces.append(ClusterLabelsPiece(name, dict(spec.labels)))
+        try:
+            ctx.store(*pieces)
+        except StoreError as exc:
+            ctx.log.warning("storing the spec failed: %s", exc)
+
+    def _collect(self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec,
+                 collectors: Sequence[Collector]) -> list[Piece]:
+        if spec.is_push:
+            ctx.log.debug("push mode without a connected agent: collecting by pull (DECISIONS C3)")
+        client = self._client(ctx, name, namespace, spec)
+        timeout = connect_timeout(self.settings.connect_timeout, spec.monitoring.timeout)
+        try:
+            client.get("/api/v1/namespaces", timeout=timeout, limit=1)
+        except Exception as exc:
+            raise ReconcileFailure(f"connection test failed: {exc}") from exc
+        target = ClusterTarget(name, spec.endpoint, client, self.cluster_state(name))
+        try:
+            report = run_collectors(collectors, target)
+        except CriticalCollectorError as exc:
+            what = "node metrics" if exc.collector == NODES_COLLECTOR else exc.collector
+            raise ReconcileFailure(f"failed to get {what}: {exc}") from exc
+        return list(report.pieces)
+
+    def _client(self, ctx: ReconcileContext, name: str, namespace: str,
+                spec: ClusterConnectionSpec) -> KubeClient:
+        secret_namespace = spec.credentials_ref.namespace or namespace
+        try:
+            credentials = cluster_credentials(ctx.hub, spec.endpoint, secret_namespace, spec.credentials_ref.name)
+            return ctx.runtime.pool.get(name, credentials)
+        except CredentialsError as exc:
+            raise ReconcileFailure(f"failed to get cluster client: {exc}") from exc
+        except Exception as exc:
+            raise ReconcileFailure(f"failed to get cluster client: {type(exc).__name__}: {exc}") from exc
+
+    def _fail(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], interval: int,
+              message: str) -> ReconcileResult:
+        ctx.log.warning("reconcile failed: %s", message)
+        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, self.clock())))
+        self._patch_status(ctx, current, connection_status.failed(message))
+        return ReconcileResult(requeue_after=error_requeue_seconds(interval), error=message)
+
+    @staticmethod
+    def _patch_status(ctx: ReconcileContext, current: Mapping[str, Any],
+                      desired: connection_status.ConnectionStatus) -> None:
+        if desired.differs_from(current):
+            ctx.patch_status(desired.patch())
+
+    # ------------------------------------------------------------------ deletion
+
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> None:
+        """Remove the cluster's stored state, its pooled client and its collector state (§7.5)."""
+        ctx.store(ClusterDeletion(ref.name), EventPiece("cluster.deleted", ref.name, None, timestamp=self.clock()))
+        ctx.runtime.pool.remove(ref.name)
+        with self._lock:
+            self._state.pop(ref.name, None)

@@ -1,0 +1,90 @@
+"""A ClusterConnection's spec: decoding, validation and the stored record (crds.md §1.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import cattrs
+
+from clusterpulse_core.model import ClusterSpecRecord, CredentialsRef, MonitoringRecord
+from clusterpulse_core.serde import structure, wire
+
+PULL = "pull"
+PUSH = "push"
+
+
+class InvalidSpecError(Exception):
+    """The spec cannot be reconciled; the message names the offending field."""
+
+
+@wire(case="camel")
+@attrs.frozen
+class ClusterConnectionSpec:
+    """``spec`` of a ClusterConnection as written by the user (raw values, no runtime defaults)."""
+
+    endpoint: str = ""
+    credentials_ref: CredentialsRef = attrs.field(factory=CredentialsRef)
+    display_name: str = ""
+    labels: dict[str, str] = attrs.field(factory=dict)
+    monitoring: MonitoringRecord = attrs.field(factory=MonitoringRecord)
+    collection_mode: str = PULL
+    ingester_address: str = ""
+    collector_version: str = ""
+
+    @property
+    def is_push(self) -> bool:
+        """Only exactly ``push`` selects push mode; anything else is pull (controllers.md §7.2)."""
+        return self.collection_mode == PUSH
+
+    def record(self) -> ClusterSpecRecord:
+        """What ``cluster:<c>:spec`` holds (redis.md §2.2)."""
+        return ClusterSpecRecord(
+            display_name=self.display_name,
+            endpoint=self.endpoint,
+            credentials_ref=self.credentials_ref,
+            labels=dict(self.labels),
+            monitoring=self.monitoring,
+        )
+
+
+def decode_spec(obj: Mapping[str, Any]) -> ClusterConnectionSpec:
+    """The object's spec; a value of the wrong type raises :class:`InvalidSpecError` naming it."""
+    raw = obj.get("spec") or {}
+    if not isinstance(raw, Mapping):
+        raise InvalidSpecError("invalid spec: spec must be an object")
+    try:
+        return structure(dict(raw), ClusterConnectionSpec)
+    except cattrs.BaseValidationError as exc:
+        details = "; ".join(cattrs.transform_error(exc, path="spec"))
+        raise InvalidSpecError(f"invalid spec: {details}") from exc
+    except (TypeError, ValueError) as exc:
+        raise InvalidSpecError(f"invalid spec: {exc}") from exc
+
+
+def validate_spec(spec: ClusterConnectionSpec) -> None:
+    """Check what a reconcile needs (required fields, push-mode address, DECISIONS C3)."""
+    if not spec.endpoint.strip():
+        raise InvalidSpecError("invalid spec: spec.endpoint is required")
+    if not spec.credentials_ref.name.strip():
+        raise InvalidSpecError("invalid spec: spec.credentialsRef.name is required")
+    if spec.is_push and not spec.ingester_address.strip():
+        raise InvalidSpecError("invalid spec: spec.ingesterAddress is required when collectionMode is push")
+
+
+def reconcile_interval(default_interval: int, spec_interval: int) -> int:
+    """Seconds between reconciles: the spec's when set (at least 30), else the default (§7.1)."""
+    if spec_interval > 0:
+        return max(spec_interval, 30)
+    return default_interval
+
+
+def error_requeue_seconds(interval: int) -> int:
+    """Seconds before retrying a failed reconcile: ``min(interval, 60)`` (§7.3)."""
+    return min(interval, 60)
+
+
+def connect_timeout(default_timeout: int, spec_timeout: int) -> int:
+    """Connection-test timeout: the spec's when positive (no minimum), else the default (crds.md §1.2)."""
+    return spec_timeout if spec_timeout > 0 else default_timeout

@@ -1,0 +1,48 @@
+"""The ClusterConnection status subresource: what a reconcile writes, and only when it changed (C10)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from clusterpulse_core.model import Health
+from clusterpulse_core.serde import unstructure, wire
+
+PHASE_CONNECTED = "Connected"
+PHASE_ERROR = "Error"
+REACHABLE = "Cluster is reachable"
+
+
+@wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces"))
+@attrs.frozen
+class ConnectionStatus:
+    """The status fields a pull reconcile owns (crds.md §1.3); ``collectorStatus`` is left alone."""
+
+    phase: str
+    health: str
+    message: str
+    last_sync_time: datetime | None = None
+    nodes: int | None = None
+    namespaces: int | None = None
+
+    def differs_from(self, current: Mapping[str, Any]) -> bool:
+        """Whether writing this status would change anything but ``lastSyncTime``."""
+        mine = self.patch()
+        return any(current.get(key) != value for key, value in mine.items() if key != "lastSyncTime")
+
+    def patch(self) -> dict[str, Any]:
+        """The merge-patch body of ``status``."""
+        return {key: value for key, value in unstructure(self).items() if value is not None}
+
+
+def connected(now: datetime, nodes: int, namespaces: int) -> ConnectionStatus:
+    """Status after a successful pull collection."""
+    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, REACHABLE, now, nodes, namespaces)
+
+
+def failed(message: str) -> ConnectionStatus:
+    """Status after a failed reconcile (DECISIONS C1)."""
+    return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message)

@@ -1,0 +1,192 @@
+"""The plugin's declarations, a third-party collector, and the demo fleet fixture data."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import attrs
+import yaml
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.settings import ClusterSettings
+from conftest import Harness
+
+import clusterpulse_core
+from clusterpulse_core import hookimpl
+from clusterpulse_core.collect import ClusterTarget, Collector
+from clusterpulse_core.config import build_settings
+from clusterpulse_core.pieces import Piece
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import reconcile_once
+from clusterpulse_core.store import StorageBackend
+
+FLEET = Path(clusterpulse_core.__file__).parent / "demo" / "fleet"
+
+
+def test_cluster_connection_kind_matches_the_crd_spec() -> None:
+    host = PluginHost(["cluster"])
+    owner, kind = host.kinds["ClusterConnection"]
+    assert owner == "cluster" and kind is CLUSTER_CONNECTION
+    assert (kind.group, kind.version, kind.plural, kind.singular, kind.short_names, kind.namespaced) == (
+        "clusterpulse.io", "v1alpha1", "clusterconnections", "clusterconnection", ("cc",), True)
+    assert kind.status_subresource and kind.workers == 3
+    assert [(c.name, c.type, c.json_path) for c in kind.printer_columns] == [
+        ("Display Name", "string", ".spec.displayName"), ("Endpoint", "string", ".spec.endpoint"),
+        ("Status", "string", ".status.phase"), ("Health", "string", ".status.health"),
+        ("Age", "date", ".metadata.creationTimestamp")]
+    spec = kind.schema["properties"]["spec"]
+    assert spec["required"] == ["endpoint", "credentialsRef"]
+    assert set(spec["properties"]) == {"displayName", "endpoint", "credentialsRef", "labels", "monitoring",
+                                       "collectionMode", "ingesterAddress", "collectorVersion"}
+    assert spec["properties"]["collectionMode"] == {
+        "type": "string", "enum": ["pull", "push"], "default": "pull", "description": "How data is collected."}
+    assert spec["properties"]["credentialsRef"]["required"] == ["name"]
+    assert spec["properties"]["monitoring"]["properties"]["interval"]["format"] == "int32"
+    assert spec["properties"]["labels"]["additionalProperties"] == {"type": "string"}
+    status = kind.schema["properties"]["status"]["properties"]
+    assert set(status) == {"phase", "lastSyncTime", "health", "message", "nodes", "namespaces", "collectorStatus"}
+    assert status["lastSyncTime"]["format"] == "date-time"
+    assert status["collectorStatus"]["required"] == ["connected"]
+
+
+def test_settings_env_overrides_and_minimums() -> None:
+    env = {"RECONCILIATION_INTERVAL": "12", "OPERATOR_SCAN_INTERVAL": "90", "CONNECT_TIMEOUT": "2"}
+    settings = build_settings(ClusterSettings, {}, "plugins.cluster", env)
+    assert settings == ClusterSettings(reconciliation_interval=30, operator_scan_interval=90, connect_timeout=5)
+    defaults = build_settings(ClusterSettings, {}, "plugins.cluster", {"RECONCILIATION_INTERVAL": "x"})
+    assert (defaults.reconciliation_interval, defaults.operator_scan_interval, defaults.connect_timeout,
+            defaults.page_size) == (30, 300, 10, 500)
+
+
+@attrs.frozen
+class IngressesPiece(Piece):
+    """What the test collector contributes: the names of a cluster's Ingresses."""
+
+    cluster: str
+    names: tuple[str, ...]
+
+
+class RecordingBackend:
+    """A storage backend keeping every piece in memory."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.pieces: list[Piece] = []
+        self._lock = threading.Lock()
+
+    def store(self, pieces: Sequence[Piece]) -> None:
+        """Keep the pieces."""
+        with self._lock:
+            self.pieces.extend(pieces)
+
+    def ready(self) -> str | None:
+        """Always ready."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class IngressPlugin:
+    """A third-party plugin: one collector and one storage backend, no change to the cluster plugin."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.backend = RecordingBackend()
+
+    @hookimpl
+    def clusterpulse_collectors(self) -> Sequence[Collector]:
+        """List Ingresses on every reconciled cluster."""
+        def collect(target: ClusterTarget) -> list[Piece]:
+            listing = target.client.get("/apis/networking.k8s.io/v1/ingresses")
+            return [IngressesPiece(target.name, tuple(i["metadata"]["name"] for i in listing["items"]))]
+
+        return [Collector("ingresses", collect)]
+
+    @hookimpl
+    def clusterpulse_storage_backends(self) -> Sequence[StorageBackend]:
+        """The recording backend."""
+        return [self.backend]
+
+
+def ingress(name: str) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": name, "namespace": "web"},
+            "spec": {"rules": [{"host": f"{name}.example.com"}]}}
+
+
+def test_a_third_party_collector_adds_a_piece_to_every_cluster(make_harness: Callable[..., Harness],
+                                                               kube_api: Callable[..., Any]) -> None:
+    extra = IngressPlugin()
+    harness = make_harness(extra={"ingresses": extra})
+    web = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}}
+    first = kube_api(objects=[web, ingress("shop"), ingress("blog")], require_token="a")
+    second = kube_api(objects=[web, ingress("docs")], require_token="b")
+    harness.add("first", first.url, token="a")
+    harness.add("second", second.url, token="b")
+
+    assert all(outcome.ok for outcome in reconcile_once(harness.runtime))
+
+    found = {p.cluster: p.names for p in extra.backend.pieces if isinstance(p, IngressesPiece)}
+    assert found == {"first": ("blog", "shop"), "second": ("docs",)}
+    assert harness.json("cluster:first:metrics")["namespaces"] == 1
+
+
+def load_fleet(kube_api: Callable[..., Any], harness: Harness) -> dict[str, Any]:
+    """Serve every fleet cluster from its folder and apply the hub objects with the URLs filled in."""
+    fleet = yaml.safe_load((FLEET / "fleet.yaml").read_text())
+    urls = {}
+    for cluster in fleet["clusters"]:
+        api = kube_api(version=cluster["version"], require_token=cluster["token"])
+        api.load_dir(FLEET / cluster["objects"])
+        urls[cluster["urlVariable"]] = api.url
+    for path in sorted((FLEET / fleet["hub"]["objects"]).glob("*.yaml")):
+        text = Template(path.read_text()).substitute(urls)
+        objects = [doc for doc in yaml.safe_load_all(text) if doc]
+        harness.hub.seed([o for o in objects if not harness.hub.get(o["apiVersion"], o["kind"],
+                                                                     o["metadata"]["name"],
+                                                                     o["metadata"].get("namespace"))])
+    return fleet
+
+
+def test_demo_fleet_reconciles(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    fleet = load_fleet(kube_api, harness)
+    assert {c["name"] for c in fleet["clusters"]} == {"ocp-prod-east", "k8s-staging", "edge-lab"}
+
+    outcomes = reconcile_once(harness.runtime)
+
+    assert [(o.ref.name, o.ok, o.detail) for o in outcomes] == [
+        ("edge-lab", True, ""), ("k8s-staging", True, ""), ("ocp-prod-east", True, "")]
+    ocp_info = harness.json("cluster:ocp-prod-east:info")
+    assert (ocp_info["platform"], ocp_info["version"], ocp_info["console_url"]) == (
+        "OpenShift", "4.14.33", "https://console-openshift-console.apps.ocp-prod-east.example.net")
+    summary = harness.json("cluster:ocp-prod-east:cluster_operators_summary")
+    assert summary["total"] == 9 and summary["degraded"] == 1 and summary["has_issues"] is True
+    ocp_operators = {o["name"]: o for o in harness.json("cluster:ocp-prod-east:operators")}
+    assert set(ocp_operators) == {"cert-manager-operator.v1.13.0", "cluster-logging.v5.9.2",
+                                  "strimzi-cluster-operator.v0.41.0"}
+    assert ocp_operators["strimzi-cluster-operator.v0.41.0"]["available_in_namespaces"] == ["*"]
+    assert ocp_operators["cluster-logging.v5.9.2"]["available_in_namespaces"] == ["openshift-logging"]
+    ocp = harness.json("cluster:ocp-prod-east:metrics")
+    assert (ocp["nodes"], ocp["nodes_ready"], ocp["namespaces"], ocp["deployments"]) == (6, 6, 21, 10)
+    staging_nodes = {n.decode(): harness.hash_json(f"cluster:k8s-staging:node:{n.decode()}", "current")
+                     for n in harness.redis.smembers("cluster:k8s-staging:nodes")}
+    assert {name: node["status"] for name, node in staging_nodes.items()} == {
+        "staging-cp-1": "Ready", "staging-worker-1": "Ready", "staging-worker-2": "SchedulingDisabled",
+        "staging-worker-3": "NotReady"}
+    preview = staging_nodes["staging-worker-1"]
+    assert preview["pods_pending"] == 1 and preview["pods_running"] == 8
+    assert harness.json("cluster:k8s-staging:info")["version"] == "v1.29.4"
+    assert harness.redis.exists("cluster:k8s-staging:cluster_operators") == 0
+    assert len(harness.json("cluster:k8s-staging:operators")) == 1
+    edge = harness.json("cluster:edge-lab:info")
+    assert (edge["version"], edge["platform"]) == ("v1.30.2+k3s1", "linux/arm64")
+    for name in ("ocp-prod-east", "k8s-staging", "edge-lab"):
+        assert harness.cr(name)["status"]["phase"] == "Connected"
+    assert "CLUSTER_OCP_PROD_EAST_URL" in (FLEET / "hub" / "clusterconnections.yaml").read_text()
+    assert os.path.isdir(FLEET / "clusters" / "ocp-prod-east")

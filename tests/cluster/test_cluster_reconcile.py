@@ -1,0 +1,291 @@
+"""ClusterConnection reconciles against emulated clusters, stored in a real Redis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import three_node
+from conftest import HUB_NAMESPACE, FakeClock, Harness, secret
+
+from clusterpulse_core.breaker import CircuitBreaker
+from clusterpulse_core.kube.pool import ClientPool
+from clusterpulse_core.serde import parse_time
+from clusterpulse_core.testing.vectors import same_value
+
+
+def managed_three_node(kube_api: Callable[..., Any]) -> Any:
+    """The three-node OpenShift-like cluster, requiring its bearer token."""
+    return kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+
+
+def assert_same(got: Any, want: Any, where: str) -> None:
+    """Deep equality with int/float distinguished (same_value), with a readable failure."""
+    assert same_value(got, want), f"{where}:\n got {got!r}\nwant {want!r}"
+
+
+def test_three_node_cluster_every_stored_value(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed_three_node(kube_api)
+    harness.add("three", cluster.url, token=three_node.TOKEN, displayName="Three Nodes",
+                labels={"env": "test"}, monitoring={"interval": 45})
+
+    outcome = harness.reconcile("three")
+
+    assert outcome.ok, outcome.detail
+    assert outcome.requeue_after == 45
+    r = harness.redis
+    assert_same(harness.json("cluster:three:spec"), {
+        "displayName": "Three Nodes", "endpoint": cluster.url,
+        "credentialsRef": {"name": "three-token", "namespace": ""}, "labels": {"env": "test"},
+        "monitoring": {"interval": 45, "timeout": 0}}, "spec")
+    assert_same(harness.json("cluster:three:labels"), {"env": "test"}, "labels")
+    assert sorted(m.decode() for m in r.smembers("cluster:three:nodes")) == ["cp-0", "worker-0", "worker-1"]
+    for name, want in three_node.EXPECTED_NODES.items():
+        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"), want, f"node {name}")
+    assert_same(harness.json("cluster:three:metrics"), three_node.EXPECTED_METRICS, "metrics")
+    assert_same(harness.json("cluster:three:namespaces"),
+                {"namespaces": three_node.NAMESPACES, "count": 5, "timestamp": three_node.NOW}, "namespaces")
+    assert sorted(m.decode() for m in r.smembers("cluster:three:namespaces:set")) == three_node.NAMESPACES
+    assert_same(harness.json("cluster:three:info"), {**three_node.EXPECTED_INFO, "api_url": cluster.url}, "info")
+    csv = cluster.get("operators.coreos.com/v1alpha1", "clusterserviceversions", "cert-manager.v1.13.0",
+                      "cert-manager")
+    # The API server sets creationTimestamp itself; updated_at comes from status.lastUpdateTime.
+    created = csv["metadata"]["creationTimestamp"]
+    assert_same(harness.json("cluster:three:operators"),
+                [{**three_node.EXPECTED_OPERATORS[0], "created_at": created}], "operators")
+    assert_same(harness.json("cluster:three:cluster_operators"), three_node.EXPECTED_CLUSTER_OPERATORS,
+                "cluster operators")
+    assert_same(harness.json("cluster:three:status"),
+                {"health": "healthy", "message": "Cluster is reachable", "last_check": three_node.NOW}, "status")
+    assert r.sismember("clusters:all", "three")
+    [event] = harness.events("three")
+    assert_same(event, {"type": "cluster.reconciled", "cluster": "three", "timestamp": three_node.NOW,
+                        "data": {"health": "healthy", "display_name": "Three Nodes"}}, "event")
+    status = harness.cr("three")["status"]
+    assert_same({k: v for k, v in status.items() if k != "lastSyncTime"}, {
+        "phase": "Connected", "health": "healthy", "message": "Cluster is reachable",
+        "nodes": 3, "namespaces": 5}, "CR status")
+    assert parse_time(status["lastSyncTime"]) == harness.clock.now
+
+
+def test_status_is_patched_only_when_it_changes(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed_three_node(kube_api)
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+    assert harness.reconcile("three").ok
+    first_sync = harness.cr("three")["status"]["lastSyncTime"]
+    harness.hub.clear_requests()
+    harness.clock.advance(30)
+
+    assert harness.reconcile("three").ok
+
+    assert [r for r in harness.hub.requests if r[0] == "PATCH"] == []
+    assert harness.cr("three")["status"]["lastSyncTime"] == first_sync
+    cluster.delete("v1", "pods", "cache-1", "shop")
+    cluster.delete("v1", "namespaces", "default")
+    harness.clock.advance(30)
+
+    assert harness.reconcile("three").ok
+
+    patches = [r for r in harness.hub.requests if r[0] == "PATCH"]
+    assert [p[1] for p in patches] == [f"/apis/clusterpulse.io/v1alpha1/namespaces/{HUB_NAMESPACE}"
+                                       "/clusterconnections/three/status"]
+    status = harness.cr("three")["status"]
+    assert status["namespaces"] == 4
+    assert parse_time(status["lastSyncTime"]) == harness.clock.now
+
+
+def test_pages_are_requested_with_the_page_size(make_harness: Callable[..., Harness],
+                                                kube_api: Callable[..., Any]) -> None:
+    harness = make_harness(settings={"page_size": 2})
+    cluster = managed_three_node(kube_api)
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+
+    assert harness.reconcile("three").ok
+
+    pod_pages = [q for m, p, q in cluster.requests if m == "GET" and p == "/api/v1/pods"]
+    assert len(pod_pages) == 5 and all(q["limit"] == "2" for q in pod_pages)
+    assert "continue" not in pod_pages[0] and all(q.get("continue") for q in pod_pages[1:])
+    assert len([p for m, p, q in cluster.requests if p == "/api/v1/nodes"]) == 2
+    for name, want in three_node.EXPECTED_NODES.items():
+        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"), want, f"node {name}")
+
+
+def test_operators_are_scanned_only_every_scan_interval(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed_three_node(kube_api)
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+
+    def subscription_lists() -> int:
+        return sum(1 for _, path, _ in cluster.requests if path.endswith("/subscriptions"))
+
+    assert harness.reconcile("three").ok
+    assert subscription_lists() == 1
+    harness.redis.delete("cluster:three:operators")
+    harness.clock.advance(299)
+    assert harness.reconcile("three").ok
+    assert subscription_lists() == 1
+    assert harness.json("cluster:three:operators") is None
+    harness.clock.advance(1)
+    assert harness.reconcile("three").ok
+    assert subscription_lists() == 2
+    assert harness.json("cluster:three:operators")[0]["name"] == "cert-manager.v1.13.0"
+
+
+def test_plain_kubernetes_cluster_gets_no_openshift_keys(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    plain = [obj for obj in three_node.objects() if obj["apiVersion"] in ("v1", "apps/v1")]
+    cluster = kube_api(objects=plain, version={"gitVersion": "v1.29.2", "platform": "linux/arm64"},
+                       require_token="t")
+    harness.add("plain", cluster.url, token="t")
+
+    assert harness.reconcile("plain").ok
+
+    assert_same(harness.json("cluster:plain:info"), {
+        "api_url": cluster.url, "version": "v1.29.2", "platform": "linux/arm64", "console_url": cluster.url}, "info")
+    for key in ("operators", "operators_summary", "cluster_operators", "cluster_operators_summary"):
+        assert harness.redis.exists(f"cluster:plain:{key}") == 0, key
+    assert harness.runtime.pool.breaker("plain").failure_count == 0
+
+
+def test_unreachable_cluster_opens_the_breaker_and_recovers(make_harness: Callable[..., Harness],
+                                                          kube_api: Callable[..., Any]) -> None:
+    clock = FakeClock()
+    harness = make_harness(clock=clock)
+    harness.runtime.pool = ClientPool(breaker_factory=lambda: CircuitBreaker(5, 60.0, clock=clock.monotonic))
+    cluster = managed_three_node(kube_api)
+    harness.add("three", cluster.url, token=three_node.TOKEN, monitoring={"interval": 120})
+    cluster.stop()
+
+    for attempt in range(5):
+        outcome = harness.reconcile("three")
+        assert not outcome.ok and outcome.requeue_after == 60, attempt
+        assert outcome.detail.startswith("connection test failed: ")
+        assert "circuit breaker is open" not in outcome.detail
+    status = harness.cr("three")["status"]
+    assert (status["phase"], status["health"]) == ("Error", "unhealthy")
+    assert status["message"].startswith("connection test failed: ")
+    assert "lastSyncTime" not in status
+    stored = harness.json("cluster:three:status")
+    assert (stored["health"], stored["message"]) == ("unhealthy", status["message"])
+    assert harness.redis.sismember("clusters:all", "three")
+    assert harness.events("three") == []
+
+    cluster.restart()
+    cluster.clear_requests()
+    outcome = harness.reconcile("three")
+    assert outcome.detail == "connection test failed: circuit breaker is open"
+    assert cluster.requests == []
+    assert harness.cr("three")["status"]["message"] == outcome.detail
+
+    clock.advance(61)
+    outcome = harness.reconcile("three")
+    assert outcome.ok, outcome.detail
+    assert outcome.requeue_after == 120
+    status = harness.cr("three")["status"]
+    assert (status["phase"], status["health"], status["message"]) == ("Connected", "healthy",
+                                                                      "Cluster is reachable")
+    assert harness.json("cluster:three:status")["health"] == "healthy"
+
+
+def test_missing_secret_is_an_error_naming_the_secret(harness: Harness) -> None:
+    harness.add("lost", "https://10.1.2.3:6443", token=None)
+
+    outcome = harness.reconcile("lost")
+
+    assert not outcome.ok
+    assert outcome.requeue_after == 30
+    message = harness.cr("lost")["status"]["message"]
+    assert message == outcome.detail
+    assert f"{HUB_NAMESPACE}/lost-token" in message and "not found" in message
+    assert harness.cr("lost")["status"]["phase"] == "Error"
+    assert harness.json("cluster:lost:status")["message"] == message
+    assert harness.json("cluster:lost:spec")["endpoint"] == "https://10.1.2.3:6443"
+
+
+def test_secret_without_token_is_an_error_naming_the_secret(harness: Harness) -> None:
+    harness.hub.create(secret("empty-token", None, **{"ca.crt": "-----BEGIN CERTIFICATE-----"}))
+    harness.add("empty", "https://10.1.2.3:6443", token=None)
+
+    outcome = harness.reconcile("empty")
+
+    assert not outcome.ok
+    assert "no token found in secret" in outcome.detail and f"{HUB_NAMESPACE}/empty-token" in outcome.detail
+    assert harness.cr("empty")["status"]["phase"] == "Error"
+
+
+def test_secret_in_another_namespace_is_read_there(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed_three_node(kube_api)
+    harness.hub.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "vault"}})
+    harness.hub.create(secret("shared", three_node.TOKEN, namespace="vault"))
+    harness.add("three", cluster.url, token=None, credentialsRef={"name": "shared", "namespace": "vault"})
+
+    assert harness.reconcile("three").ok
+
+
+def test_wrong_token_fails_the_connection_test(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed_three_node(kube_api)
+    harness.add("three", cluster.url, token="not-the-token")
+
+    outcome = harness.reconcile("three")
+
+    assert not outcome.ok and outcome.detail.startswith("connection test failed: ")
+
+
+def test_invalid_specs_are_errors_naming_the_field(harness: Harness) -> None:
+    cases = {
+        "no-endpoint": ({"credentialsRef": {"name": "x"}}, "spec.endpoint"),
+        "no-credentials": ({"endpoint": "https://api.x.example.com:6443"}, "spec.credentialsRef.name"),
+        "push-no-ingester": ({"endpoint": "https://api.x.example.com:6443", "credentialsRef": {"name": "x"},
+                              "collectionMode": "push"}, "spec.ingesterAddress"),
+        "bad-interval": ({"endpoint": "https://api.x.example.com:6443", "credentialsRef": {"name": "x"},
+                          "monitoring": {"interval": "soon"}}, "spec.monitoring.interval"),
+    }
+    for name, (spec, field) in cases.items():
+        harness.hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
+                            "metadata": {"name": name, "namespace": HUB_NAMESPACE}, "spec": spec})
+        outcome = harness.reconcile(name)
+        assert not outcome.ok, name
+        assert field in outcome.detail, (name, outcome.detail)
+        status = harness.cr(name)["status"]
+        assert (status["phase"], status["health"], status["message"]) == ("Error", "unhealthy", outcome.detail)
+        assert harness.json(f"cluster:{name}:status")["message"] == outcome.detail
+
+
+def test_push_mode_is_collected_by_pull(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed_three_node(kube_api)
+    harness.add("edge", cluster.url, token=three_node.TOKEN, collectionMode="push",
+                ingesterAddress="hub.example.net:443")
+
+    outcome = harness.reconcile("edge")
+
+    assert outcome.ok, outcome.detail
+    assert harness.cr("edge")["status"]["phase"] == "Connected"
+    assert harness.json("cluster:edge:metrics")["nodes"] == 3
+
+
+def test_interval_and_requeue_rules(make_harness: Callable[..., Harness]) -> None:
+    harness = make_harness(env={"RECONCILIATION_INTERVAL": "45"})
+    specs = {"default": {}, "short": {"monitoring": {"interval": 10}}, "long": {"monitoring": {"interval": 3600}}}
+    for name, extra in specs.items():
+        harness.add(name, "https://10.1.2.3:6443", token=None, **extra)
+    # Every one fails (no Secret): the requeue is min(interval, 60).
+    assert {n: harness.reconcile(n).requeue_after for n in specs} == {"default": 45, "short": 30, "long": 60}
+    low = make_harness(env={"RECONCILIATION_INTERVAL": "10"})
+    assert low.plugin.settings.reconciliation_interval == 30
+    assert low.reconcile("default").requeue_after == 30
+
+
+def test_deletion_removes_state_client_and_scan_time(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed_three_node(kube_api)
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+    assert harness.reconcile("three").ok
+    assert harness.runtime.pool.names() == ["three"]
+    assert harness.plugin.reconciler.cluster_state("three")
+
+    outcome = harness.forget("three")
+
+    assert outcome.ok and outcome.detail == "deleted"
+    assert harness.redis.keys("cluster:three:*") == []
+    assert not harness.redis.sismember("clusters:all", "three")
+    assert harness.events("three")[0]["type"] == "cluster.deleted"
+    assert harness.events("three")[0]["data"] is None
+    assert harness.runtime.pool.names() == []
+    assert harness.plugin.reconciler.cluster_state("three") == {}
