@@ -1,0 +1,62 @@
+"""One import request to VictoriaMetrics: ``POST <endpoint>/api/v1/import/prometheus``."""
+
+from __future__ import annotations
+
+import zlib
+
+import urllib3
+
+from clusterpulse_vmwriter.settings import VMSettings
+
+#: Client errors that no retry can fix (the body itself is refused); others are retried.
+_PERMANENT_STATUSES = frozenset({400, 413, 415, 422})
+
+
+class DeliveryError(Exception):
+    """An import request failed; ``retryable`` says whether sending it again can succeed."""
+
+    def __init__(self, message: str, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def gzip_body(body: bytes) -> bytes:
+    """``body`` as a gzip stream (level 1: text compresses well even at the fastest level)."""
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
+    return compressor.compress(body) + compressor.flush()
+
+
+class ImportClient:
+    """Sends Prometheus-text bodies to one VictoriaMetrics, with auth and optional gzip."""
+
+    def __init__(self, settings: VMSettings) -> None:
+        self.url = settings.import_url
+        self.compress_above = settings.compress_above
+        self._pool = urllib3.PoolManager(
+            num_pools=1, maxsize=1, retries=False, timeout=urllib3.Timeout(total=settings.timeout))
+        self._headers = {"Content-Type": "text/plain"}
+        if settings.username or settings.password:
+            basic = urllib3.make_headers(basic_auth=f"{settings.username}:{settings.password}")
+            self._headers["Authorization"] = basic["authorization"]
+        elif settings.bearer_token:
+            self._headers["Authorization"] = f"Bearer {settings.bearer_token}"
+
+    def post(self, body: bytes) -> None:
+        """Send one body; raise :class:`DeliveryError` unless VictoriaMetrics answered 2xx."""
+        headers = dict(self._headers)
+        if len(body) > self.compress_above:
+            body = gzip_body(body)
+            headers["Content-Encoding"] = "gzip"
+        try:
+            response = self._pool.request("POST", self.url, body=body, headers=headers,
+                                          preload_content=True, redirect=False)
+        except urllib3.exceptions.HTTPError as exc:
+            raise DeliveryError(f"POST {self.url}: {exc}", retryable=True) from exc
+        if response.status >= 300:
+            detail = response.data[:200].decode(errors="replace").strip()
+            raise DeliveryError(f"POST {self.url}: HTTP {response.status} {detail}",
+                                retryable=response.status not in _PERMANENT_STATUSES)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._pool.clear()
