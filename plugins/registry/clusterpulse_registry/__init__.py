@@ -1,0 +1,1 @@
+"""ClusterPulse plugin: RegistryConnection, health monitoring of container registries (Docker Registry v2)."""

@@ -1,0 +1,281 @@
+"""A Docker Registry HTTP API v2 client: the ``/v2/`` health check and the catalog (controllers.md §8.1).
+
+One :class:`RegistryClient` (one ``requests`` session, so one connection pool) serves one
+registry for as long as its connection settings stay the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+
+import attrs
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import InsecureRequestWarning
+
+from clusterpulse_core import serde
+from clusterpulse_registry.auth import (
+    BearerChallenge,
+    Credentials,
+    TokenCache,
+    parse_bearer_challenge,
+    parse_token_response,
+)
+from clusterpulse_registry.detect import detect_headers
+from clusterpulse_registry.endpoint import basic_auth_header, catalog_url
+from clusterpulse_registry.result import MAX_LISTED_REPOSITORIES, HealthCheckResult
+from clusterpulse_registry.transport import describe_failure, failure_kind
+
+Log = logging.Logger | logging.LoggerAdapter
+
+#: Idle connections kept per registry (controllers.md §8.1: max 10 idle connections).
+POOL_SIZE = 10
+#: Catalog pages followed at most through ``Link`` headers.
+MAX_CATALOG_PAGES = 50
+#: The error code of a registry refusing the requested page size.
+PAGE_SIZE_REFUSED = "PAGINATION_NUMBER_INVALID"
+#: Characters of an error body quoted in a message.
+BODY_EXCERPT = 200
+
+
+class CatalogError(Exception):
+    """The catalog could not be read (``catalog request returned <code>: <body>`` and friends)."""
+
+
+class TokenError(Exception):
+    """The token endpoint refused or failed; ``status`` is its HTTP status (0: no answer)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class Deadline:
+    """The time left for one whole check; every request gets at most what remains."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left; raises ``requests.Timeout`` once the check's time is used up."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise requests.exceptions.Timeout(f"check timed out after {self.seconds:g}s")
+        return left
+
+
+@attrs.frozen
+class Exchange:
+    """The final response of a request plus what the authentication dance went through."""
+
+    response: requests.Response
+    challenged: bool = False
+    bearer: bool = False
+    token_error: TokenError | None = None
+
+
+@attrs.frozen
+class CatalogPage:
+    """One ``/v2/_catalog`` answer."""
+
+    repositories: tuple[str, ...] = ()
+
+
+def _quiet_insecure_warning() -> None:
+    """skipTLSVerify is the user's explicit choice, logged once per client; skip urllib3's per-request warning."""
+    warnings.filterwarnings("ignore", message="Unverified HTTPS request", category=InsecureRequestWarning)
+
+
+def next_link(link_header: str | None, current_url: str) -> str | None:
+    """The absolute URL of the ``rel="next"`` entry of a ``Link`` header, or ``None``."""
+    if not link_header:
+        return None
+    for part in link_header.split(","):
+        target, _, params = part.partition(";")
+        if 'rel="next"' in params.replace(" ", "") or "rel=next" in params.replace(" ", ""):
+            return urljoin(current_url, target.strip().strip("<>"))
+    return None
+
+
+class RegistryClient:
+    """Talks to one registry at ``base_url`` (already normalised)."""
+
+    def __init__(self, base_url: str, verify: bool = True, credentials: Credentials | None = None) -> None:
+        self.base_url = base_url
+        self.credentials = credentials or Credentials()
+        # Passed on every request: a session-level ``verify=False`` loses to $REQUESTS_CA_BUNDLE.
+        self.verify = verify
+        self.session = requests.Session()
+        self.session.headers.update({"Accept": "application/json", "Accept-Encoding": "identity"})
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=POOL_SIZE, max_retries=0)
+        self.session.mount("https://", adapter)
+        self.session.mount("http://", adapter)
+        if not verify:
+            _quiet_insecure_warning()
+        self._tokens = TokenCache()
+        self._challenges: dict[str, BearerChallenge] = {}
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.session.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def _basic_headers(self) -> dict[str, str]:
+        header = basic_auth_header(self.credentials.username, self.credentials.password)
+        return {"Authorization": header} if header else {}
+
+    def _fetch_token(self, challenge: BearerChallenge, deadline: Deadline) -> str:
+        params = {key: value for key, value in (("service", challenge.service),
+                                                ("scope", challenge.scope)) if value}
+        try:
+            response = self.session.get(challenge.realm, params=params, headers=self._basic_headers(),
+                                        timeout=deadline.remaining(), verify=self.verify)
+        except requests.RequestException as exc:
+            raise TokenError(0, describe_failure(exc, challenge.realm, deadline.seconds)) from exc
+        if response.status_code != 200:
+            raise TokenError(response.status_code,
+                             f"token endpoint {challenge.realm} returned {response.status_code}")
+        try:
+            token = parse_token_response(response.content)
+        except ValueError as exc:
+            raise TokenError(response.status_code, f"token endpoint {challenge.realm}: {exc}") from exc
+        self._tokens.put(challenge, token.value, token.expires_in)
+        return token.value
+
+    def get(self, url: str, deadline: Deadline) -> Exchange:
+        """GET ``url``, answering a Bearer challenge once with a (cached or fresh) token.
+
+        Raises ``requests.RequestException`` when the registry cannot be reached.
+        """
+        path = urlsplit(url).path
+        challenge = self._challenges.get(path)
+        token = self._tokens.get(challenge) if challenge is not None else None
+        challenged = fresh = False
+        while True:
+            headers = {"Authorization": f"Bearer {token}"} if token else self._basic_headers()
+            response = self.session.get(url, headers=headers, timeout=deadline.remaining(), verify=self.verify)
+            if response.status_code != 401:
+                return Exchange(response, challenged, bearer=token is not None)
+            challenged = True
+            challenge = parse_bearer_challenge(response.headers.get("WWW-Authenticate", ""))
+            if challenge is None or fresh:
+                return Exchange(response, challenged, bearer=token is not None)
+            self._challenges[path] = challenge
+            self._tokens.drop(challenge)
+            try:
+                token = self._fetch_token(challenge, deadline)
+            except TokenError as exc:
+                return Exchange(response, challenged, bearer=False, token_error=exc)
+            fresh = True
+
+    # ------------------------------------------------------------------ checks
+
+    def health_check(self, deadline: Deadline, log: Log) -> HealthCheckResult:
+        """``GET /v2/``: available on 200, or on 401 when no credentials were configured."""
+        url = f"{self.base_url}/v2/"
+        started = time.perf_counter()
+        try:
+            exchange = self.get(url, deadline)
+        except requests.RequestException as exc:
+            elapsed = int((time.perf_counter() - started) * 1000)
+            detail = describe_failure(exc, url, deadline.seconds)
+            log.warning("%s", self._transport_advice(failure_kind(exc), detail, deadline.seconds))
+            return HealthCheckResult(available=False, response_time_ms=elapsed, error=f"request failed: {detail}")
+        elapsed = int((time.perf_counter() - started) * 1000)
+        status = exchange.response.status_code
+        if status == 200 or (status == 401 and not self.credentials.complete):
+            facts = detect_headers(exchange.response.headers)
+            features = dict(facts.features)
+            if exchange.challenged or exchange.bearer:
+                features["requires_auth"] = True
+            if status == 401:
+                log.debug("401 from /v2/ without credentials: the registry requires authentication "
+                          "(spec.credentialsRef names a Secret with username and password)")
+            return HealthCheckResult(available=True, response_time_ms=elapsed, version=facts.version,
+                                     features=features)
+        if status == 401:
+            reason = f" ({exchange.token_error})" if exchange.token_error else ""
+            log.warning("401 from /v2/%s: check the credentials in %s", reason, self.credentials.source)
+        else:
+            log.warning("unexpected status %d from %s: is spec.endpoint the registry's base URL?", status, url)
+        return HealthCheckResult(available=False, response_time_ms=elapsed,
+                                 error=f"unexpected status code: {status}")
+
+    def _transport_advice(self, kind: str, detail: str, timeout: float) -> str:
+        if kind == "tls":
+            return (f"{detail}: trust the registry's CA (REQUESTS_CA_BUNDLE) or set spec.skipTLSVerify "
+                    f"(for plain HTTP use an http:// endpoint or spec.insecure)")
+        if kind == "timeout":
+            return f"{detail}: no answer within {timeout:g}s; check the registry or raise spec.monitoring.timeout"
+        if kind in ("refused", "dns"):
+            return f"{detail}: cannot reach the registry; check spec.endpoint and the network path"
+        return f"{detail}: request failed"
+
+    def catalog(self, max_entries: int, deadline: Deadline) -> list[str]:
+        """Repository names from ``/v2/_catalog`` (``n=max_entries``), following ``Link`` pages up to the limit.
+
+        A registry that caps its page size below ``n`` (distribution's ``catalog.maxentries``)
+        refuses ``n`` with ``PAGINATION_NUMBER_INVALID``; the catalog is then read in the
+        registry's own page size.
+        """
+        url: str | None = catalog_url(self.base_url, max_entries)
+        names: list[str] = []
+        for _ in range(MAX_CATALOG_PAGES):
+            if url is None or (max_entries > 0 and len(names) >= max_entries):
+                break
+            response = self.get(url, deadline).response
+            if response.status_code == 400 and PAGE_SIZE_REFUSED in response.text and not names:
+                unsized = _without_page_size(url)
+                if unsized is not None:
+                    url = unsized
+                    continue
+            if response.status_code != 200:
+                body = response.text.strip()[:BODY_EXCERPT]
+                raise CatalogError(f"catalog request returned {response.status_code}: {body}")
+            names.extend(_decode_catalog(response.content).repositories)
+            url = next_link(response.headers.get("Link"), url)
+        return names[:max_entries] if max_entries > 0 else names
+
+    def extended_health_check(self, check_catalog: bool, max_entries: int, timeout: float,
+                              log: Log) -> HealthCheckResult:
+        """The health check, then (when asked and available) the catalog, within ``timeout`` seconds."""
+        deadline = Deadline(timeout)
+        result = self.health_check(deadline, log)
+        if not result.available or not check_catalog:
+            return result
+        features = dict(result.features)
+        try:
+            names = self.catalog(max_entries, deadline)
+        except (CatalogError, requests.RequestException) as exc:
+            detail = describe_failure(exc, catalog_url(self.base_url, max_entries)) \
+                if isinstance(exc, requests.RequestException) else str(exc)
+            log.warning("catalog not readable (%s): the account may lack catalog access; "
+                        "set spec.monitoring.checkCatalog to false to stop checking it", detail)
+            features["catalog_accessible"] = False
+            return attrs.evolve(result, features=features)
+        features["catalog_accessible"] = True
+        listed = tuple(names) if len(names) <= MAX_LISTED_REPOSITORIES else ()
+        return attrs.evolve(result, features=features, repository_count=len(names), repositories=listed)
+
+
+def _without_page_size(url: str) -> str | None:
+    """``url`` without its ``n`` query parameter; ``None`` when it had none (nothing left to try)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "n"]
+    if len(query) == len(parse_qsl(parts.query, keep_blank_values=True)):
+        return None
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def _decode_catalog(body: bytes) -> CatalogPage:
+    try:
+        data: Any = serde.loads(body)
+        return serde.structure(data if isinstance(data, dict) else {}, CatalogPage)
+    except Exception as exc:
+        raise CatalogError(f"catalog response is not valid JSON: {exc}") from exc

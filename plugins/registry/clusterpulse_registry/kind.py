@@ -1,0 +1,105 @@
+"""The RegistryConnection custom resource kind (crds.md §0 and §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+
+GROUP = "clusterpulse.io"
+VERSION = "v1alpha1"
+
+_STRING: dict[str, Any] = {"type": "string"}
+_BOOL: dict[str, Any] = {"type": "boolean"}
+_INT32: dict[str, Any] = {"type": "integer", "format": "int32"}
+_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+
+_CREDENTIALS_REF: dict[str, Any] = {
+    "type": "object",
+    "description": "Secret with keys username and password. A missing Secret means anonymous access.",
+    "required": ["name"],
+    "properties": {
+        "name": {**_STRING, "description": "Secret name."},
+        "namespace": {**_STRING, "description": "Secret namespace; defaults to the RegistryConnection's."},
+    },
+}
+
+_MONITORING: dict[str, Any] = {
+    "type": "object",
+    "description": "Health-check timing and catalog options.",
+    "properties": {
+        "interval": {**_INT32, "description": "Check period in seconds (default 60, minimum 30)."},
+        "timeout": {**_INT32, "description": "Health-check timeout in seconds (default 10)."},
+        "checkCatalog": {**_BOOL, "description": "Also list the catalog (/v2/_catalog)."},
+        "maxCatalogEntries": {**_INT32, "description": "Catalog entries to fetch at most (default 100)."},
+    },
+}
+
+_SPEC: dict[str, Any] = {
+    "type": "object",
+    "required": ["endpoint"],
+    "properties": {
+        "displayName": {**_STRING, "description": "Human-friendly name."},
+        "endpoint": {**_STRING, "description": "Registry base URL; https:// is assumed without a scheme."},
+        "type": {**_STRING, "description": "Informational registry type (dockerhub, harbor, ecr, ...)."},
+        "credentialsRef": _CREDENTIALS_REF,
+        "insecure": {**_BOOL, "description": "Plain HTTP: http:// is assumed without a scheme."},
+        "skipTLSVerify": {**_BOOL, "description": "Do not verify the registry's TLS certificate."},
+        "monitoring": _MONITORING,
+        "labels": {"type": "object", "additionalProperties": _STRING,
+                   "description": "Free-form categorisation labels."},
+        "healthCheckPaths": {"type": "array", "items": _STRING,
+                             "description": "Declared for compatibility; only /v2/ is probed."},
+    },
+}
+
+_STATUS: dict[str, Any] = {
+    "type": "object",
+    "required": ["available"],
+    "properties": {
+        "phase": {**_STRING, "description": "Connecting, Connected, Error or Unknown."},
+        "health": {**_STRING, "description": "healthy, degraded or unhealthy."},
+        "available": {**_BOOL, "description": "The registry answered /v2/ with 200 or 401."},
+        "lastCheckTime": _TIME,
+        "responseTime": {"type": "integer", "format": "int64", "description": "Milliseconds of GET /v2/."},
+        "message": _STRING,
+        "repositoryCount": {"type": "integer"},
+        "version": {**_STRING, "description": "Docker-Distribution-Api-Version header."},
+        "features": {"type": "object", "additionalProperties": _BOOL},
+    },
+}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "RegistryConnection health-monitors one container registry through the Docker Registry "
+                   "HTTP API v2.",
+    "properties": {
+        "apiVersion": _STRING,
+        "kind": _STRING,
+        "metadata": {"type": "object"},
+        "spec": _SPEC,
+        "status": _STATUS,
+    },
+}
+
+REGISTRY_CONNECTION = ResourceKind(
+    group=GROUP,
+    version=VERSION,
+    kind="RegistryConnection",
+    plural="registryconnections",
+    singular="registryconnection",
+    schema=SCHEMA,
+    namespaced=True,
+    short_names=("rc", "regcon"),
+    printer_columns=(
+        PrinterColumn("Display Name", "string", ".spec.displayName"),
+        PrinterColumn("Endpoint", "string", ".spec.endpoint"),
+        PrinterColumn("Type", "string", ".spec.type"),
+        PrinterColumn("Available", "boolean", ".status.available"),
+        PrinterColumn("Health", "string", ".status.health"),
+        PrinterColumn("Response Time", "integer", ".status.responseTime"),
+        PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+    ),
+    status_subresource=True,
+    workers=5,
+)

@@ -1,0 +1,51 @@
+"""The registry plugin: the RegistryConnection kind and its reconcile."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.model.time import utcnow
+from clusterpulse_registry.kind import REGISTRY_CONNECTION
+from clusterpulse_registry.reconcile import RegistryReconciler
+
+
+class RegistryPlugin:
+    """Health-monitors container registries declared as RegistryConnection objects (Docker Registry v2).
+
+    ``clock`` gives the check time written to the status, the stored state and the events.
+    """
+
+    clusterpulse_api_version = 1
+
+    def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
+        self.reconciler = RegistryReconciler(clock)
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        """RegistryConnection (clusterpulse.io/v1alpha1), five workers."""
+        return [REGISTRY_CONNECTION]
+
+    @hookimpl
+    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
+                               ctx: ReconcileContext) -> ReconcileResult | None:
+        """Check one registry, store the outcome, patch its status; come back after its interval."""
+        if kind.kind != REGISTRY_CONNECTION.kind:
+            return None
+        return self.reconciler.reconcile(obj, ctx)
+
+    @hookimpl
+    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
+        """A RegistryConnection was deleted: remove its stored state and publish ``registry.deleted``."""
+        if kind.kind != REGISTRY_CONNECTION.kind:
+            return None
+        return self.reconciler.forget(ref, ctx)
+
+    @hookimpl
+    def clusterpulse_stop(self, runtime: Runtime) -> None:
+        """Close the registry connections."""
+        self.reconciler.close()

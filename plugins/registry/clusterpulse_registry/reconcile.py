@@ -1,0 +1,135 @@
+"""The RegistryConnection reconcile and deletion (controllers.md §8.3, §8.4; redis.md §7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.model import RegistryMetricsRecord, RegistryStatusRecord
+from clusterpulse_core.pieces import (
+    EventPiece,
+    Piece,
+    RegistryDeletion,
+    RegistryMetricsPiece,
+    RegistrySpecPiece,
+    RegistryStatusPiece,
+)
+from clusterpulse_core.store import StoreError
+from clusterpulse_registry.clients import ClientCache, ClientSettings
+from clusterpulse_registry.credentials import registry_credentials
+from clusterpulse_registry.endpoint import normalise_endpoint
+from clusterpulse_registry.policy import (
+    UNHEALTHY,
+    catalog_limit,
+    check_timeout,
+    classify_health,
+    desired_status,
+    health_message,
+    reconcile_interval,
+    should_update_status,
+)
+from clusterpulse_registry.resource import RegistryConnectionSpec, parse_spec, parse_status, spec_record
+from clusterpulse_registry.result import HealthCheckResult
+from clusterpulse_registry.status_patch import status_patch
+
+EVENT_RECONCILED = "registry.reconciled"
+EVENT_DELETED = "registry.deleted"
+
+
+def client_key(ref: ObjectRef) -> str:
+    """The client cache key of an object."""
+    return f"{ref.namespace}/{ref.name}"
+
+
+def state_pieces(name: str, spec: RegistryConnectionSpec, result: HealthCheckResult,
+                 now: datetime) -> tuple[Piece, ...]:
+    """Spec, status and response-time sample of one check, in the order they are written."""
+    status = RegistryStatusRecord(
+        available=result.available,
+        response_time=result.response_time_ms,
+        version=result.version,
+        repository_count=result.repository_count,
+        features=dict(result.features),
+        repositories=result.repositories,
+        last_check=now,
+        error=result.error,
+    )
+    sample = RegistryMetricsRecord(timestamp=int(now.timestamp()), response_time=result.response_time_ms,
+                                   available=result.available)
+    return (RegistrySpecPiece(name, spec_record(spec)), RegistryStatusPiece(name, status),
+            RegistryMetricsPiece(name, sample))
+
+
+def reconciled_event(name: str, spec: RegistryConnectionSpec, result: HealthCheckResult, health: str,
+                     now: datetime) -> EventPiece:
+    """The ``registry.reconciled`` event (redis.md §7.6)."""
+    data = {"health": health, "available": result.available, "response_time": result.response_time_ms,
+            "display_name": spec.display_name, "type": spec.type}
+    return EventPiece(type=EVENT_RECONCILED, target=name, data=data, timestamp=now)
+
+
+def _store(ctx: ReconcileContext, *pieces: Piece) -> str:
+    """Store pieces; a storage failure is logged and returned, not raised (controllers.md §8.3 step 4)."""
+    try:
+        ctx.store(*pieces)
+    except StoreError as exc:
+        ctx.log.error("%s; the registry status on the hub is still updated", exc)
+        return str(exc)
+    return ""
+
+
+class RegistryReconciler:
+    """Checks one RegistryConnection per call; owns the registry clients."""
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self.clock = clock
+        self.clients = ClientCache()
+
+    def check(self, spec: RegistryConnectionSpec, ctx: ReconcileContext) -> HealthCheckResult:
+        """Run the (extended) health check with the Secret's credentials and the reused client."""
+        credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log)
+        settings = ClientSettings(normalise_endpoint(spec.endpoint, spec.insecure),
+                                  verify=not spec.skip_tls_verify, credentials=credentials)
+        client, new = self.clients.client(client_key(ctx.ref), settings)
+        if new and not settings.verify and settings.base_url.startswith("https://"):
+            ctx.log.info("TLS certificate verification is disabled (spec.skipTLSVerify)")
+        monitoring = spec.monitoring
+        return client.extended_health_check(monitoring.check_catalog, catalog_limit(monitoring.max_catalog_entries),
+                                            check_timeout(monitoring.timeout), ctx.log)
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
+        """Check the registry, store the outcome, patch the status if it changed, publish the event."""
+        name = ctx.ref.name
+        spec = parse_spec(obj)
+        result = self.check(spec, ctx)
+        now = self.clock()
+        health = classify_health(result.available, result.response_time_ms)
+        message = health_message(health, result)
+        store_error = _store(ctx, *state_pieces(name, spec, result, now))
+        old = parse_status(obj)
+        if should_update_status(old, result, health, message):
+            new = desired_status(result, health, message, now)
+            patch = status_patch(obj.get("status") or {}, new, spec.monitoring.check_catalog)
+            if patch:
+                ctx.patch_status(patch)
+            if old.health != health:
+                ctx.log.info("registry is %s: %s", health, message)
+        store_error = _store(ctx, reconciled_event(name, spec, result, health, now)) or store_error
+        interval = reconcile_interval(spec.monitoring.interval)
+        return ReconcileResult(requeue_after=float(interval),
+                               error=message if health == UNHEALTHY else store_error)
+
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
+        """Drop the client and remove the registry's stored state, then publish ``registry.deleted``."""
+        self.clients.drop(client_key(ref))
+        ctx.store(RegistryDeletion(ref.name), EventPiece(type=EVENT_DELETED, target=ref.name, data=None,
+                                                         timestamp=self.clock()))
+        ctx.log.info("registry state removed")
+        return True
+
+    def close(self) -> None:
+        """Close every registry client."""
+        self.clients.close()

@@ -1,0 +1,24 @@
+"""The outcome of one registry health check (controllers.md §8.1, "Result JSON keys")."""
+
+from __future__ import annotations
+
+import attrs
+
+from clusterpulse_core.serde import wire
+
+#: Catalogs longer than this are counted but not listed (controllers.md §8.1).
+MAX_LISTED_REPOSITORIES = 20
+
+
+@wire(omit_empty=("version", "repository_count", "features", "repositories", "error"))
+@attrs.frozen
+class HealthCheckResult:
+    """What a health check found; ``error`` is empty when the registry answered as expected."""
+
+    available: bool = False
+    response_time_ms: int = 0
+    version: str = ""
+    repository_count: int = 0
+    features: dict[str, bool] = attrs.field(factory=dict)
+    repositories: tuple[str, ...] = ()
+    error: str = ""
