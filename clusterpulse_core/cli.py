@@ -163,6 +163,25 @@ def run_cmd(ctx: click.Context, once: bool) -> None:
     sys.exit(Manager(runtime).run())
 
 
+@cli.command("demo")
+@click.option("--cycles", type=click.IntRange(min=1), default=3, show_default=True,
+              help="reconcile cycles to run before printing the summary and exiting")
+@click.option("--redis-url", default=None, help="use this Redis instead of starting a private redis-server")
+def demo_cmd(cycles: int, redis_url: str | None) -> None:
+    """Run the real manager and plugins on an emulated demo fleet, then summarise Redis."""
+    try:
+        from clusterpulse_core.demo.run import DemoError, run_demo
+    except ImportError as exc:
+        _fail(f"the demo needs the testing extra: pip install 'clusterpulse-core[testing]' ({exc})")
+    from clusterpulse_core.logs import configure_logging
+
+    configure_logging("warn")
+    try:
+        run_demo(cycles, redis_url, echo=click.echo)
+    except (DemoError, PluginError, ConfigError) as exc:
+        _fail(str(exc))
+
+
 @cli.group("testing")
 def testing_group() -> None:
     """Test tools for plugin authors."""

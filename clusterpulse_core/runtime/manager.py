@@ -103,6 +103,18 @@ class Manager:
                 return False
         return True
 
+    def resync(self) -> int:
+        """Queue every cached object of every kind now (the periodic resync, on demand).
+
+        Returns how many objects were queued. Used by ``clusterpulse demo`` to run cycles.
+        """
+        queued = 0
+        for name, controller in self.controllers.items():
+            for obj in self.informers[name].items():
+                controller.on_resync(obj)
+                queued += 1
+        return queued
+
     def not_ready(self) -> list[str]:
         """Why the replica is not ready: unsynced informers, unready storage backends."""
         problems = [] if self.running else ["manager is not running"]

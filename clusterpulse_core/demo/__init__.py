@@ -1,0 +1,1 @@
+"""``clusterpulse demo``: the real manager and plugins against an emulated fleet and a real Redis."""

@@ -1,0 +1,77 @@
+"""The embedded demo fleet: emulated hub and managed clusters seeded from ``demo/fleet``."""
+
+from __future__ import annotations
+
+import contextlib
+import string
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from clusterpulse_core.crds import crd_manifest
+from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.testing.kube_api import KubeAPI
+
+FLEET_DIR = Path(__file__).parent / "fleet"
+
+
+@attrs.frozen
+class ManagedCluster:
+    """One emulated managed cluster of the fleet."""
+
+    name: str
+    api: KubeAPI
+
+
+@attrs.frozen
+class Fleet:
+    """A running emulated fleet: the hub and its managed clusters."""
+
+    hub: KubeAPI
+    namespace: str
+    clusters: tuple[ManagedCluster, ...]
+
+
+def _documents(path: Path, variables: dict[str, str]) -> list[dict[str, Any]]:
+    text = string.Template(path.read_text()).safe_substitute(variables)
+    docs: list[dict[str, Any]] = []
+    for doc in yaml.safe_load_all(text):
+        if not doc:
+            continue
+        docs.extend(doc.get("items") or [] if doc.get("kind") == "List" else [doc])
+    return docs
+
+
+def _folder(path: Path, variables: dict[str, str]) -> list[dict[str, Any]]:
+    return [doc for file in sorted(path.glob("*.y*ml")) for doc in _documents(file, variables)]
+
+
+@contextlib.contextmanager
+def running_fleet(kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR) -> Iterator[Fleet]:
+    """Start one emulator per managed cluster and a hub with the kinds' CRDs and the samples.
+
+    Each managed cluster requires its own bearer token; the ClusterConnection endpoints in
+    the hub samples are the clusters' emulator URLs.
+    """
+    spec = yaml.safe_load((fleet_dir / "fleet.yaml").read_text())
+    started: list[KubeAPI] = []
+    try:
+        clusters = []
+        variables: dict[str, str] = {}
+        for entry in spec["clusters"]:
+            api = KubeAPI(version=entry.get("version"), require_token=entry.get("token")).start()
+            started.append(api)
+            api.seed(_folder(fleet_dir / entry["objects"], {}))
+            clusters.append(ManagedCluster(entry["name"], api))
+            variables[entry["urlVariable"]] = api.url
+        hub = KubeAPI().start()
+        started.append(hub)
+        hub.seed([crd_manifest(kind) for kind in kinds])
+        hub.seed(_folder(fleet_dir / spec["hub"]["objects"], variables))
+        yield Fleet(hub, spec["hub"].get("namespace", "clusterpulse"), tuple(clusters))
+    finally:
+        for api in reversed(started):
+            api.stop()

@@ -1,0 +1,126 @@
+"""``clusterpulse demo``: the real manager, plugins and Redis against the emulated fleet."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+import redis
+
+from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
+from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, running_fleet
+from clusterpulse_core.demo.summary import format_fleet, key_patterns, read_fleet
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import build_runtime
+from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.servers import ServerUnavailable, redis_process
+
+#: What the demo enables: storage first, then the kinds it has sample objects for.
+DEMO_PLUGINS = ("redis", "cluster")
+CYCLE_TIMEOUT = 120.0
+
+
+class DemoError(Exception):
+    """The demo cannot run (missing binary, plugin, or a cycle that never finished)."""
+
+
+@contextlib.contextmanager
+def redis_for_demo(redis_url: str | None) -> Iterator[str]:
+    """The given Redis URL, or a private redis-server on a free loopback port."""
+    if redis_url:
+        yield redis_url
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise DemoError("redis-server is not installed: run `sudo apt-get install -y redis-server` "
+                        "(scripts/demo.sh does), or pass --redis-url")
+    server = redis_process(binary)
+    try:
+        server.start()
+    except ServerUnavailable as exc:
+        raise DemoError(str(exc)) from exc
+    try:
+        yield f"redis://127.0.0.1:{server.port}/0"
+    finally:
+        server.cleanup()
+
+
+def _reconciles(manager: Manager) -> float:
+    """Reconciles finished so far, every kind and result together."""
+    total = 0.0
+    for metric in manager.runtime.metrics.collect():
+        if metric.name == "controller_runtime_reconcile":
+            total += sum(s.value for s in metric.samples if s.name == "controller_runtime_reconcile_total")
+    return total
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+@attrs.frozen
+class DemoResult:
+    """What the demo printed, for tests."""
+
+    summary: str
+    keys: list[tuple[str, int]]
+
+
+def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = print,
+             fleet_dir: Path = FLEET_DIR) -> DemoResult:
+    """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys."""
+    host = PluginHost(DEMO_PLUGINS)
+    kinds = [kind for _owner, kind in host.kinds.values()]
+    with redis_for_demo(redis_url) as url, running_fleet(kinds, fleet_dir) as fleet, \
+            tempfile.TemporaryDirectory(prefix="clusterpulse-demo-") as tmp:
+        kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
+        core = CoreSettings(plugins=DEMO_PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
+                            metrics_bind_address="0", health_probe_bind_address="0")
+        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}}, source="demo")
+        config = finish_config(raw, host.settings_classes(), env={})
+        host.configure(config)
+        echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
+             f"({', '.join(c.name for c in fleet.clusters)}), redis {url}")
+        manager = Manager(build_runtime(config, host), identity="demo")
+        manager.start()
+        try:
+            _run_cycles(manager, fleet, cycles, echo)
+        finally:
+            manager.stop()
+        client = redis.Redis.from_url(url, decode_responses=True)
+        try:
+            summary = format_fleet(read_fleet(client))
+            keys = key_patterns(client)
+        finally:
+            client.close()
+    echo("")
+    echo(summary)
+    echo("")
+    echo(f"Redis keys written ({sum(n for _k, n in keys)}):")
+    for pattern, count in keys:
+        echo(f"  {pattern}" + (f"  x{count}" if count > 1 else ""))
+    return DemoResult(summary, keys)
+
+
+def _run_cycles(manager: Manager, fleet: Fleet, cycles: int, echo: Callable[[str], None]) -> None:
+    if not manager.wait_synced(CYCLE_TIMEOUT):
+        raise DemoError("the manager's informers did not sync with the hub")
+    objects = sum(len(informer.items()) for informer in manager.informers.values())
+    done = 0.0
+    for cycle in range(1, cycles + 1):
+        if cycle > 1:
+            manager.resync()
+        target = done + objects
+        started = time.monotonic()
+        _wait_for(lambda t=target: _reconciles(manager) >= t, CYCLE_TIMEOUT, f"cycle {cycle}")  # type: ignore[misc]
+        done = _reconciles(manager)
+        echo(f"cycle {cycle}: reconciled {objects} objects in {time.monotonic() - started:.2f}s")

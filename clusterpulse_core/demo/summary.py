@@ -1,0 +1,120 @@
+"""A readable fleet summary read back from Redis, the way the ClusterPulse API reads it.
+
+The client must be created with ``decode_responses=True``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import attrs
+import msgspec
+import redis
+
+GIB = 1024**3
+
+
+@attrs.frozen
+class ClusterRow:
+    """One line of the fleet summary."""
+
+    name: str
+    health: str
+    message: str
+    nodes_ready: int
+    nodes: int
+    cpu_requested: float
+    cpu_capacity: float
+    memory_requested: int
+    memory_capacity: int
+    pods_running: int
+    pods: int
+    operators: int
+    cluster_operators: int
+    cluster_operators_available: int
+
+
+def _members(client: redis.Redis, key: str) -> list[str]:
+    return [str(member) for member in client.smembers(key)]
+
+
+def _json(client: redis.Redis, key: str) -> Any:
+    raw = client.get(key)
+    return msgspec.json.decode(raw) if raw else None
+
+
+def read_fleet(client: redis.Redis) -> list[ClusterRow]:
+    """One row per cluster in ``clusters:all``, from its status, metrics, nodes and operators."""
+    rows = []
+    for name in sorted(_members(client, "clusters:all")):
+        status = _json(client, f"cluster:{name}:status") or {}
+        metrics = _json(client, f"cluster:{name}:metrics") or {}
+        cpu_requested, memory_requested = 0.0, 0
+        for node_name in _members(client, f"cluster:{name}:nodes"):
+            current = client.hget(f"cluster:{name}:node:{node_name}", "current")
+            if current:
+                node = msgspec.json.decode(current)
+                cpu_requested += node.get("cpu_requested", 0.0)
+                memory_requested += node.get("memory_requested", 0)
+        operators = _json(client, f"cluster:{name}:operators") or []
+        cluster_operators = _json(client, f"cluster:{name}:cluster_operators") or []
+        rows.append(ClusterRow(
+            name=name,
+            health=status.get("health", "unknown"),
+            message=status.get("message", ""),
+            nodes_ready=metrics.get("nodes_ready", 0),
+            nodes=metrics.get("nodes", 0),
+            cpu_requested=cpu_requested,
+            cpu_capacity=metrics.get("cpu_capacity", 0.0),
+            memory_requested=memory_requested,
+            memory_capacity=metrics.get("memory_capacity", 0),
+            pods_running=metrics.get("pods_running", 0),
+            pods=metrics.get("pods", 0),
+            operators=len(operators),
+            cluster_operators=len(cluster_operators),
+            cluster_operators_available=sum(1 for op in cluster_operators if op.get("available")),
+        ))
+    return rows
+
+
+def format_fleet(rows: list[ClusterRow]) -> str:
+    """The summary table."""
+    header = ("CLUSTER", "HEALTH", "NODES", "CPU req/cap", "MEMORY req/cap", "PODS", "OPERATORS")
+    lines = [header]
+    for row in rows:
+        operators = f"{row.operators} OLM"
+        if row.cluster_operators:
+            operators += f", {row.cluster_operators_available}/{row.cluster_operators} ClusterOperators available"
+        lines.append((
+            row.name,
+            row.health,
+            f"{row.nodes_ready}/{row.nodes} ready",
+            f"{row.cpu_requested:.2f}/{row.cpu_capacity:.1f} cores",
+            f"{row.memory_requested / GIB:.1f}/{row.memory_capacity / GIB:.1f} GiB",
+            f"{row.pods_running}/{row.pods} running",
+            operators,
+        ))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+            for line in lines]
+    for row in rows:
+        if row.health != "healthy":
+            text.append(f"  {row.name}: {row.message}")
+    return "\n".join(text)
+
+
+def key_patterns(client: redis.Redis) -> list[tuple[str, int]]:
+    """Every key written, with cluster, node and source names folded into ``<...>`` patterns."""
+    counts: Counter[str] = Counter()
+    clusters = set(_members(client, "clusters:all"))
+    for raw in client.scan_iter(count=1000):
+        parts = str(raw).split(":")
+        if len(parts) > 1 and parts[0] in ("cluster", "events") and parts[1] in clusters:
+            parts[1] = "<cluster>"
+        if len(parts) > 3 and parts[0] == "cluster" and parts[2] == "node":
+            parts[3] = "<node>"
+        if len(parts) > 3 and parts[2] in ("cluster_operator", "custom"):
+            parts[3] = "<name>"
+        counts[":".join(parts)] += 1
+    return sorted(counts.items())
