@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
-.venv/bin/mypy clusterpulse_core plugins/*/clusterpulse_*
+.venv/bin/mypy clusterpulse_core $(ls -d plugins/*/clusterpulse_*/ | grep -v egg-info)
 .venv/bin/python -m pytest "$@"
