@@ -205,7 +205,7 @@ def _plugin_commands(group: click.Group, config_file: str | None) -> None:
         _config, host = _load(config_file)
     except (ConfigError, PluginError):
         return
-    host.pm.hook.clusterpulse_add_commands(cli=group)
+    host.pm.hook.clusterpulse_add_commands(cli=group, plugins=host)
 
 
 def _config_from_argv(argv: Sequence[str]) -> str | None:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+    from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
@@ -78,8 +79,12 @@ def clusterpulse_configure(config: Config, settings: Any) -> None:
 
 
 @hookspec
-def clusterpulse_add_commands(cli: click.Group) -> None:
-    """Add subcommands to the ``clusterpulse`` command line (``cli.add_command(...)``)."""
+def clusterpulse_add_commands(cli: click.Group, plugins: PluginHost) -> None:
+    """Add subcommands to the ``clusterpulse`` command line (``cli.add_command(...)``).
+
+    ``plugins`` are the loaded, configured plugins: a command that needs what other plugins
+    contribute (``plugins.contributions.functions``...) reads it from there when it runs.
+    """
 
 
 @hookspec

@@ -27,7 +27,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv" >&2
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
   editable=(-e ".[testing,dev]")
-  for plugin in plugins/*/ tests/plugins/*/; do
+  for plugin in plugins/*/; do
+    editable+=(-e "${plugin%/}[testing]")
+  done
+  for plugin in tests/plugins/*/; do
     editable+=(-e "$plugin")
   done
   .venv/bin/python -m pip install -q "${editable[@]}" 2>&1 | grep -vE '^WARNING: Location|editable|^\s*!!|^\s*\*+|^\s*$|Please be careful|name as your package|with strategy' >&2 || true

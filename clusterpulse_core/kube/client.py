@@ -164,7 +164,7 @@ class KubeClient:
         try:
             response = self.api_client.rest_client.pool_manager.request(
                 method, url, body=payload, headers=header_params, timeout=_timeout(request_timeout_arg),
-                preload_content=not stream,
+                preload_content=not stream, retries=False,
             )
         except HTTPError as exc:
             raise KubeApiError(0, f"{method} {path}: {exc}") from exc
