@@ -1,0 +1,97 @@
+"""Aggregating the records of one cluster (metricsource.md §5 with M9–M11).
+
+Functions and filter operators come from the :class:`~clusterpulse_metricsource.catalog.Catalog`,
+so a plugin-registered function (``median``) aggregates exactly like a built-in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+from clusterpulse_metricsource.catalog import AggregationFunction, Catalog, FilterPredicate
+from clusterpulse_metricsource.compiled import CompiledAggregation, CompiledFilter
+from clusterpulse_metricsource.textform import format_float
+
+UNKNOWN_GROUP = "_unknown_"
+
+Values = Mapping[str, Any]
+
+
+def group_key(value: Any) -> str:
+    """The group of a ``groupBy`` value (M9): text for strings, numbers and bools, else ``_unknown_``."""
+    if value is None:
+        return UNKNOWN_GROUP
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format_float(value)
+    return UNKNOWN_GROUP
+
+
+def passes(values: Values, filter_spec: CompiledFilter | None, predicate: FilterPredicate | None) -> bool:
+    """Whether a resource passes a filter: no filter passes; a missing/null field or unknown operator fails."""
+    if filter_spec is None:
+        return True
+    field_value = values.get(filter_spec.field)
+    if field_value is None or predicate is None:
+        return False
+    try:
+        return bool(predicate(field_value, filter_spec.value))
+    except Exception:  # a third-party operator's failure excludes the resource, never the aggregation
+        return False
+
+
+def _finite(result: Any) -> Any:
+    if type(result) is float and not math.isfinite(result):
+        return None
+    return result
+
+
+@attrs.frozen
+class AggregationPlan:
+    """One aggregation bound to its function and filter operator (``None`` when unregistered)."""
+
+    spec: CompiledAggregation
+    function: AggregationFunction | None
+    predicate: FilterPredicate | None
+
+    @classmethod
+    def bind(cls, spec: CompiledAggregation, catalog: Catalog) -> AggregationPlan:
+        """Look the function and operator up in the catalog."""
+        predicate = catalog.filter_operators.get(spec.filter.operator) if spec.filter else None
+        return cls(spec, catalog.aggregations.get(spec.function), predicate)
+
+    def run(self, records: Sequence[Values]) -> Any:
+        """The result over ``records``: one value, or a map group -> value with ``groupBy``."""
+        matched = [v for v in records if passes(v, self.spec.filter, self.predicate)]
+        if not self.spec.group_by:
+            return self._apply(matched)
+        groups: dict[str, list[Values]] = {}
+        for values in matched:
+            groups.setdefault(group_key(values.get(self.spec.group_by)), []).append(values)
+        return {key: self._apply(members) for key, members in groups.items()}
+
+    def _apply(self, matched: Sequence[Values]) -> Any:
+        if self.function is None:
+            return None
+        if self.function.needs_field:
+            field = self.spec.field
+            inputs: list[Any] = [v[field] for v in matched if v.get(field) is not None]
+        else:
+            inputs = list(matched)
+        try:
+            return _finite(self.function.fn(inputs, self.spec))
+        except Exception:  # a failing (third-party) function gives no value rather than no results
+            return None
+
+
+def aggregate(records: Sequence[Values], plans: Sequence[AggregationPlan]) -> dict[str, Any]:
+    """Aggregation name -> result (a later aggregation with the same name wins)."""
+    return {plan.spec.name: plan.run(records) for plan in plans}

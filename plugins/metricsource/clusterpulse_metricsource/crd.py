@@ -1,0 +1,206 @@
+"""The MetricSource kind: names, printer columns and ``openAPIV3Schema`` (crds.md §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+
+
+def _string(**extra: Any) -> dict[str, Any]:
+    return {"type": "string", **extra}
+
+
+def _int32(minimum: int, default: int) -> dict[str, Any]:
+    return {"type": "integer", "format": "int32", "minimum": minimum, "default": default}
+
+
+def _strings() -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}}
+
+
+# Upstream's CRD restricts these three to enums; plugins may register more (``median``), so the
+# schema documents the built-ins instead of rejecting the rest. Every upstream value stays valid.
+_PLUGGABLE = "Built-in {0}: {1}; plugins may register more."
+
+_LABEL_SELECTOR: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "matchExpressions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "operator"],
+                "properties": {"key": _string(), "operator": _string(), "values": _strings()},
+            },
+        },
+    },
+    "x-kubernetes-map-type": "atomic",
+}
+
+_SPEC: dict[str, Any] = {
+    "type": "object",
+    "required": ["source", "fields"],
+    "properties": {
+        "source": {
+            "type": "object",
+            "required": ["apiVersion", "kind"],
+            "properties": {
+                "apiVersion": _string(description="API version of the resource, e.g. v1, apps/v1"),
+                "kind": _string(description="Kind of the resource, e.g. PersistentVolumeClaim"),
+                "scope": _string(enum=["Namespaced", "Cluster"], default="Namespaced"),
+                "namespaces": {
+                    "type": "object",
+                    "description": "Namespace wildcard patterns; exclude wins",
+                    "properties": {"include": _strings(), "exclude": _strings()},
+                },
+                "labelSelector": _LABEL_SELECTOR,
+            },
+        },
+        "fields": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "path"],
+                "properties": {
+                    "name": _string(),
+                    "path": _string(description="JSONPath-like path, e.g. .spec.resources.requests.storage"),
+                    "type": _string(default="string", description=_PLUGGABLE.format(
+                        "field types", "string, integer, float, boolean, quantity, timestamp, arrayLength")),
+                    "default": _string(description="Value used when the path is missing"),
+                },
+            },
+        },
+        "computed": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "expression"],
+                "properties": {
+                    "name": _string(),
+                    "expression": _string(),
+                    "type": _string(enum=["string", "integer", "float", "boolean"], default="float"),
+                },
+            },
+        },
+        "aggregations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "function"],
+                "properties": {
+                    "name": _string(),
+                    "field": _string(),
+                    "function": _string(description=_PLUGGABLE.format(
+                        "aggregation functions", "count, sum, avg, min, max, percentile, distinct")),
+                    "filter": {
+                        "type": "object",
+                        "required": ["field", "operator", "value"],
+                        "properties": {
+                            "field": _string(),
+                            "operator": _string(description=_PLUGGABLE.format(
+                                "filter operators", "equals, notEquals, contains, startsWith, endsWith, "
+                                "greaterThan, lessThan, in, matches")),
+                            "value": _string(),
+                        },
+                    },
+                    "groupBy": _string(),
+                    "percentile": {"type": "integer", "format": "int32"},
+                },
+            },
+        },
+        "collection": {
+            "type": "object",
+            "properties": {
+                "intervalSeconds": _int32(30, 60),
+                "timeoutSeconds": _int32(5, 30),
+                "maxResources": _int32(1, 5000),
+                "batchSize": _int32(10, 500),
+                "retryAttempts": _int32(0, 3),
+                "parallelism": _int32(1, 3),
+            },
+        },
+        "rbac": {
+            "type": "object",
+            "required": ["resourceTypeName"],
+            "properties": {
+                "resourceTypeName": _string(),
+                "filterableFields": _strings(),
+                "filterAggregations": {"type": "boolean", "default": True},
+            },
+        },
+    },
+}
+
+_STATUS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "phase": _string(enum=["Active", "Error", "Disabled"]),
+        "lastCollectionTime": _string(format="date-time"),
+        "lastCollectionDuration": _string(),
+        "resourcesCollected": {"type": "integer"},
+        "clustersCollected": {"type": "integer"},
+        "errorsLastRun": {"type": "integer"},
+        "message": _string(),
+        "fieldValidation": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["field", "status"],
+                "properties": {
+                    "field": _string(),
+                    "status": _string(enum=["valid", "invalid", "warning"]),
+                    "message": _string(),
+                },
+            },
+        },
+        "conditions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+                "properties": {
+                    "type": _string(),
+                    "status": _string(enum=["True", "False", "Unknown"]),
+                    "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+                    "lastTransitionTime": _string(format="date-time"),
+                    "reason": _string(),
+                    "message": _string(),
+                },
+            },
+        },
+    },
+}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "MetricSource declares a resource type to collect from every connected cluster, "
+                   "the fields to extract, computed fields and aggregations.",
+    "properties": {
+        "apiVersion": _string(),
+        "kind": _string(),
+        "metadata": {"type": "object"},
+        "spec": _SPEC,
+        "status": _STATUS,
+    },
+}
+
+METRIC_SOURCE = ResourceKind(
+    group="clusterpulse.io",
+    version="v1alpha1",
+    kind="MetricSource",
+    plural="metricsources",
+    singular="metricsource",
+    short_names=("ms", "metricsrc"),
+    schema=SCHEMA,
+    namespaced=True,
+    printer_columns=(
+        PrinterColumn("Source Kind", "string", ".spec.source.kind"),
+        PrinterColumn("Phase", "string", ".status.phase"),
+        PrinterColumn("Resources", "integer", ".status.resourcesCollected"),
+        PrinterColumn("Clusters", "integer", ".status.clustersCollected"),
+        PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+    ),
+)
+"""The MetricSource kind declared through ``clusterpulse_resource_kinds``."""

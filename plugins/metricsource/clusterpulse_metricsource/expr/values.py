@@ -1,0 +1,234 @@
+"""Runtime values of the expression language: conversions, equality, ordering, coercion.
+
+Values are ``None``, ``bool``, ``int``, ``float`` and ``str`` (lists and maps can arrive from
+a context but only ever get converted). These are the plain, readable definitions of
+metricsource.md §4.6 and §4.8 as amended by DECISIONS.md M1–M3; the compiled evaluator uses
+faster equivalents (:mod:`.ops`) and the property tests check that the two agree.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+INT64_MIN = -(2**63)
+INT64_LIMIT = 2**63  # first value above the int64 range
+_INT64_MIN_FLOAT = -9223372036854775808.0
+_INT64_LIMIT_FLOAT = 9223372036854775808.0
+
+# Go's strconv.ParseFloat syntax: decimal or hexadecimal (with a mandatory p exponent),
+# underscores only between digits, no surrounding whitespace.
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_HEX_DIGITS = r"[0-9a-fA-F](?:_?[0-9a-fA-F])*"
+_DECIMAL = re.compile(
+    rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
+)
+_HEXADECIMAL = re.compile(
+    rf"[+-]?0[xX]_?(?:{_HEX_DIGITS}(?:\.(?:{_HEX_DIGITS})?)?|\.{_HEX_DIGITS})[pP][+-]?{_DIGITS}"
+)
+_SPECIAL = re.compile(r"[+-]?(?:inf|infinity)|nan", re.IGNORECASE)
+
+
+def parse_go_float(text: str) -> float | None:
+    """The value of ``text`` under Go's ``strconv.ParseFloat`` rules, or None when invalid.
+
+    ``inf``/``infinity`` (optionally signed) and ``nan`` in any case are accepted; a finite
+    literal too large for a float (``1e400``) is a range error and gives None; underflow
+    gives 0.0.
+    """
+    if _DECIMAL.fullmatch(text):
+        value = float(text.replace("_", ""))
+        return None if math.isinf(value) else value
+    if _SPECIAL.fullmatch(text):
+        return float(text)
+    if _HEXADECIMAL.fullmatch(text):
+        try:
+            return float.fromhex(text.replace("_", ""))
+        except OverflowError:
+            return None
+    return None
+
+
+def to_float(value: Any) -> float:
+    """``toFloat``: nil 0, bool 1/0, numbers as floats, numeric strings parsed (M2), else 0."""
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int:
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):
+        parsed = parse_go_float(value)
+        return 0.0 if parsed is None else parsed
+    return 0.0
+
+
+def to_bool(value: Any) -> bool:
+    """``toBool``: nil false, numbers ``!= 0`` (NaN is true), strings non-empty, else true."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def to_string(value: Any) -> str:
+    """``toString``: nil ``""``, bools ``true``/``false``, numbers as Go prints them."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format_float(value)
+    return format_go_value(value)
+
+
+def format_float(value: float) -> str:
+    """A float as ``toString`` prints it: integral values in int64 range as integers, else Go ``%g``."""
+    if math.isfinite(value) and value == int(value) and INT64_MIN <= value < INT64_LIMIT:
+        return str(int(value))
+    return format_shortest_g(value)
+
+
+def format_shortest_g(value: float) -> str:
+    """Go's ``strconv.FormatFloat(v, 'g', -1, 64)``: shortest round-trip digits, exponent
+    form when the decimal exponent is below -4 or at least 6 (``1e+06``, ``1e-05``)."""
+    if value != value:
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0"
+    mantissa, _, exp_text = repr(abs(value)).partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    exponent = int(exp_text or 0)
+    if int_part.strip("0"):
+        leading = int_part.lstrip("0")
+        digits = leading + frac_part
+        exponent += len(leading) - 1
+    else:
+        significant = frac_part.lstrip("0")
+        exponent -= len(frac_part) - len(significant) + 1
+        digits = significant
+    digits = digits.rstrip("0") or "0"
+    if exponent < -4 or exponent >= 6:
+        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{body}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    if exponent < 0:
+        return sign + "0." + "0" * (-exponent - 1) + digits
+    if len(digits) <= exponent + 1:
+        return sign + digits + "0" * (exponent + 1 - len(digits))
+    return sign + digits[: exponent + 1] + "." + digits[exponent + 1 :]
+
+
+def format_go_value(value: Any) -> str:
+    """Go's ``%v`` of a decoded JSON value: ``[a b]``, ``map[k:v]`` (sorted keys), ``<nil>``."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format_shortest_g(value)
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(format_go_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda item: str(item[0]))
+        return "map[" + " ".join(f"{format_go_value(k)}:{format_go_value(v)}" for k, v in items) + "]"
+    return str(value)
+
+
+def is_number(value: Any) -> bool:
+    """An int or a float, but not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def finite_or_none(value: Any) -> Any:
+    """M3: a NaN or infinite float becomes None; everything else is returned unchanged."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def values_equal(left: Any, right: Any) -> bool:
+    """M1 equality: numbers by value, strings by text, bools by value, nil equals nil only."""
+    if left is None or right is None:
+        return left is None and right is None
+    if is_number(left) and is_number(right):
+        return bool(left == right)
+    if isinstance(left, bool) and isinstance(right, bool):
+        return left == right
+    if isinstance(left, str) and isinstance(right, str):
+        return left == right
+    return False
+
+
+def values_ordered(op: str, left: Any, right: Any) -> bool:
+    """M1 ordering (``<``, ``<=``, ``>``, ``>=``): two numbers or two strings, else false."""
+    comparable = (is_number(left) and is_number(right)) or (
+        isinstance(left, str) and isinstance(right, str))
+    if not comparable:
+        return False
+    if op == "<":
+        return bool(left < right)
+    if op == "<=":
+        return bool(left <= right)
+    if op == ">":
+        return bool(left > right)
+    if op == ">=":
+        return bool(left >= right)
+    raise ValueError(f"not an ordering operator: {op}")
+
+
+def go_int64(value: float) -> int:
+    """Go's ``int64(f)`` on x86-64: truncation, and the minimum int64 when out of range or NaN."""
+    if _INT64_MIN_FLOAT <= value < _INT64_LIMIT_FLOAT:
+        return int(value)
+    return INT64_MIN
+
+
+def coerce_result(value: Any, result_type: str) -> Any:
+    """§4.8 result coercion by computed-field type (``""`` or any other type: unchanged).
+
+    nil stays nil. M3: a non-finite number, or one outside int64 for ``integer``, gives nil.
+    """
+    if value is None:
+        return None
+    if result_type == "string":
+        return to_string(value)
+    if result_type == "integer":
+        number = to_float(value)
+        if not math.isfinite(number) or not INT64_MIN <= number < INT64_LIMIT:
+            return None
+        return int(number)
+    if result_type == "float":
+        return finite_or_none(to_float(value))
+    if result_type == "boolean":
+        return to_bool(value)
+    return finite_or_none(value)

@@ -1,0 +1,69 @@
+"""Namespace wildcard patterns (§2.8), the include/exclude filter (§6.3) and the list strategy (§6.2)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+_GO_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+def quote_meta(text: str) -> str:
+    """Go's ``regexp.QuoteMeta``: a backslash before each of ``\\.+*?()|[]{}^$``."""
+    return _GO_META.sub(r"\\\1", text)
+
+
+def wildcard_regex(pattern: str) -> str:
+    """The anchored regular expression of a wildcard pattern (``*`` any run, ``?`` one character)."""
+    escaped = quote_meta(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return f"^{escaped}$"
+
+
+def compile_wildcard(pattern: str) -> re.Pattern[str]:
+    """A compiled pattern that must be used with ``fullmatch`` (``$`` alone would accept ``x\\n``)."""
+    return re.compile(wildcard_regex(pattern)[1:-1])
+
+
+def wildcard_match(pattern: str, text: str) -> bool:
+    """Whether ``text`` as a whole matches the wildcard ``pattern`` (case-sensitive)."""
+    return compile_wildcard(pattern).fullmatch(text) is not None
+
+
+@attrs.frozen
+class NamespaceFilter:
+    """Compiled include/exclude patterns; exclude wins, no include patterns means all."""
+
+    include: tuple[re.Pattern[str], ...] = ()
+    exclude: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def from_patterns(cls, include: Sequence[str] | None, exclude: Sequence[str] | None) -> NamespaceFilter:
+        """Compile the wildcard patterns."""
+        return cls(tuple(compile_wildcard(p) for p in include or ()),
+                   tuple(compile_wildcard(p) for p in exclude or ()))
+
+    def keeps(self, namespace: str) -> bool:
+        """Whether ``namespace`` passes the filter."""
+        if any(p.fullmatch(namespace) for p in self.exclude):
+            return False
+        return not self.include or any(p.fullmatch(namespace) for p in self.include)
+
+    def select(self, namespaces: Iterable[str]) -> list[str]:
+        """The namespaces that pass, in input order."""
+        return [ns for ns in namespaces if self.keeps(ns)]
+
+
+def uses_cluster_wide_list(include: Sequence[str] | None, exclude: Sequence[str] | None,
+                           has_namespaces: bool) -> bool:
+    """Whether a namespaced source is listed cluster-wide and post-filtered (§6.2).
+
+    True without a namespace selector, with any exclude pattern, or with any include pattern
+    holding a wildcard; false for exact include names only (one list per namespace).
+    """
+    if not has_namespaces:
+        return True
+    if exclude:
+        return True
+    return any("*" in pattern or "?" in pattern for pattern in include or ())

@@ -1,0 +1,73 @@
+"""The MetricSource plugin: the kind, its reconciler, the built-in vocabulary and the CLI commands."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+from clusterpulse_metricsource.builtins.aggregations import register_builtin_aggregations
+from clusterpulse_metricsource.builtins.field_types import register_builtin_field_types
+from clusterpulse_metricsource.builtins.filters import register_builtin_filter_operators
+from clusterpulse_metricsource.crd import METRIC_SOURCE
+from clusterpulse_metricsource.functions import register_builtin_functions
+from clusterpulse_metricsource.reconcile import MetricSourceReconciler
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.hookspecs import Register
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+
+
+class MetricSourcePlugin:
+    """Any Kubernetes resource type as metrics: compile, collect from every cluster, aggregate."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.reconciler = MetricSourceReconciler()
+
+    @hookimpl
+    def clusterpulse_register_functions(self, register: Register) -> None:
+        """The built-in expression functions (round, concat, age, ...)."""
+        register_builtin_functions(register)
+
+    @hookimpl
+    def clusterpulse_register_aggregations(self, register: Register) -> None:
+        """count, sum, avg, min, max, percentile, distinct."""
+        register_builtin_aggregations(register)
+
+    @hookimpl
+    def clusterpulse_register_field_types(self, register: Register) -> None:
+        """string, integer, float, boolean, quantity, timestamp, arrayLength."""
+        register_builtin_field_types(register)
+
+    @hookimpl
+    def clusterpulse_register_filter_operators(self, register: Register) -> None:
+        """equals, notEquals, contains, startsWith, endsWith, greaterThan, lessThan, in, matches."""
+        register_builtin_filter_operators(register)
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        """The MetricSource kind."""
+        return [METRIC_SOURCE]
+
+    @hookimpl
+    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
+                               ctx: ReconcileContext) -> ReconcileResult:
+        """Compile, collect from every connected cluster, store, report."""
+        return self.reconciler.reconcile(obj, ctx)
+
+    @hookimpl
+    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
+        """Remove a deleted MetricSource's state."""
+        return self.reconciler.forget(ref, ctx)
+
+    @hookimpl
+    def clusterpulse_add_commands(self, cli: click.Group) -> None:
+        """``clusterpulse metricsource eval`` and ``clusterpulse expr``."""
+        from clusterpulse_metricsource.cli import metricsource_group
+        from clusterpulse_metricsource.cli_expr import expr_command
+
+        cli.add_command(metricsource_group)
+        cli.add_command(expr_command)
