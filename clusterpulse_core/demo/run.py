@@ -14,14 +14,14 @@ import redis
 
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
 from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, running_fleet
-from clusterpulse_core.demo.summary import format_fleet, key_patterns, read_fleet
+from clusterpulse_core.demo.summary import format_fleet, format_sources, key_patterns, read_fleet, read_sources
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.testing.servers import ServerUnavailable, redis_process
 
 #: What the demo enables: storage first, then the kinds it has sample objects for.
-DEMO_PLUGINS = ("redis", "cluster")
+DEMO_PLUGINS = ("redis", "cluster", "metricsource")
 CYCLE_TIMEOUT = 120.0
 
 
@@ -57,6 +57,11 @@ def _reconciles(manager: Manager) -> float:
         if metric.name == "controller_runtime_reconcile":
             total += sum(s.value for s in metric.samples if s.name == "controller_runtime_reconcile_total")
     return total
+
+
+def _idle(manager: Manager) -> bool:
+    """No object queued or being reconciled (delayed requeues do not count)."""
+    return all(len(c.queue) == 0 and not c.queue.in_flight for c in manager.controllers.values())
 
 
 def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -98,7 +103,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
             manager.stop()
         client = redis.Redis.from_url(url, decode_responses=True)
         try:
-            summary = format_fleet(read_fleet(client))
+            summary = format_fleet(read_fleet(client)) + "\n\n" + format_sources(read_sources(client))
             keys = key_patterns(client)
         finally:
             client.close()
@@ -121,6 +126,7 @@ def _run_cycles(manager: Manager, fleet: Fleet, cycles: int, echo: Callable[[str
             manager.resync()
         target = done + objects
         started = time.monotonic()
-        _wait_for(lambda t=target: _reconciles(manager) >= t, CYCLE_TIMEOUT, f"cycle {cycle}")  # type: ignore[misc]
+        _wait_for(lambda t=target: _reconciles(manager) >= t and _idle(manager),  # type: ignore[misc]
+                  CYCLE_TIMEOUT, f"cycle {cycle}")
         done = _reconciles(manager)
         echo(f"cycle {cycle}: reconciled {objects} objects in {time.monotonic() - started:.2f}s")

@@ -104,6 +104,53 @@ def format_fleet(rows: list[ClusterRow]) -> str:
     return "\n".join(text)
 
 
+@attrs.frozen
+class SourceRow:
+    """One MetricSource's aggregation results on one cluster."""
+
+    source: str
+    cluster: str
+    resources: int
+    truncated: bool
+    values: dict[str, Any]
+
+
+def read_sources(client: redis.Redis) -> list[SourceRow]:
+    """Aggregations of every enabled MetricSource on every cluster that has its data."""
+    rows = []
+    for source in sorted(_members(client, "metricsources:enabled")):
+        for cluster in sorted(_members(client, "clusters:all")):
+            collection = _json(client, f"cluster:{cluster}:custom:{source}:resources")
+            if collection is None:
+                continue
+            aggregations = _json(client, f"cluster:{cluster}:custom:{source}:aggregations") or {}
+            rows.append(SourceRow(source, cluster, collection.get("resourceCount", 0),
+                                  bool(collection.get("truncated")), aggregations.get("values") or {}))
+    return rows
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_value_text(v)}" for k, v in sorted(value.items())) + "}"
+    return str(value)
+
+
+def format_sources(rows: list[SourceRow]) -> str:
+    """One block per MetricSource: resources collected and aggregation values per cluster."""
+    if not rows:
+        return "MetricSources: none collected yet"
+    lines = []
+    for source in sorted({row.source for row in rows}):
+        lines.append(f"MetricSource {source}:")
+        for row in (r for r in rows if r.source == source):
+            values = ", ".join(f"{name}={_value_text(value)}" for name, value in sorted(row.values.items()))
+            more = " (truncated)" if row.truncated else ""
+            lines.append(f"  {row.cluster}: {row.resources} resources{more}; {values}")
+    return "\n".join(lines)
+
+
 def key_patterns(client: redis.Redis) -> list[tuple[str, int]]:
     """Every key written, with cluster, node and source names folded into ``<...>`` patterns."""
     counts: Counter[str] = Counter()

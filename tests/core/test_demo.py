@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import yaml
 
 from clusterpulse_core.demo.fleet import FLEET_DIR
 from clusterpulse_core.demo.run import run_demo
-from clusterpulse_core.demo.summary import read_fleet
+from clusterpulse_core.demo.summary import read_fleet, read_sources
 
 
 def _fixture_objects(cluster: str, kind: str) -> list[dict[str, Any]]:
@@ -30,10 +31,8 @@ def _cluster_names() -> list[str]:
 def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     lines: list[str] = []
     result = run_demo(2, redis_url, echo=lines.append)
-    assert [line for line in lines if line.startswith("cycle ")][:2] == [
-        line for line in lines if line.startswith(("cycle 1:", "cycle 2:"))
-    ]
-    assert any(line.startswith("cycle 2: reconciled 3 objects") for line in lines)
+    assert [line.split(":")[0] for line in lines if line.startswith("cycle ")] == ["cycle 1", "cycle 2"]
+    assert any(line.startswith("cycle 2: reconciled 4 objects") for line in lines)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     rows = {row.name: row for row in read_fleet(client)}
     assert sorted(rows) == sorted(_cluster_names())
@@ -46,7 +45,17 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
         assert row.pods_running == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running"
                                        and p.get("spec", {}).get("nodeName"))
         assert row.cluster_operators == len(_fixture_objects(name, "ClusterOperator"))
+    sources = {row.cluster: row for row in read_sources(client) if row.source == "clusterpulse/pod-phases"}
+    assert sorted(sources) == sorted(rows)
+    for name, source in sources.items():
+        excluded = ("kube-*", "openshift-*")
+        pods = [p for p in _fixture_objects(name, "Pod")
+                if not any(fnmatch.fnmatch(p["metadata"]["namespace"], pattern) for pattern in excluded)]
+        assert source.resources == len(pods)
+        assert source.values["pods"] == len(pods)
+        assert source.values["running"] == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
     assert "ocp-prod-east" in result.summary
+    assert "MetricSource clusterpulse/pod-phases:" in result.summary
     patterns = dict(result.keys)
     assert patterns["clusters:all"] == 1
     assert patterns["cluster:<cluster>:status"] == len(rows)
@@ -67,6 +76,6 @@ def test_demo_command_with_redis_url(redis_url: str, tmp_path: Path) -> None:
                              "demo", "--cycles", "1", "--redis-url", redis_url], cwd=tmp_path,
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr
-    assert "cycle 1: reconciled 3 objects" in result.stdout
+    assert "cycle 1: reconciled 4 objects" in result.stdout
     assert "Redis keys written" in result.stdout
     assert redis.Redis.from_url(redis_url).scard("clusters:all") == len(_cluster_names())
