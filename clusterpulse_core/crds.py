@@ -54,6 +54,14 @@ def crd_manifest(kind: ResourceKind) -> dict[str, Any]:
     }
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes shared sub-schemas out in full (no ``&id001`` anchors in a manifest)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def crds_yaml(kinds: Iterable[ResourceKind]) -> str:
     """Multi-document YAML of the CRDs of ``kinds``."""
-    return yaml.safe_dump_all([crd_manifest(k) for k in kinds], sort_keys=False, default_flow_style=False)
+    return yaml.dump_all([crd_manifest(k) for k in kinds], Dumper=_PlainDumper, sort_keys=False,
+                         default_flow_style=False)
