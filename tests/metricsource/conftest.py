@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -140,7 +140,7 @@ def ref(name: str) -> ObjectRef:
 
 
 @pytest.fixture
-def fleet(kube_api: Callable[..., Any]) -> Fleet:
+def fleet(kube_api: Callable[..., Any]) -> Iterator[Fleet]:
     """Hub + clusters ``east`` and ``west`` (token-protected) + an unconnected ``north``."""
     hub = kube_api()
     hub.add_crd("clusterpulse.io", "v1alpha1", "MetricSource", "metricsources", short_names=("ms",))

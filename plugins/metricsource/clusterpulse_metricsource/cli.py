@@ -6,6 +6,8 @@
 prints ``{"resources": [...], "aggregations": {...}}`` exactly as they would be stored (the
 namespace patterns of the source apply; the label selector is left to ``kubectl -l``). A
 definition that does not compile is reported against its YAML field and line, exit status 1.
+The functions, aggregations, field types and filter operators are those of the plugins the
+config file enables.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 import yaml
-from clusterpulse_metricsource.catalog import Catalog, catalog_of_plugins
+from clusterpulse_metricsource.catalog import Catalog
 from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
 from clusterpulse_metricsource.errors import MetricSourceError
 from clusterpulse_metricsource.program import Program
@@ -28,54 +30,47 @@ from clusterpulse_core.model import CollectedResource
 from clusterpulse_core.serde import dumps, unstructure
 
 
-@click.group("metricsource")
-def metricsource_group() -> None:
-    """Work with MetricSource definitions offline."""
+def make_metricsource_group(catalog: Callable[[], Catalog]) -> click.Group:
+    """The ``metricsource`` command group; ``catalog()`` is asked only when a command runs."""
+
+    @click.group("metricsource")
+    def metricsource_group() -> None:
+        """Work with MetricSource definitions offline."""
+
+    @metricsource_group.command("eval")
+    @click.option("-f", "--file", "definition", required=True, type=click.Path(exists=True, dir_okay=False),
+                  help="the MetricSource YAML (or JSON)")
+    @click.option("--objects", required=True, type=click.Path(exists=True, dir_okay=False),
+                  help="a `kubectl get ... -o json` dump: a List or a single object")
+    @click.option("--table", is_flag=True, help="print a table instead of JSON")
+    def eval_command(definition: str, objects: str, table: bool) -> None:
+        """Run a MetricSource over a dump and print the resources and aggregations as stored."""
+        program = compile_file(definition, catalog())
+        records = run(program, load_objects(objects))
+        aggregations = program.aggregate(records) if program.compiled.aggregations else {}
+        if table:
+            click.echo(render_table(program, records, aggregations))
+        else:
+            click.echo(dumps({"resources": [unstructure(r) for r in records],
+                              "aggregations": aggregations}).decode())
+
+    return metricsource_group
 
 
-@metricsource_group.command("eval")
-@click.option("-f", "--file", "definition", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="the MetricSource YAML (or JSON)")
-@click.option("--objects", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="a `kubectl get ... -o json` dump: a List or a single object")
-@click.option("--table", is_flag=True, help="print a table instead of JSON")
-@click.option("--plugin", "plugins", multiple=True,
-              help="also load this installed plugin's functions, aggregations... (repeatable)")
-def eval_command(definition: str, objects: str, table: bool, plugins: Sequence[str]) -> None:
-    """Run a MetricSource over a dump and print the resources and aggregations as stored."""
-    text = Path(definition).read_text()
-    document = _metric_source_document(definition, text)
+def compile_file(path: str, catalog: Catalog) -> Program:
+    """Compile the MetricSource in file ``path``; an invalid one is reported at its YAML line, exit 1."""
+    text = Path(path).read_text()
+    document = _metric_source_document(path, text)
     try:
-        catalog = _catalog(plugins)
-        program = compile_metric_source(document, catalog)
+        return compile_metric_source(document, catalog)
     except SpecError as exc:
         line = yaml_line(text, exc.field)
-        where = f"{definition}:{line}: " if line else f"{definition}: "
+        where = f"{path}:{line}: " if line else f"{path}: "
         click.echo(f"error: {where}{exc.located}", err=True)
         sys.exit(1)
     except MetricSourceError as exc:
-        click.echo(f"error: {definition}: {exc}", err=True)
+        click.echo(f"error: {path}: {exc}", err=True)
         sys.exit(1)
-    records = run(program, load_objects(objects))
-    aggregations = program.aggregate(records) if program.compiled.aggregations else {}
-    if table:
-        click.echo(render_table(program, records, aggregations))
-    else:
-        click.echo(dumps({"resources": [unstructure(r) for r in records],
-                          "aggregations": aggregations}).decode())
-
-
-def _catalog(plugins: Sequence[str]) -> Catalog:
-    if not plugins:
-        return catalog_of_plugins({})
-    from clusterpulse_core.plugins import PluginError, PluginHost
-
-    try:
-        host = PluginHost([p for p in plugins if p != "metricsource"])
-    except PluginError as exc:
-        raise click.ClickException(str(exc)) from exc
-    extra = {name: host.plugin(name) for name in host.order}
-    return catalog_of_plugins(extra)
 
 
 def _metric_source_document(path: str, text: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from clusterpulse_core import hookimpl
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.hookspecs import Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.plugins import PluginHost
 
 
 class MetricSourcePlugin:
@@ -64,10 +65,11 @@ class MetricSourcePlugin:
         return self.reconciler.forget(ref, ctx)
 
     @hookimpl
-    def clusterpulse_add_commands(self, cli: click.Group) -> None:
-        """``clusterpulse metricsource eval`` and ``clusterpulse expr``."""
-        from clusterpulse_metricsource.cli import metricsource_group
-        from clusterpulse_metricsource.cli_expr import expr_command
+    def clusterpulse_add_commands(self, cli: click.Group, plugins: PluginHost) -> None:
+        """``clusterpulse metricsource eval`` and ``clusterpulse expr``, over the enabled plugins' vocabulary."""
+        from clusterpulse_metricsource.catalog import Catalog
+        from clusterpulse_metricsource.cli import make_metricsource_group
+        from clusterpulse_metricsource.cli_expr import make_expr_command
 
-        cli.add_command(metricsource_group)
-        cli.add_command(expr_command)
+        cli.add_command(make_metricsource_group(lambda: Catalog.from_contributions(plugins.contributions)))
+        cli.add_command(make_expr_command(lambda: plugins.contributions.functions))
