@@ -47,3 +47,12 @@ def test_readme_opens_with_the_two_commands() -> None:
     first_block = README.split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
     assert first_block == ["bash scripts/demo.sh", "bash scripts/test.sh"]
     assert (Path(__file__).parent.parent / "scripts" / "demo.sh").exists()
+
+
+def test_metricsource_reference_matches_the_plugin_readme() -> None:
+    import re
+
+    plugin = (Path(__file__).parent.parent / "plugins" / "metricsource" / "README.md").read_text()
+    body = plugin[plugin.index("```yaml"):plugin.index("## Performance")].rstrip()
+    demoted = re.sub(r"^(#{2,3}) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", body, flags=re.M)
+    assert demoted in README, "README.md's MetricSource section differs from plugins/metricsource/README.md"
