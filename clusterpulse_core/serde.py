@@ -11,6 +11,11 @@ Rules (redis.md §0 and §13):
   values.
 
 JSON bytes are produced and parsed by msgspec, the project's one JSON codec.
+
+Unstructuring is on the hot path of every store (thousands of objects per reconcile), so the
+hooks below avoid per-element dispatch where the element type already says what to do:
+JSON scalars in ``dict[str, Any]`` pass through, sequences of objects call the element's
+generated function directly, and each time form has its own cached formatter.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any, Literal, TypeVar, get_args, get_origin
 import attrs
 import cattrs
 import msgspec
+from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 T = TypeVar("T")
@@ -110,6 +116,23 @@ def parse_time(text: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
+#: Values of a ``dict[str, Any]`` that are already JSON-ready (exact classes: subclasses such
+#: as enums still go through the converter).
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_homogeneous_sequence(tp: Any) -> bool:
+    """``tuple[X, ...]`` or ``list[X]``."""
+    origin, args = get_origin(tp), get_args(tp)
+    return (origin is tuple and len(args) == 2 and args[1] is Ellipsis) or (origin is list and len(args) == 1)
+
+
+def _is_str_keyed_dict(tp: Any) -> bool:
+    """``dict[str, X]``."""
+    args = get_args(tp)
+    return get_origin(tp) is dict and len(args) == 2 and args[0] is str
+
+
 def _is_collection(tp: Any) -> bool:
     origin = get_origin(tp) or tp
     return origin in (tuple, list, dict, set, frozenset) or (
@@ -127,7 +150,7 @@ def _build_converter() -> cattrs.Converter:
             name = style.rename.get(field.name) or (camel(field.name) if style.case == "camel" else field.name)
             time_hook = None
             if field.type in (datetime, "datetime"):
-                time_hook = _time_unstructurer(style.time)
+                time_hook = _TIME_FORMATTERS[style.time]
             overrides[field.name] = override(
                 rename=name,
                 omit_if_default=field.name in style.omit_empty,
@@ -145,7 +168,7 @@ def _build_converter() -> cattrs.Converter:
 
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
     conv.register_structure_hook_factory(attrs.has, structure_factory)
-    conv.register_unstructure_hook(datetime, _time_unstructurer("seconds"))
+    conv.register_unstructure_hook(datetime, _TIME_FORMATTERS["seconds"])
     conv.register_structure_hook(datetime, lambda v, _: v if isinstance(v, datetime) else parse_time(v))
 
     # Collections are never null: None reads as empty.
@@ -169,11 +192,56 @@ def _build_converter() -> cattrs.Converter:
         return hook
 
     conv.register_structure_hook_factory(_is_collection, collection_factory)
+
+    def sequence_unstructure_factory(tp: Any) -> Callable[[Any], list[Any]]:
+        # A list, as cattrs's own hook makes of any sequence.
+        element = conv.get_unstructure_hook(get_args(tp)[0])
+        if element is identity:
+            return list
+
+        def unstructure_sequence(value: Any) -> list[Any]:
+            return [element(item) for item in value]
+
+        return unstructure_sequence
+
+    def dict_unstructure_factory(tp: Any) -> Callable[[Any], dict[str, Any]]:
+        value_type = get_args(tp)[1]
+        element = conv.get_unstructure_hook(value_type)
+        if element is identity:
+            return dict
+        unstructure_any = conv.unstructure
+        if value_type is Any:
+            def unstructure_any_dict(value: Any) -> dict[str, Any]:
+                return {key: item if item.__class__ in _JSON_SCALARS else unstructure_any(item)
+                        for key, item in value.items()}
+
+            return unstructure_any_dict
+
+        def unstructure_dict(value: Any) -> dict[str, Any]:
+            return {key: element(item) for key, item in value.items()}
+
+        return unstructure_dict
+
+    conv.register_unstructure_hook_factory(_is_homogeneous_sequence, sequence_unstructure_factory)
+    conv.register_unstructure_hook_factory(_is_str_keyed_dict, dict_unstructure_factory)
     return conv
 
 
-def _time_unstructurer(form: TimeForm) -> Callable[[datetime], str]:
-    return lambda value: format_time(value, form)
+def _cached_formatter(form: TimeForm) -> Callable[[datetime], str]:
+    """:func:`format_time` for one form, cached on the datetime alone (no wrapper per call)."""
+
+    @lru_cache(maxsize=4096)
+    def formatter(value: datetime) -> str:
+        return format_time(value, form)
+
+    return formatter
+
+
+#: The unstructure hook of each time form.
+_TIME_FORMATTERS: dict[TimeForm, Callable[[datetime], str]] = {
+    "seconds": _cached_formatter("seconds"),
+    "nano": _cached_formatter("nano"),
+}
 
 
 #: The converter. Use :func:`unstructure` / :func:`structure` rather than reaching for it.

@@ -59,7 +59,7 @@ def node_current(node: NodeMetrics) -> NodeMetrics:
     return node if roles == node.roles else attrs.evolve(node, roles=roles)
 
 
-def node_hash_fields(node: NodeMetrics, current_json: str, now: datetime) -> NodeHashFields:
+def node_hash_fields(node: NodeMetrics, current_json: bytes, now: datetime) -> NodeHashFields:
     """The node hash: the JSON plus the flat fields of §3.2 (percentages with two decimals)."""
     return NodeHashFields(
         current=current_json,

@@ -13,8 +13,10 @@ from clusterpulse_core.pieces import Piece
 from clusterpulse_redis.connection import connect, describe
 from clusterpulse_redis.deletion import DELETERS
 from clusterpulse_redis.errors import RedisStoreError
+from clusterpulse_redis.resp import CommandBatch
+from clusterpulse_redis.sending import run_batch
 from clusterpulse_redis.settings import RedisSettings
-from clusterpulse_redis.writers import WRITERS, WriteContext
+from clusterpulse_redis.writers import WRITERS, WriteContext, Writer
 
 T = TypeVar("T")
 
@@ -31,10 +33,10 @@ def _handler(table: Mapping[type[Piece], T], piece: Piece) -> T | None:
 class RedisStore:
     """Writes every piece it knows (ignores the others), with as few round trips as allowed.
 
-    The pieces of one :meth:`store` call share one non-transactional pipeline; a deletion
-    (which must read first) sends what was queued before it, runs, and a new pipeline
-    continues after it, so order is kept. Any Redis error is raised as
-    :class:`RedisStoreError`; nothing is dropped silently.
+    The writers of one :meth:`store` call queue their commands in one :class:`CommandBatch`
+    streamed on one connection (non-transactional, like a pipeline); a deletion (which must
+    read first) runs after the writes before it and before the writes after it, so order is
+    kept. Any Redis error is raised as :class:`RedisStoreError`; nothing is dropped silently.
 
     ``clock`` returns the store time (tz-aware UTC); tests inject a fixed one.
     """
@@ -53,23 +55,32 @@ class RedisStore:
         ctx = WriteContext(now=self._clock(), cache_ttl=self.settings.cache_ttl,
                            metrics_retention=self.settings.metrics_retention)
         try:
-            pipe = self.client.pipeline(transaction=False)
+            writes: list[tuple[Writer, Piece]] = []
             for piece in pieces:
                 writer = _handler(WRITERS, piece)
                 if writer is not None:
-                    writer(pipe, piece, ctx)
+                    writes.append((writer, piece))
                     continue
                 deleter = _handler(DELETERS, piece)
                 if deleter is None:
                     continue
-                if len(pipe):
-                    pipe.execute()
-                    pipe = self.client.pipeline(transaction=False)
+                self._write(writes, ctx)
+                writes = []
                 deleter(self.client, piece)
-            if len(pipe):
-                pipe.execute()
+            self._write(writes, ctx)
         except redis.RedisError as exc:
             raise RedisStoreError(f"redis at {self.address}: {type(exc).__name__}: {exc}") from exc
+
+    def _write(self, writes: Sequence[tuple[Writer, Piece]], ctx: WriteContext) -> None:
+        """Run the writers on one batch (again from the start when a retry resends it)."""
+        if not writes:
+            return
+
+        def fill(batch: CommandBatch) -> None:
+            for writer, piece in writes:
+                writer(batch, piece, ctx)
+
+        run_batch(self.client, fill)
 
     def ready(self) -> str | None:
         """``None`` when Redis answers ``PING``, else why not."""

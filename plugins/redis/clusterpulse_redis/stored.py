@@ -63,9 +63,9 @@ class ClusterEvent:
 
 @attrs.frozen
 class NodeHashFields:
-    """Hash ``cluster:<c>:node:<node>`` (§3.2); ``current`` holds the node JSON text."""
+    """Hash ``cluster:<c>:node:<node>`` (§3.2); ``current`` holds the node JSON, as encoded (UTF-8)."""
 
-    current: str
+    current: bytes
     last_update: datetime
     status: str
     cpu_usage: str

@@ -1,7 +1,8 @@
-"""One writer per piece type: the commands that store it, queued on a pipeline (redis.md §2 to §10).
+"""One writer per piece type: the commands that store it, queued on a batch (redis.md §2 to §10).
 
-Writers only queue commands; :class:`clusterpulse_redis.store.RedisStore` sends them. Every
-value is encoded by the core converter, from a domain object or a stored shape.
+Writers only queue commands on a :class:`CommandBatch`, which sends them as they pile up;
+:class:`clusterpulse_redis.store.RedisStore` reads the replies. Every value is encoded by the
+core converter, from a domain object or a stored shape.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-from redis.client import Pipeline
-from redis.typing import EncodableT
 
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -36,6 +35,7 @@ from clusterpulse_core.pieces import (
 )
 from clusterpulse_core.serde import dumps, unstructure
 from clusterpulse_redis import derive, keys
+from clusterpulse_redis.resp import Arg, CommandBatch
 from clusterpulse_redis.stored import (
     ClusterEvent,
     ClusterMetaFields,
@@ -60,137 +60,134 @@ class WriteContext:
         return int(self.now.timestamp())
 
 
-Writer = Callable[[Pipeline, Any, WriteContext], None]
+Writer = Callable[[CommandBatch, Any, WriteContext], None]
 
 
-HashMapping = Mapping[EncodableT, EncodableT]
-
-
-def _hash(obj: Any) -> HashMapping:
-    """A stored-shape object as an ``HSET`` mapping (field -> string)."""
-    fields: HashMapping = unstructure(obj)
+def _hash(obj: Any) -> Mapping[str, Arg]:
+    """A stored-shape object as an ``HSET`` mapping (field -> text or encoded JSON)."""
+    fields: Mapping[str, Arg] = unstructure(obj)
     return fields
 
 
 # ---------------------------------------------------------------------------- cluster (§2)
 
 
-def write_cluster_spec(pipe: Pipeline, piece: ClusterSpecPiece, ctx: WriteContext) -> None:
+def write_cluster_spec(batch: CommandBatch, piece: ClusterSpecPiece, ctx: WriteContext) -> None:
     """``cluster:<c>:spec``, no expiry."""
-    pipe.set(keys.cluster(piece.cluster, "spec"), dumps(piece.spec))
+    batch.set(keys.cluster(piece.cluster, "spec"), dumps(piece.spec))
 
 
-def write_cluster_labels(pipe: Pipeline, piece: ClusterLabelsPiece, ctx: WriteContext) -> None:
+def write_cluster_labels(batch: CommandBatch, piece: ClusterLabelsPiece, ctx: WriteContext) -> None:
     """``cluster:<c>:labels``, no expiry; only when there is at least one label."""
     if piece.labels:
-        pipe.set(keys.cluster(piece.cluster, "labels"), dumps(piece.labels))
+        batch.set(keys.cluster(piece.cluster, "labels"), dumps(piece.labels))
 
 
-def write_cluster_status(pipe: Pipeline, piece: ClusterStatusPiece, ctx: WriteContext) -> None:
+def write_cluster_status(batch: CommandBatch, piece: ClusterStatusPiece, ctx: WriteContext) -> None:
     """Status batch (§2.4): status, meta ``last_update`` and membership of ``clusters:all``."""
-    pipe.set(keys.cluster(piece.cluster, "status"), dumps(piece.status))
-    pipe.hset(keys.cluster(piece.cluster, "meta"), mapping=_hash(ClusterMetaFields(last_update=ctx.now)))
-    pipe.sadd(keys.CLUSTERS_ALL, piece.cluster)
+    batch.set(keys.cluster(piece.cluster, "status"), dumps(piece.status))
+    batch.hset(keys.cluster(piece.cluster, "meta"), _hash(ClusterMetaFields(last_update=ctx.now)))
+    batch.sadd(keys.CLUSTERS_ALL, piece.cluster)
 
 
-def write_cluster_info(pipe: Pipeline, piece: ClusterInfoPiece, ctx: WriteContext) -> None:
+def write_cluster_info(batch: CommandBatch, piece: ClusterInfoPiece, ctx: WriteContext) -> None:
     """``cluster:<c>:info`` with its fixed one-hour TTL."""
-    pipe.set(keys.cluster(piece.cluster, "info"), dumps(piece.info), ex=keys.CLUSTER_INFO_TTL)
+    batch.set(keys.cluster(piece.cluster, "info"), dumps(piece.info), ex=keys.CLUSTER_INFO_TTL)
 
 
-def _write_namespaces(pipe: Pipeline, cluster: str, names: tuple[str, ...], timestamp: datetime,
+def _write_namespaces(batch: CommandBatch, cluster: str, names: tuple[str, ...], timestamp: datetime,
                       ctx: WriteContext) -> None:
     """§2.8: the JSON list, then the set rebuilt (absent when there are no namespaces)."""
     value = StoredNamespaces(namespaces=names, count=len(names), timestamp=timestamp)
-    pipe.set(keys.cluster(cluster, "namespaces"), dumps(value), ex=ctx.cache_ttl)
+    batch.set(keys.cluster(cluster, "namespaces"), dumps(value), ex=ctx.cache_ttl)
     set_key = keys.cluster(cluster, "namespaces:set")
-    pipe.delete(set_key)
+    batch.delete(set_key)
     if names:
-        pipe.sadd(set_key, *names)
-        pipe.expire(set_key, ctx.cache_ttl)
+        batch.sadd(set_key, *names)
+        batch.expire(set_key, ctx.cache_ttl)
 
 
-def write_cluster_metrics(pipe: Pipeline, piece: ClusterMetricsPiece, ctx: WriteContext) -> None:
+def write_cluster_metrics(batch: CommandBatch, piece: ClusterMetricsPiece, ctx: WriteContext) -> None:
     """``cluster:<c>:metrics`` (fixed 300 s) and the namespaces from its list (§2.7, §13.1)."""
     stored = derive.cluster_metrics(piece.metrics)
-    pipe.set(keys.cluster(piece.cluster, "metrics"), dumps(stored), ex=keys.CLUSTER_METRICS_TTL)
-    _write_namespaces(pipe, piece.cluster, piece.metrics.namespace_list, ctx.now, ctx)
+    batch.set(keys.cluster(piece.cluster, "metrics"), dumps(stored), ex=keys.CLUSTER_METRICS_TTL)
+    _write_namespaces(batch, piece.cluster, piece.metrics.namespace_list, ctx.now, ctx)
 
 
-def write_namespaces(pipe: Pipeline, piece: NamespacesPiece, ctx: WriteContext) -> None:
+def write_namespaces(batch: CommandBatch, piece: NamespacesPiece, ctx: WriteContext) -> None:
     """``cluster:<c>:namespaces`` and ``:namespaces:set`` on their own (§2.8)."""
-    _write_namespaces(pipe, piece.cluster, piece.namespaces, piece.timestamp, ctx)
+    _write_namespaces(batch, piece.cluster, piece.namespaces, piece.timestamp, ctx)
 
 
-def write_event(pipe: Pipeline, piece: EventPiece, ctx: WriteContext) -> None:
+def write_event(batch: CommandBatch, piece: EventPiece, ctx: WriteContext) -> None:
     """Publish an event; cluster/registry events also go to ``events:<name>`` (§2.9, §10.7)."""
     if piece.channel == keys.METRICSOURCE_EVENTS_CHANNEL:
         event = MetricSourceEvent(type=piece.type, source_id=piece.target, timestamp=piece.timestamp,
                                   data=piece.data)
-        pipe.publish(piece.channel, dumps(event))
+        batch.publish(piece.channel, dumps(event))
         return
     message = dumps(ClusterEvent(type=piece.type, cluster=piece.target, timestamp=piece.timestamp,
                                  data=piece.data))
     events_key = keys.events(piece.target)
-    pipe.publish(piece.channel, message)
-    pipe.lpush(events_key, message)
-    pipe.ltrim(events_key, 0, keys.EVENTS_KEPT - 1)
-    pipe.expire(events_key, keys.EVENTS_TTL)
+    batch.publish(piece.channel, message)
+    batch.lpush(events_key, message)
+    batch.ltrim(events_key, 0, keys.EVENTS_KEPT - 1)
+    batch.expire(events_key, keys.EVENTS_TTL)
 
 
 # ---------------------------------------------------------------------------- nodes (§3)
 
 
-def write_nodes(pipe: Pipeline, piece: NodesPiece, ctx: WriteContext) -> None:
+def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> None:
     """Node hashes and time series, then the node set, then the summary (one batch, §3)."""
-    cutoff = ctx.now_unix - ctx.metrics_retention
+    now, now_unix, cache_ttl, retention = ctx.now, ctx.now_unix, ctx.cache_ttl, ctx.metrics_retention
+    cutoff = now_unix - retention
     current_nodes = [derive.node_current(node) for node in piece.nodes]
     for node in current_nodes:
         node_key = keys.node(piece.cluster, node.name)
         series_key = keys.node_metrics(piece.cluster, node.name)
-        current = dumps(node).decode()
-        pipe.hset(node_key, mapping=_hash(derive.node_hash_fields(node, current, ctx.now)))
-        pipe.expire(node_key, ctx.cache_ttl)
-        pipe.zadd(series_key, {dumps(derive.node_sample(node)): ctx.now_unix})
-        pipe.zremrangebyscore(series_key, "-inf", cutoff)
-        pipe.expire(series_key, ctx.metrics_retention)
+        batch.hset(node_key, _hash(derive.node_hash_fields(node, dumps(node), now)))
+        batch.expire(node_key, cache_ttl)
+        batch.zadd(series_key, now_unix, dumps(derive.node_sample(node)))
+        batch.zremrangebyscore(series_key, "-inf", cutoff)
+        batch.expire(series_key, retention)
     if current_nodes:
-        pipe.sadd(keys.cluster(piece.cluster, "nodes"), *(node.name for node in current_nodes))
+        batch.sadd(keys.cluster(piece.cluster, "nodes"), *(node.name for node in current_nodes))
     summary_key = keys.cluster(piece.cluster, "nodes:summary")
-    pipe.hset(summary_key, "data", dumps(derive.nodes_summary(current_nodes, ctx.now)))
-    pipe.expire(summary_key, ctx.cache_ttl)
+    batch.hset(summary_key, {"data": dumps(derive.nodes_summary(current_nodes, now))})
+    batch.expire(summary_key, cache_ttl)
 
 
 # ---------------------------------------------------------------------------- operators (§4, §5)
 
 
-def write_operators(pipe: Pipeline, piece: OperatorsPiece, ctx: WriteContext) -> None:
+def write_operators(batch: CommandBatch, piece: OperatorsPiece, ctx: WriteContext) -> None:
     """OLM operators and their summary (§4); nothing when the scan found none."""
     if not piece.operators:
         return
     stored = [derive.stored_operator(op) for op in piece.operators]
-    pipe.set(keys.cluster(piece.cluster, "operators"), dumps(stored), ex=ctx.cache_ttl)
-    pipe.set(keys.cluster(piece.cluster, "operators_summary"),
+    batch.set(keys.cluster(piece.cluster, "operators"), dumps(stored), ex=ctx.cache_ttl)
+    batch.set(keys.cluster(piece.cluster, "operators_summary"),
              dumps(derive.operators_summary(piece.operators)), ex=ctx.cache_ttl)
 
 
-def write_cluster_operators(pipe: Pipeline, piece: ClusterOperatorsPiece, ctx: WriteContext) -> None:
+def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, ctx: WriteContext) -> None:
     """ClusterOperators list, summary and per-operator keys (§5); nothing when there are none."""
     operators = piece.cluster_operators
     if not operators:
         return
-    pipe.set(keys.cluster(piece.cluster, "cluster_operators"), dumps(operators), ex=ctx.cache_ttl)
-    pipe.set(keys.cluster(piece.cluster, "cluster_operators_summary"),
+    batch.set(keys.cluster(piece.cluster, "cluster_operators"), dumps(operators), ex=ctx.cache_ttl)
+    batch.set(keys.cluster(piece.cluster, "cluster_operators_summary"),
              dumps(derive.cluster_operators_summary(operators, ctx.now)), ex=ctx.cache_ttl)
     for op in operators:
-        pipe.set(keys.cluster_operator(piece.cluster, op.name),
+        batch.set(keys.cluster_operator(piece.cluster, op.name),
                  dumps(derive.cluster_operator_state(op, ctx.now)), ex=ctx.cache_ttl)
 
 
 # ---------------------------------------------------------------------------- resources (§6)
 
 
-def write_resource_collection(pipe: Pipeline, piece: ResourceCollectionPiece, ctx: WriteContext) -> None:
+def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiece, ctx: WriteContext) -> None:
     """Each non-empty workload list and the collection metadata (§6)."""
     collection = piece.collection
     lists = {
@@ -202,70 +199,70 @@ def write_resource_collection(pipe: Pipeline, piece: ResourceCollectionPiece, ct
     }
     for suffix, items in lists.items():
         if items:
-            pipe.set(keys.cluster(piece.cluster, suffix), dumps(items), ex=ctx.cache_ttl)
-    pipe.set(keys.cluster(piece.cluster, "resource_metadata"),
+            batch.set(keys.cluster(piece.cluster, suffix), dumps(items), ex=ctx.cache_ttl)
+    batch.set(keys.cluster(piece.cluster, "resource_metadata"),
              dumps(derive.resource_metadata(collection)), ex=ctx.cache_ttl)
 
 
 # ---------------------------------------------------------------------------- registries (§7)
 
 
-def write_registry_spec(pipe: Pipeline, piece: RegistrySpecPiece, ctx: WriteContext) -> None:
+def write_registry_spec(batch: CommandBatch, piece: RegistrySpecPiece, ctx: WriteContext) -> None:
     """``registry:<r>:spec``, no expiry."""
-    pipe.set(keys.registry(piece.registry, "spec"), dumps(piece.spec))
+    batch.set(keys.registry(piece.registry, "spec"), dumps(piece.spec))
 
 
-def write_registry_status(pipe: Pipeline, piece: RegistryStatusPiece, ctx: WriteContext) -> None:
+def write_registry_status(batch: CommandBatch, piece: RegistryStatusPiece, ctx: WriteContext) -> None:
     """Status batch (§7.1, §7.3, §7.4)."""
     status = piece.status
-    pipe.set(keys.registry(piece.registry, "status"), dumps(status), ex=ctx.cache_ttl)
+    batch.set(keys.registry(piece.registry, "status"), dumps(status), ex=ctx.cache_ttl)
     meta = RegistryMetaFields(last_update=ctx.now, available="true" if status.available else "false")
-    pipe.hset(keys.registry(piece.registry, "meta"), mapping=_hash(meta))
-    pipe.sadd(keys.REGISTRIES_ALL, piece.registry)
+    batch.hset(keys.registry(piece.registry, "meta"), _hash(meta))
+    batch.sadd(keys.REGISTRIES_ALL, piece.registry)
 
 
-def write_registry_metrics(pipe: Pipeline, piece: RegistryMetricsPiece, ctx: WriteContext) -> None:
+def write_registry_metrics(batch: CommandBatch, piece: RegistryMetricsPiece, ctx: WriteContext) -> None:
     """One sample in the trimmed time series plus ``:metrics:latest`` (§7.5).
 
     The score is the sample's ``timestamp``, or the store time when the sample has none.
     """
     series_key = keys.registry(piece.registry, "metrics")
     sample = dumps(piece.metrics)
-    pipe.zadd(series_key, {sample: piece.metrics.timestamp or ctx.now_unix})
-    pipe.zremrangebyscore(series_key, "-inf", ctx.now_unix - ctx.metrics_retention)
-    pipe.expire(series_key, ctx.metrics_retention)
-    pipe.set(keys.registry(piece.registry, "metrics:latest"), sample, ex=ctx.cache_ttl)
+    batch.zadd(series_key, piece.metrics.timestamp or ctx.now_unix, sample)
+    batch.zremrangebyscore(series_key, "-inf", ctx.now_unix - ctx.metrics_retention)
+    batch.expire(series_key, ctx.metrics_retention)
+    batch.set(keys.registry(piece.registry, "metrics:latest"), sample, ex=ctx.cache_ttl)
 
 
 # ---------------------------------------------------------------------------- MetricSource (§10)
 
 
-def write_metricsource(pipe: Pipeline, piece: MetricSourcePiece, ctx: WriteContext) -> None:
+def write_metricsource(batch: CommandBatch, piece: MetricSourcePiece, ctx: WriteContext) -> None:
     """Definition, index sets and meta hash (§10.1 to §10.3), no expiry."""
     source_id = piece.source_id
-    pipe.set(keys.metricsource(piece.namespace, piece.name), dumps(piece.compiled))
-    pipe.sadd(keys.METRICSOURCES_ALL, source_id)
-    pipe.sadd(keys.METRICSOURCES_ENABLED, source_id)
+    batch.set(keys.metricsource(piece.namespace, piece.name), dumps(piece.compiled))
+    batch.sadd(keys.METRICSOURCES_ALL, source_id)
+    batch.sadd(keys.METRICSOURCES_ENABLED, source_id)
     if piece.resource_type_name:
-        pipe.sadd(keys.metricsources_by_type(piece.resource_type_name), source_id)
+        batch.sadd(keys.metricsources_by_type(piece.resource_type_name), source_id)
     meta = MetricSourceMetaFields(compiled_at=piece.compiled_at, hash=piece.hash, kind=piece.kind,
                                   api_version=piece.api_version,
                                   resource_type_name=piece.resource_type_name)
-    pipe.hset(keys.metricsource_meta(piece.namespace, piece.name), mapping=_hash(meta))
+    batch.hset(keys.metricsource_meta(piece.namespace, piece.name), _hash(meta))
 
 
-def write_custom_resources(pipe: Pipeline, piece: CustomResourcesPiece, ctx: WriteContext) -> None:
+def write_custom_resources(batch: CommandBatch, piece: CustomResourcesPiece, ctx: WriteContext) -> None:
     """One cluster's collection of one MetricSource and its meta (§10.4, §10.5)."""
     collection = piece.collection
-    pipe.set(keys.custom(piece.cluster, collection.source_id, "resources"), dumps(collection),
+    batch.set(keys.custom(piece.cluster, collection.source_id, "resources"), dumps(collection),
              ex=ctx.cache_ttl)
-    pipe.set(keys.custom(piece.cluster, collection.source_id, "meta"),
+    batch.set(keys.custom(piece.cluster, collection.source_id, "meta"),
              dumps(derive.custom_resource_meta(collection)), ex=ctx.cache_ttl)
 
 
-def write_aggregations(pipe: Pipeline, piece: AggregationsPiece, ctx: WriteContext) -> None:
+def write_aggregations(batch: CommandBatch, piece: AggregationsPiece, ctx: WriteContext) -> None:
     """One cluster's aggregation results of one MetricSource (§10.6)."""
-    pipe.set(keys.custom(piece.cluster, piece.results.source_id, "aggregations"), dumps(piece.results),
+    batch.set(keys.custom(piece.cluster, piece.results.source_id, "aggregations"), dumps(piece.results),
              ex=ctx.cache_ttl)
 
 
