@@ -8,11 +8,9 @@ source's ``timeoutSeconds`` deadline.
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -26,7 +24,7 @@ from clusterpulse_metricsource.program import IDENTITY_STEPS, Program
 
 from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget
-from clusterpulse_core.kube.client import KubeApiError, KubeClient
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, no_gc
 from clusterpulse_core.model import AggregationResults, CollectedResource, CustomResourceCollection
 from clusterpulse_core.model.time import utcnow
 
@@ -185,7 +183,7 @@ class ClusterCollector:
 
     def records_of_page(self, body: bytes, limit: int | None = None) -> list[CollectedResource]:
         """The records of one raw list page (at most ``limit``), decoding only what the paths read."""
-        with _no_gc():
+        with no_gc():
             items = self._decoder.decode(body).items or ()
             if limit is not None:
                 items = items[:limit]
@@ -259,19 +257,6 @@ class ClusterCollector:
             duration_ms=int((time.monotonic() - started) * 1000),
             values=values,
         )
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Keep the cyclic garbage collector out of a page: records hold no cycles, and every collection
-    would rescan all records collected so far (quadratic on big lists)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _path(source: CompiledSource, resource: str, namespace: str | None = None) -> str:

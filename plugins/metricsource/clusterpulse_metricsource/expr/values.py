@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from clusterpulse_metricsource.textform import go_float_v, go_v
+
 INT64_MIN = -(2**63)
 INT64_LIMIT = 2**63  # first value above the int64 range
 _INT64_MIN_FLOAT = -9223372036854775808.0
@@ -102,66 +104,14 @@ def to_string(value: Any) -> str:
         return str(value)
     if isinstance(value, float):
         return format_float(value)
-    return format_go_value(value)
+    return go_v(value)
 
 
 def format_float(value: float) -> str:
     """A float as ``toString`` prints it: integral values in int64 range as integers, else Go ``%g``."""
     if math.isfinite(value) and value == int(value) and INT64_MIN <= value < INT64_LIMIT:
         return str(int(value))
-    return format_shortest_g(value)
-
-
-def format_shortest_g(value: float) -> str:
-    """Go's ``strconv.FormatFloat(v, 'g', -1, 64)``: shortest round-trip digits, exponent
-    form when the decimal exponent is below -4 or at least 6 (``1e+06``, ``1e-05``)."""
-    if value != value:
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
-    if value == 0:
-        return sign + "0"
-    mantissa, _, exp_text = repr(abs(value)).partition("e")
-    int_part, _, frac_part = mantissa.partition(".")
-    exponent = int(exp_text or 0)
-    if int_part.strip("0"):
-        leading = int_part.lstrip("0")
-        digits = leading + frac_part
-        exponent += len(leading) - 1
-    else:
-        significant = frac_part.lstrip("0")
-        exponent -= len(frac_part) - len(significant) + 1
-        digits = significant
-    digits = digits.rstrip("0") or "0"
-    if exponent < -4 or exponent >= 6:
-        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{body}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
-    if exponent < 0:
-        return sign + "0." + "0" * (-exponent - 1) + digits
-    if len(digits) <= exponent + 1:
-        return sign + digits + "0" * (exponent + 1 - len(digits))
-    return sign + digits[: exponent + 1] + "." + digits[exponent + 1 :]
-
-
-def format_go_value(value: Any) -> str:
-    """Go's ``%v`` of a decoded JSON value: ``[a b]``, ``map[k:v]`` (sorted keys), ``<nil>``."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_shortest_g(value)
-    if isinstance(value, list | tuple):
-        return "[" + " ".join(format_go_value(item) for item in value) + "]"
-    if isinstance(value, dict):
-        items = sorted(value.items(), key=lambda item: str(item[0]))
-        return "map[" + " ".join(f"{format_go_value(k)}:{format_go_value(v)}" for k, v in items) + "]"
-    return str(value)
+    return go_float_v(value)
 
 
 def is_number(value: Any) -> bool:
