@@ -237,6 +237,10 @@ def test_invalid_specs_are_errors_naming_the_field(harness: Harness) -> None:
                               "collectionMode": "push"}, "spec.ingesterAddress"),
         "bad-interval": ({"endpoint": "https://api.x.example.com:6443", "credentialsRef": {"name": "x"},
                           "monitoring": {"interval": "soon"}}, "spec.monitoring.interval"),
+        "placeholder-endpoint": ({"endpoint": "${CLUSTER_URL}", "credentialsRef": {"name": "x"}},
+                                 "spec.endpoint must be an http(s) URL of the API server, got '${CLUSTER_URL}'"),
+        "ftp-endpoint": ({"endpoint": "ftp://files.example.com", "credentialsRef": {"name": "x"}},
+                         "spec.endpoint must be an http(s) URL"),
     }
     for name, (spec, field) in cases.items():
         harness.hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
@@ -289,3 +293,10 @@ def test_deletion_removes_state_client_and_scan_time(harness: Harness, kube_api:
     assert harness.events("three")[0]["data"] is None
     assert harness.runtime.pool.names() == []
     assert harness.plugin.reconciler.cluster_state("three") == {}
+
+
+def test_endpoint_without_scheme_means_https() -> None:
+    from clusterpulse_cluster.spec import api_url
+
+    assert api_url("api.c1.example.com:6443") == "https://api.c1.example.com:6443"
+    assert api_url("http://127.0.0.1:8080/") == "http://127.0.0.1:8080"

@@ -12,6 +12,7 @@ from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import (
     ClusterConnectionSpec,
     InvalidSpecError,
+    api_url,
     connect_timeout,
     decode_spec,
     error_requeue_seconds,
@@ -139,7 +140,8 @@ class ClusterReconciler:
                 spec: ClusterConnectionSpec) -> KubeClient:
         secret_namespace = spec.credentials_ref.namespace or namespace
         try:
-            credentials = cluster_credentials(ctx.hub, spec.endpoint, secret_namespace, spec.credentials_ref.name)
+            credentials = cluster_credentials(ctx.hub, api_url(spec.endpoint), secret_namespace,
+                                              spec.credentials_ref.name)
             return ctx.runtime.pool.get(name, credentials)
         except CredentialsError as exc:
             raise ReconcileFailure(f"failed to get cluster client: {exc}") from exc

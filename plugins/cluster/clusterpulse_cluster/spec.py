@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import cattrs
@@ -63,10 +64,27 @@ def decode_spec(obj: Mapping[str, Any]) -> ClusterConnectionSpec:
         raise InvalidSpecError(f"invalid spec: {exc}") from exc
 
 
+def api_url(endpoint: str) -> str:
+    """The API server URL to connect to: ``https://`` is assumed when no scheme is given (as
+    client-go does); anything without a usable host is an :class:`InvalidSpecError`."""
+    text = endpoint.strip()
+    url = text if "://" in text else f"https://{text}"
+    parsed = urlsplit(url)
+    host_ok = bool(parsed.hostname) and not any(c in (parsed.hostname or "") for c in " ${}")
+    try:
+        parsed.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        host_ok = False
+    if parsed.scheme not in ("http", "https") or not host_ok:
+        raise InvalidSpecError(f"invalid spec: spec.endpoint must be an http(s) URL of the API server, got {text!r}")
+    return url.rstrip("/")
+
+
 def validate_spec(spec: ClusterConnectionSpec) -> None:
     """Check what a reconcile needs (required fields, push-mode address, DECISIONS C3)."""
     if not spec.endpoint.strip():
         raise InvalidSpecError("invalid spec: spec.endpoint is required")
+    api_url(spec.endpoint)
     if not spec.credentials_ref.name.strip():
         raise InvalidSpecError("invalid spec: spec.credentialsRef.name is required")
     if spec.is_push and not spec.ingester_address.strip():
