@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from clusterpulse_metricsource.catalog import AggregationFunction, Catalog, FilterPredicate
 from clusterpulse_metricsource.compiled import CompiledAggregation, CompiledFilter
-from clusterpulse_metricsource.textform import format_float
+from clusterpulse_metricsource.textform import scalar_text
 
 UNKNOWN_GROUP = "_unknown_"
 
@@ -22,17 +22,8 @@ Values = Mapping[str, Any]
 
 def group_key(value: Any) -> str:
     """The group of a ``groupBy`` value (M9): text for strings, numbers and bools, else ``_unknown_``."""
-    if value is None:
-        return UNKNOWN_GROUP
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_float(value)
-    return UNKNOWN_GROUP
+    text = None if value is None else scalar_text(value)
+    return UNKNOWN_GROUP if text is None else text
 
 
 def passes(values: Values, filter_spec: CompiledFilter | None, predicate: FilterPredicate | None) -> bool:

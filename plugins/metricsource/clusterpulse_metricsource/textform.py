@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 INT64_MIN = -(2**63)
@@ -127,8 +128,8 @@ def format_float(value: float) -> str:
     return plain_float(value)
 
 
-def fstr(value: Any) -> str:
-    """The extractor's text form of a JSON value (metricsource.md §3.3)."""
+def scalar_text(value: Any, float_text: Callable[[float], str] = format_float) -> str | None:
+    """The text of a string, bool or number as Go prints it; ``None`` for anything else."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -136,8 +137,14 @@ def fstr(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return format_float(value)
-    return go_v(value)
+        return float_text(value)
+    return None
+
+
+def fstr(value: Any) -> str:
+    """The extractor's text form of a JSON value (metricsource.md §3.3)."""
+    text = scalar_text(value)
+    return go_v(value) if text is None else text
 
 
 def go_v(value: Any) -> str:
@@ -161,12 +168,4 @@ def go_v(value: Any) -> str:
 
 def filter_text(value: Any) -> str:
     """``fstr2`` of §5.4: strings, numbers and bools as text; anything else is ``""``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_float(value)
-    return ""
+    return scalar_text(value) or ""

@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-from clusterpulse_metricsource.textform import go_float_v, go_v
+from clusterpulse_metricsource.textform import go_float_v, go_v, scalar_text
 
 INT64_MIN = -(2**63)
 INT64_LIMIT = 2**63  # first value above the int64 range
@@ -96,15 +96,8 @@ def to_string(value: Any) -> str:
     """``toString``: nil ``""``, bools ``true``/``false``, numbers as Go prints them."""
     if value is None:
         return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_float(value)
-    return go_v(value)
+    text = scalar_text(value, format_float)
+    return go_v(value) if text is None else text
 
 
 def format_float(value: float) -> str:
