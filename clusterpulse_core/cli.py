@@ -71,6 +71,14 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
         host = PluginHost(enabled)
     except (ConfigError, PluginError) as exc:
         problem = str(exc)
+    contributed: dict[str, dict[str, list[str]]] = {}
+    if host is not None:
+        try:
+            for kind in ("functions", "aggregations", "field_types", "filter_operators"):
+                for name, contribution in sorted(host.contributions.table(kind).items()):
+                    contributed.setdefault(contribution.plugin, {}).setdefault(kind, []).append(name)
+        except PluginError as exc:
+            problem = str(exc)
     rows: list[dict[str, Any]] = []
     for plugin in installed_plugins():
         loaded = host is not None and plugin.name in host.order
@@ -81,15 +89,19 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
             "enabled": plugin.name in enabled,
             "loaded": loaded,
             "hooks": host.hooks_of(plugin.name) if loaded and host else [],
+            "contributes": contributed.get(plugin.name, {}),
         })
     if as_json:
         click.echo(json.dumps({"plugins": rows, "error": problem or None}, indent=2))
     else:
+        width = max((len(row["name"]) for row in rows), default=0)
         for row in rows:
             flags = ("enabled" if row["enabled"] else "disabled") + (", loaded" if row["loaded"] else "")
-            click.echo(f"{row['name']:<14} {row['distribution']} {row['version']} ({flags})")
+            click.echo(f"{row['name']:<{width}}  {row['distribution']} {row['version']} ({flags})")
             for hook in row["hooks"]:
                 click.echo(f"    {hook}")
+            for kind, names in row["contributes"].items():
+                click.echo(f"    {kind.replace('_', ' ')}: {', '.join(names)}")
         if problem:
             click.echo(f"error: {problem}", err=True)
     if problem:

@@ -41,7 +41,17 @@ def test_plugins_json_lists_installed_enabled_loaded(workdir: Path) -> None:
     assert rows["example"]["enabled"] and rows["example"]["loaded"]
     assert rows["example"]["distribution"] == "clusterpulse-example"
     assert "clusterpulse_reconcile" in rows["example"]["hooks"]
+    assert rows["example"]["contributes"] == {"functions": ["shout"]}
     assert not rows["example-broken"]["enabled"] and not rows["example-broken"]["loaded"]
+
+
+def test_plugins_text_lists_contributions(workdir: Path) -> None:
+    result = run(["plugins"], workdir)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("example "))
+    assert "(enabled, loaded)" in lines[start]
+    assert "    functions: shout" in lines[start:]
 
 
 def test_config_check_ok_and_bad(workdir: Path) -> None:
