@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 import three_node
-from conftest import CC_API, HUB_NAMESPACE, Harness
+from cluster_support import CC_API, HUB_NAMESPACE, Harness
 
 from clusterpulse_core.runtime.manager import Manager
 

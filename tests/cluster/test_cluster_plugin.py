@@ -11,9 +11,9 @@ from typing import Any
 
 import attrs
 import yaml
+from cluster_support import Harness
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.settings import ClusterSettings
-from conftest import Harness
 
 import clusterpulse_core
 from clusterpulse_core import hookimpl

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import three_node
-from conftest import HUB_NAMESPACE, FakeClock, Harness, secret
+from cluster_support import HUB_NAMESPACE, FakeClock, Harness, secret
 
 from clusterpulse_core.breaker import CircuitBreaker
 from clusterpulse_core.kube.pool import ClientPool

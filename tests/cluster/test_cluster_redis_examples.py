@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import redis
 import three_node
+from cluster_support import EXAMPLE_CLOCK, Harness
 from clusterpulse_cluster.info import derive_console_url
-from conftest import EXAMPLE_CLOCK, Harness
 
 from clusterpulse_core.serde import loads, parse_time
 from clusterpulse_core.testing.vectors import cases

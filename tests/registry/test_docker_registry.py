@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import PASSWORD, REPOSITORIES, USERNAME, RecorderPlugin, RegistryHub, RunningRegistry
+from registry_support import PASSWORD, REPOSITORIES, USERNAME, RecorderPlugin, RegistryHub, RunningRegistry
 
 from clusterpulse_core.pieces import EventPiece, RegistryMetricsPiece, RegistrySpecPiece, RegistryStatusPiece
 

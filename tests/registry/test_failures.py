@@ -6,8 +6,8 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from conftest import RegistryHub
 from registry_scripted import ScriptedRegistry
+from registry_support import RegistryHub
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ import pytest
 import redis
 from clusterpulse_redis import RedisSettings, RedisStore
 from clusterpulse_registry.plugin import RegistryPlugin
-from conftest import RegistryHub, fixed_clock
 from registry_pki import Pki
 from registry_scripted import ConnectProxy, ScriptedRegistry
 from registry_servers import wait_until
+from registry_support import RegistryHub, fixed_clock
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.serde import loads, parse_time

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import redis
 from clusterpulse_redis import RedisSettings
-from conftest import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry
+from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry
 
 from clusterpulse_core.serde import loads, parse_time
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry, TokenRegistry
 from registry_pki import Pki
+from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry, TokenRegistry
 
 
 def test_tls_fails_without_trust(hub: RegistryHub, docker_registry_tls: RunningRegistry) -> None:

@@ -5,23 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+from clusterpulse_core.openapi import DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
 GROUP = "clusterpulse.io"
 VERSION = "v1alpha1"
 
-_STRING: dict[str, Any] = {"type": "string"}
-_INT32: dict[str, Any] = {"type": "integer", "format": "int32"}
-_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+_STRING = STRING
+_INT32 = INT32
+_TIME = DATE_TIME
 
-_CREDENTIALS_REF: dict[str, Any] = {
-    "type": "object",
-    "description": "Secret holding the bearer token (key token) and optional CA (key ca.crt).",
-    "required": ["name"],
-    "properties": {
-        "name": {**_STRING, "description": "Secret name."},
-        "namespace": {**_STRING, "description": "Secret namespace; defaults to the ClusterConnection's."},
-    },
-}
+_CREDENTIALS_REF = secret_ref(
+    "Secret holding the bearer token (key token) and optional CA (key ca.crt).",
+    "Secret namespace; defaults to the ClusterConnection's.",
+)
 
 _MONITORING: dict[str, Any] = {
     "type": "object",
@@ -72,17 +68,8 @@ _STATUS: dict[str, Any] = {
     },
 }
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "ClusterConnection registers one remote Kubernetes/OpenShift cluster to be monitored.",
-    "properties": {
-        "apiVersion": _STRING,
-        "kind": _STRING,
-        "metadata": {"type": "object"},
-        "spec": _SPEC,
-        "status": _STATUS,
-    },
-}
+SCHEMA = resource_schema(
+    "ClusterConnection registers one remote Kubernetes/OpenShift cluster to be monitored.", _SPEC, _STATUS)
 
 CLUSTER_CONNECTION = ResourceKind(
     group=GROUP,

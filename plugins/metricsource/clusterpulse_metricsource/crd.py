@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+from clusterpulse_core.openapi import resource_schema
 
 
 def _string(**extra: Any) -> dict[str, Any]:
@@ -173,18 +174,10 @@ _STATUS: dict[str, Any] = {
     },
 }
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "MetricSource declares a resource type to collect from every connected cluster, "
-                   "the fields to extract, computed fields and aggregations.",
-    "properties": {
-        "apiVersion": _string(),
-        "kind": _string(),
-        "metadata": {"type": "object"},
-        "spec": _SPEC,
-        "status": _STATUS,
-    },
-}
+SCHEMA = resource_schema(
+    "MetricSource declares a resource type to collect from every connected cluster, "
+    "the fields to extract, computed fields and aggregations.",
+    _SPEC, _STATUS)
 
 METRIC_SOURCE = ResourceKind(
     group="clusterpulse.io",

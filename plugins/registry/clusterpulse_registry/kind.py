@@ -5,24 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+from clusterpulse_core.openapi import BOOLEAN, DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
 GROUP = "clusterpulse.io"
 VERSION = "v1alpha1"
 
-_STRING: dict[str, Any] = {"type": "string"}
-_BOOL: dict[str, Any] = {"type": "boolean"}
-_INT32: dict[str, Any] = {"type": "integer", "format": "int32"}
-_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+_STRING = STRING
+_BOOL = BOOLEAN
+_INT32 = INT32
+_TIME = DATE_TIME
 
-_CREDENTIALS_REF: dict[str, Any] = {
-    "type": "object",
-    "description": "Secret with keys username and password. A missing Secret means anonymous access.",
-    "required": ["name"],
-    "properties": {
-        "name": {**_STRING, "description": "Secret name."},
-        "namespace": {**_STRING, "description": "Secret namespace; defaults to the RegistryConnection's."},
-    },
-}
+_CREDENTIALS_REF = secret_ref(
+    "Secret with keys username and password. A missing Secret means anonymous access.",
+    "Secret namespace; defaults to the RegistryConnection's.",
+)
 
 _MONITORING: dict[str, Any] = {
     "type": "object",
@@ -69,18 +65,9 @@ _STATUS: dict[str, Any] = {
     },
 }
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "RegistryConnection health-monitors one container registry through the Docker Registry "
-                   "HTTP API v2.",
-    "properties": {
-        "apiVersion": _STRING,
-        "kind": _STRING,
-        "metadata": {"type": "object"},
-        "spec": _SPEC,
-        "status": _STATUS,
-    },
-}
+SCHEMA = resource_schema(
+    "RegistryConnection health-monitors one container registry through the Docker Registry HTTP API v2.",
+    _SPEC, _STATUS)
 
 REGISTRY_CONNECTION = ResourceKind(
     group=GROUP,
