@@ -105,6 +105,8 @@ class ProbeServer:
 
 def _handler_for(routes: Mapping[str, Endpoint]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        """Serves the routes' endpoints for GET; anything else is 404."""
+
         def do_GET(self) -> None:
             endpoint = routes.get(self.path.split("?", 1)[0])
             try:
