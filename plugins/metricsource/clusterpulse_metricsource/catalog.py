@@ -8,6 +8,7 @@ built-ins and a third-party plugin's ``median`` are looked up the same way.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 import attrs
@@ -56,15 +57,10 @@ class Catalog:
         return self.field_types.get(name, UNKNOWN_TYPE)
 
 
-_BUILTIN: Catalog | None = None
-
-
+@cache
 def builtin_catalog() -> Catalog:
-    """The catalog of this plugin alone (for the CLI and tests without a configured manager)."""
-    global _BUILTIN
-    if _BUILTIN is None:
-        _BUILTIN = catalog_of_plugins({})
-    return _BUILTIN
+    """The catalog of this plugin alone (built once; used when no catalog is given)."""
+    return catalog_of_plugins({})
 
 
 def catalog_of_plugins(extra: Mapping[str, object]) -> Catalog:
