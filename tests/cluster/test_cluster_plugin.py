@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from string import Template
@@ -23,6 +22,7 @@ from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import reconcile_once
 from clusterpulse_core.store import StorageBackend
+from clusterpulse_core.testing.recording import RecordingBackend
 
 FLEET = Path(clusterpulse_core.__file__).parent / "demo" / "fleet"
 
@@ -68,28 +68,6 @@ class IngressesPiece(Piece):
 
     cluster: str
     names: tuple[str, ...]
-
-
-class RecordingBackend:
-    """A storage backend keeping every piece in memory."""
-
-    name = "recording"
-
-    def __init__(self) -> None:
-        self.pieces: list[Piece] = []
-        self._lock = threading.Lock()
-
-    def store(self, pieces: Sequence[Piece]) -> None:
-        """Keep the pieces."""
-        with self._lock:
-            self.pieces.extend(pieces)
-
-    def ready(self) -> str | None:
-        """Always ready."""
-        return None
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 class IngressPlugin:

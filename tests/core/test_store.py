@@ -12,23 +12,7 @@ from clusterpulse_core.model import ClusterStatusRecord
 from clusterpulse_core.pieces import ClusterStatusPiece, Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import Store, StoreError
-
-
-class RecordingBackend:
-    """A test backend that keeps what it receives."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.received: list[Piece] = []
-
-    def store(self, pieces: Sequence[Piece]) -> None:
-        self.received.extend(pieces)
-
-    def ready(self) -> str | None:
-        return None
-
-    def close(self) -> None:
-        pass
+from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 
 
 class FailingBackend(RecordingBackend):
@@ -41,15 +25,6 @@ class FailingBackend(RecordingBackend):
         return "backend down"
 
 
-class BackendPlugin:
-    def __init__(self, backend: RecordingBackend) -> None:
-        self.backend = backend
-
-    @hookimpl
-    def clusterpulse_storage_backends(self) -> list[RecordingBackend]:
-        return [self.backend]
-
-
 PIECE = ClusterStatusPiece("c1", ClusterStatusRecord(health="healthy", message="ok"))
 
 
@@ -58,8 +33,8 @@ def test_every_backend_receives_every_piece() -> None:
     host = PluginHost([], extra={"a": BackendPlugin(first), "b": BackendPlugin(second)})
     store = Store(host.storage_backends(), registry=CollectorRegistry())
     store.put(PIECE)
-    assert first.received == [PIECE]
-    assert second.received == [PIECE]
+    assert first.pieces == [PIECE]
+    assert second.pieces == [PIECE]
     assert store.ready() == []
 
 
@@ -70,7 +45,7 @@ def test_failing_backend_does_not_block_the_other_and_error_reaches_caller() -> 
     store = Store(host.storage_backends(), registry=registry)
     with pytest.raises(StoreError, match="storage failed: down: backend down") as info:
         store.put(PIECE)
-    assert healthy.received == [PIECE]
+    assert healthy.pieces == [PIECE]
     assert [name for name, _ in info.value.failures] == ["down"]
     assert registry.get_sample_value("clusterpulse_store_errors_total", {"backend": "down"}) == 1.0
     assert store.ready() == ["down: backend down"]

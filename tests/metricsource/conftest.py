@@ -7,8 +7,7 @@ through the store hook), so the tests check exactly what every backend receives.
 from __future__ import annotations
 
 import base64
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -16,63 +15,17 @@ import pytest
 from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
 
-from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config, CoreSettings
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import Outcome, build_runtime, reconcile_object
-from clusterpulse_core.store import StorageBackend
+from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 
 NAMESPACE = "clusterpulse"
 CUSTOM_GROUP = "botany.example.io"
 CUSTOM_API_VERSION = f"{CUSTOM_GROUP}/v1"
-
-
-class RecordingBackend:
-    """A storage backend that keeps every stored piece, in order."""
-
-    name = "recording"
-
-    def __init__(self) -> None:
-        self.pieces: list[Piece] = []
-        self._lock = threading.Lock()
-
-    def store(self, pieces: Sequence[Piece]) -> None:
-        """Record the pieces."""
-        with self._lock:
-            self.pieces.extend(pieces)
-
-    def ready(self) -> str | None:
-        """Always ready."""
-        return None
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-    def of(self, piece_type: type) -> list[Any]:
-        """The recorded pieces of one type."""
-        with self._lock:
-            return [p for p in self.pieces if isinstance(p, piece_type)]
-
-    def clear(self) -> None:
-        """Forget what was recorded."""
-        with self._lock:
-            self.pieces.clear()
-
-
-class RecordingPlugin:
-    """Test plugin contributing the recording backend through the store hook."""
-
-    def __init__(self, backend: StorageBackend) -> None:
-        self.backend = backend
-
-    @hookimpl
-    def clusterpulse_storage_backends(self) -> Sequence[StorageBackend]:
-        """The one recording backend."""
-        return [self.backend]
 
 
 def _secret(name: str, token: str) -> dict[str, Any]:
@@ -169,7 +122,7 @@ def fleet(kube_api: Callable[..., Any]) -> Iterator[Fleet]:
     hub.create(_connection("north", "http://127.0.0.1:1", "Error"))
 
     backend = RecordingBackend()
-    host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "recording": RecordingPlugin(backend)})
+    host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "recording": BackendPlugin(backend)})
     config = Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0))
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
     yield Fleet(hub, clusters, backend, runtime)

@@ -15,8 +15,9 @@ from clusterpulse_core.hookspecs import Register
 from clusterpulse_core.pieces import AggregationsPiece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
+from clusterpulse_core.testing.recording import BackendPlugin
 
-from .conftest import CUSTOM_API_VERSION, Fleet, RecordingPlugin
+from .conftest import CUSTOM_API_VERSION, Fleet
 
 
 class MedianPlugin:
@@ -51,7 +52,7 @@ SPEC = {
 
 def test_plugin_median_is_used_in_a_reconcile(fleet: Fleet) -> None:
     host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "median": MedianPlugin,
-                                 "recording": RecordingPlugin(fleet.backend)})
+                                 "recording": BackendPlugin(fleet.backend)})
     fleet.runtime = build_runtime(fleet.runtime.config, host, hub=fleet.runtime.hub)
     assert host.contributions.aggregations["median"].plugin == "median"
     fleet.apply("median", SPEC)

@@ -15,7 +15,6 @@ from registry_support import (
     PASSWORD,
     REPOSITORIES,
     USERNAME,
-    RecorderPlugin,
     RegistryHub,
     RunningRegistry,
     TokenRegistry,
@@ -27,6 +26,7 @@ from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
+from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 from clusterpulse_core.testing.servers import require_binary
 
 
@@ -129,12 +129,12 @@ def make_hub(kube_api: Callable[..., Any]) -> Iterator[Callable[..., RegistryHub
 
 
 @pytest.fixture
-def recorder() -> RecorderPlugin:
+def recorder() -> BackendPlugin:
     """A fresh recording storage plugin."""
-    return RecorderPlugin()
+    return BackendPlugin(RecordingBackend("recorder"))
 
 
 @pytest.fixture
-def hub(make_hub: Callable[..., RegistryHub], recorder: RecorderPlugin) -> RegistryHub:
+def hub(make_hub: Callable[..., RegistryHub], recorder: BackendPlugin) -> RegistryHub:
     """A hub running the registry plugin (entry point) with a recording storage backend."""
     return make_hub(extra={"recorder": recorder})

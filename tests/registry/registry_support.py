@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,7 @@ import pytest
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from registry_servers import TokenIssuer
 
-from clusterpulse_core import hookimpl
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.pieces import Piece
 from clusterpulse_core.runtime.bootstrap import Outcome, reconcile_object
 from clusterpulse_core.testing.servers import ServerProcess, ServerUnavailable
 
@@ -63,42 +61,6 @@ class TokenRegistry:
 
     registry: RunningRegistry
     issuer: TokenIssuer
-
-
-class RecordingBackend:
-    """A storage backend keeping every piece it receives, in order."""
-
-    name = "recorder"
-
-    def __init__(self) -> None:
-        self.pieces: list[Piece] = []
-
-    def store(self, pieces: Sequence[Piece]) -> None:
-        """Keep the pieces."""
-        self.pieces.extend(pieces)
-
-    def ready(self) -> str | None:
-        """Always ready."""
-        return None
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-    def of_type(self, cls: type) -> list[Any]:
-        """The kept pieces of one type."""
-        return [piece for piece in self.pieces if isinstance(piece, cls)]
-
-
-class RecorderPlugin:
-    """Provides a :class:`RecordingBackend` through the store hook."""
-
-    def __init__(self) -> None:
-        self.backend = RecordingBackend()
-
-    @hookimpl
-    def clusterpulse_storage_backends(self) -> Sequence[RecordingBackend]:
-        """The recording backend."""
-        return [self.backend]
 
 
 def secret_object(name: str, data: Mapping[str, str], namespace: str = NAMESPACE) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from registry_support import PASSWORD, REPOSITORIES, USERNAME, RecorderPlugin, RegistryHub, RunningRegistry
+from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry
 
 from clusterpulse_core.pieces import EventPiece, RegistryMetricsPiece, RegistrySpecPiece, RegistryStatusPiece
+from clusterpulse_core.testing.recording import BackendPlugin
 
 
 def _spec(registry: RunningRegistry, **extra: object) -> dict[str, object]:
@@ -15,7 +16,7 @@ def _spec(registry: RunningRegistry, **extra: object) -> dict[str, object]:
     return spec
 
 
-def test_healthy_with_catalog_and_repository_count(hub: RegistryHub, recorder: RecorderPlugin,
+def test_healthy_with_catalog_and_repository_count(hub: RegistryHub, recorder: BackendPlugin,
                                                    docker_registry: RunningRegistry) -> None:
     hub.secret("registry-creds", USERNAME, PASSWORD)
     hub.create("local", _spec(docker_registry))
@@ -34,16 +35,16 @@ def test_healthy_with_catalog_and_repository_count(hub: RegistryHub, recorder: R
     assert status["message"] == (f"Registry is healthy (response time: {status['responseTime']}ms), "
                                  f"{len(REPOSITORIES)} repositories")
     assert "lastCheckTime" in status
-    [stored] = recorder.backend.of_type(RegistryStatusPiece)
+    [stored] = recorder.backend.of(RegistryStatusPiece)
     assert stored.registry == "local"
     assert stored.status.repositories == REPOSITORIES
     assert stored.status.error == ""
-    [spec] = recorder.backend.of_type(RegistrySpecPiece)
+    [spec] = recorder.backend.of(RegistrySpecPiece)
     assert spec.spec.endpoint == docker_registry.url
     assert spec.spec.credentials_ref is not None and spec.spec.credentials_ref.name == "registry-creds"
-    [sample] = recorder.backend.of_type(RegistryMetricsPiece)
+    [sample] = recorder.backend.of(RegistryMetricsPiece)
     assert sample.metrics.available is True
-    [event] = recorder.backend.of_type(EventPiece)
+    [event] = recorder.backend.of(EventPiece)
     assert (event.type, event.target) == ("registry.reconciled", "local")
     assert event.data == {"health": "healthy", "available": True, "response_time": stored.status.response_time,
                           "display_name": "Test registry", "type": "distribution"}
@@ -78,7 +79,7 @@ def test_anonymous_against_an_auth_registry_is_available_and_requires_auth(
     assert "repositoryCount" not in status
 
 
-def test_stopped_registry_is_unhealthy_then_healthy_again(hub: RegistryHub, recorder: RecorderPlugin,
+def test_stopped_registry_is_unhealthy_then_healthy_again(hub: RegistryHub, recorder: BackendPlugin,
                                                           docker_registry: RunningRegistry) -> None:
     hub.secret("registry-creds", USERNAME, PASSWORD)
     hub.create("local", _spec(docker_registry))
@@ -94,9 +95,9 @@ def test_stopped_registry_is_unhealthy_then_healthy_again(hub: RegistryHub, reco
     assert status["message"].startswith("Registry unavailable: request failed: Get ")
     assert status["message"].endswith(": connection refused")
     assert "version" not in status and "features" not in status
-    stored = recorder.backend.of_type(RegistryStatusPiece)[-1].status
+    stored = recorder.backend.of(RegistryStatusPiece)[-1].status
     assert stored.available is False and stored.error.startswith("request failed: ")
-    event = recorder.backend.of_type(EventPiece)[-1]
+    event = recorder.backend.of(EventPiece)[-1]
     assert event.data is not None and event.data["health"] == "unhealthy"
 
     docker_registry.process.start()
@@ -131,7 +132,7 @@ def test_status_is_patched_only_when_it_changed(hub: RegistryHub, docker_registr
     assert hub.status("quiet")["phase"] == "Connected"
 
 
-def test_deletion_forgets_the_registry(hub: RegistryHub, recorder: RecorderPlugin,
+def test_deletion_forgets_the_registry(hub: RegistryHub, recorder: BackendPlugin,
                                        docker_registry: RunningRegistry) -> None:
     from clusterpulse_core.pieces import RegistryDeletion
 
@@ -143,13 +144,13 @@ def test_deletion_forgets_the_registry(hub: RegistryHub, recorder: RecorderPlugi
     outcome = hub.delete("gone")
 
     assert outcome.ok and outcome.detail == "deleted"
-    assert recorder.backend.of_type(RegistryDeletion) == [RegistryDeletion("gone")]
-    event = recorder.backend.of_type(EventPiece)[-1]
+    assert recorder.backend.of(RegistryDeletion) == [RegistryDeletion("gone")]
+    event = recorder.backend.of(EventPiece)[-1]
     assert (event.type, event.target, event.data) == ("registry.deleted", "gone", None)
     assert len(plugin.reconciler.clients) == 0  # type: ignore[attr-defined]
 
 
-def test_catalog_is_read_through_link_pages_up_to_the_limit(hub: RegistryHub, recorder: RecorderPlugin,
+def test_catalog_is_read_through_link_pages_up_to_the_limit(hub: RegistryHub, recorder: BackendPlugin,
                                                              docker_registry_paged: RunningRegistry) -> None:
     # This registry pages its catalog one entry at a time and refuses any larger n.
     hub.create("all", {"endpoint": docker_registry_paged.url, "monitoring": {"checkCatalog": True}})
@@ -161,13 +162,13 @@ def test_catalog_is_read_through_link_pages_up_to_the_limit(hub: RegistryHub, re
 
     assert hub.status("all")["repositoryCount"] == len(REPOSITORIES)
     assert hub.status("two")["repositoryCount"] == 2
-    stored = {piece.registry: piece.status for piece in recorder.backend.of_type(RegistryStatusPiece)}
+    stored = {piece.registry: piece.status for piece in recorder.backend.of(RegistryStatusPiece)}
     assert stored["all"].repositories == REPOSITORIES
     assert stored["two"].repositories == REPOSITORIES[:2]
     assert stored["two"].features["catalog_accessible"] is True
 
 
-def test_unreadable_catalog_marks_it_inaccessible(hub: RegistryHub, recorder: RecorderPlugin,
+def test_unreadable_catalog_marks_it_inaccessible(hub: RegistryHub, recorder: BackendPlugin,
                                                   docker_registry: RunningRegistry,
                                                   caplog: object) -> None:
     # Anonymous against an htpasswd registry: /v2/ answers 401 (available), the catalog 401 too.

@@ -151,14 +151,9 @@ def go_v(value: Any) -> str:
     """Go ``fmt`` ``%v`` of a decoded JSON value (lists ``[a b]``, maps ``map[k:v]`` sorted, nil ``<nil>``)."""
     if value is None:
         return "<nil>"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float_v(value)
+    text = scalar_text(value, go_float_v)
+    if text is not None:
+        return text
     if isinstance(value, list | tuple):
         return "[" + " ".join(go_v(item) for item in value) + "]"
     if isinstance(value, dict):
