@@ -156,3 +156,26 @@ def test_deleted_cluster_takes_its_alerts(kube_api: Callable[..., Any], redis_ur
     finally:
         controller.stop()
         client.close()
+
+
+def test_start_survives_an_unreadable_store(kube_api: Callable[..., Any], tmp_path: Path,
+                                            caplog: Any) -> None:
+    import socket
+
+    from clusterpulse_core.kube.client import KubeClient
+    from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    config_file = tmp_path / "unreachable.toml"
+    config_file.write_text('[clusterpulse]\nplugins = ["redis", "alerts"]\n[plugins.redis]\n'
+                           f'url = "redis://127.0.0.1:{closed_port}/0"\nretry_attempts = 0\n')
+    config, host = load(str(config_file), env={})
+    runtime = build_runtime(config, host, hub=KubeClient(hub_api(kube_api).api_client()))
+    start_plugins(runtime)
+    try:
+        assert "could not read the firing alerts back (ConnectionError" in caplog.text
+        assert len(host.plugin("alerts").engine.rules) == 13  # type: ignore[attr-defined]
+    finally:
+        stop_plugins(runtime)

@@ -102,7 +102,14 @@ class AlertsPlugin:
                        for name, c in runtime.contributions.alert_rules.items()}
         for rule in contributed_rules(definitions, self.settings.overrides(), self.settings.default_for):
             self.engine.set_rule(rule)
-        restored = [alert for found in runtime.plugins.pm.hook.clusterpulse_stored_alerts() for alert in found or ()]
+        try:
+            restored = [alert for found in runtime.plugins.pm.hook.clusterpulse_stored_alerts()
+                        for alert in found or ()]
+        except Exception as exc:
+            # Alerting still works; alerts firing before the restart are announced once more.
+            log.warning("could not read the firing alerts back (%s: %s); starting without them",
+                        type(exc).__name__, exc)
+            restored = []
         if restored:
             log.info("restored %d firing alerts", self.engine.restore(restored))
         self.backend.emit = runtime.store.put
