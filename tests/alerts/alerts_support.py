@@ -163,7 +163,6 @@ def start_controller(hub: Any, redis_url: str, tmp_path: Path, plugins: tuple[st
     assert isinstance(plugin, AlertsPlugin)
     clock = clock or FakeMonotonic()
     plugin.engine.monotonic = clock
-    plugin.engine._started = clock()
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
     manager = Manager(runtime, identity="test")
     manager.start()

@@ -89,6 +89,11 @@ class Engine:
         self.active: dict[TargetKey, dict[str, Active]] = {}
         self._started = monotonic()
 
+    def mark_started(self) -> None:
+        """Start the ``restore_grace`` window now (the manager is starting)."""
+        with self.lock:
+            self._started = self.monotonic()
+
     # ------------------------------------------------------------------ rules
 
     def set_rule(self, rule: Rule) -> None:

@@ -98,6 +98,7 @@ class AlertsPlugin:
     def clusterpulse_start(self, runtime: Runtime) -> None:
         """Load the rules, restore firing alerts from storage, start emitting and the ticker."""
         self.runtime = runtime
+        self.engine.mark_started()
         definitions = {name: AlertRuleDef.from_registration(name, c.impl, c.plugin, c.meta)
                        for name, c in runtime.contributions.alert_rules.items()}
         for rule in contributed_rules(definitions, self.settings.overrides(), self.settings.default_for):
