@@ -262,12 +262,28 @@ def clusterpulse_reconcile(
 
 
 @hookspec(firstresult=True)
-def clusterpulse_forget(kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
+def clusterpulse_forget(
+    kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext
+) -> bool | ReconcileResult | None:
     """An object of a kind this plugin owns was deleted: remove its state.
 
     Called on the owner only, once per deletion seen (or found missing at reconcile
     time). Typically stores a deletion piece and drops caches. Exceptions are retried like
-    reconcile errors.
+    reconcile errors. A plugin that put a finalizer on the object and is still waiting to
+    clean up (an unreachable remote, say) returns ``ReconcileResult(requeue_after=seconds)``
+    to be called again then, and removes its finalizer once done.
+    """
+
+
+@hookspec
+def clusterpulse_agent_read_types() -> Sequence[tuple[str, str]]:
+    """Return the ``(api group, resource)`` types a push-mode collector agent must be able to read.
+
+    The cluster plugin gives the agent it installs on a managed cluster a ClusterRole with
+    ``get/list/watch`` on its own collectors' types plus every type returned here (the
+    MetricSource plugin answers with the resources of the MetricSources it has compiled).
+    Called at every agent check, so it must be cheap; a new type updates the role at the
+    next reconcile of each push-mode cluster. ``""`` is the core API group.
     """
 
 

@@ -6,6 +6,7 @@ Attribute names are snake_case; the wire names are decided once, in
 
 from clusterpulse_core.model.alert import Alert, Severity
 from clusterpulse_core.model.cluster import (
+    AgentStatus,
     ClusterMetrics,
     ClusterSpecRecord,
     ClusterStatusRecord,
@@ -35,6 +36,7 @@ from clusterpulse_core.model.registry import (
 )
 
 __all__ = [
+    "AgentStatus",
     "AggregationResults",
     "Alert",
     "ClusterMetrics",

@@ -48,13 +48,26 @@ class ClusterSpecRecord:
     monitoring: MonitoringRecord = MonitoringRecord()
 
 
+@wire(omit_empty=("last_heartbeat",))
+@attrs.frozen
+class AgentStatus:
+    """A push-mode cluster's collector agent: installed by the hub, its image tag, connected or not."""
+
+    deployed: bool = False
+    version: str = ""
+    connected: bool = False
+    last_heartbeat: datetime | None = None
+
+
+@wire(omit_empty=("agent",))
 @attrs.frozen
 class ClusterStatusRecord:
-    """``cluster:<c>:status`` (redis.md §2.4)."""
+    """``cluster:<c>:status`` (redis.md §2.4); ``agent`` only for push-mode clusters (an addition)."""
 
     health: str = Health.UNKNOWN.value
     message: str = ""
     last_check: datetime = ZERO_TIME
+    agent: AgentStatus | None = None
 
 
 @attrs.frozen

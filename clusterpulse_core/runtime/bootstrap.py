@@ -108,7 +108,9 @@ def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapp
     ctx = runtime.context(kind, ref)
     try:
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            runtime.plugins.call_owner("clusterpulse_forget", owner, kind=kind, ref=ref, ctx=ctx)
+            forgotten = runtime.plugins.call_owner("clusterpulse_forget", owner, kind=kind, ref=ref, ctx=ctx)
+            if isinstance(forgotten, ReconcileResult):
+                return Outcome(ref, not forgotten.error, forgotten.error or "deleting", forgotten.requeue_after)
             return Outcome(ref, True, "deleted")
         result = runtime.plugins.call_owner("clusterpulse_reconcile", owner, kind=kind, obj=obj, ctx=ctx)
     except Exception as exc:

@@ -6,7 +6,7 @@ delete events always; updates only when ``metadata.generation`` changed or a
 Each worker takes a reference, reads the object from the informer cache and calls the owning
 plugin:
 
-* object missing, or being deleted -> ``clusterpulse_forget``;
+* object missing, or being deleted -> ``clusterpulse_forget`` (which may ask to be called again);
 * otherwise -> ``clusterpulse_reconcile``, whose :class:`ReconcileResult` says when to come back.
 
 An exception is retried with the item's exponential backoff; a :class:`TerminalError` is
@@ -165,9 +165,10 @@ class Controller:
         try:
             if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 ctx.log.info("forgetting (%s)", "gone" if obj is None else "being deleted")
-                self.runtime.plugins.call_owner("clusterpulse_forget", self.owner, kind=self.kind, ref=ref,
-                                                ctx=ctx)
-                result: Any = None
+                forgotten = self.runtime.plugins.call_owner("clusterpulse_forget", self.owner, kind=self.kind,
+                                                            ref=ref, ctx=ctx)
+                # A plugin still waiting to clean up (its finalizer is on the object) asks to come back.
+                result: Any = forgotten if isinstance(forgotten, ReconcileResult) else None
             else:
                 result = self.runtime.plugins.call_owner("clusterpulse_reconcile", self.owner, kind=self.kind,
                                                          obj=obj, ctx=ctx)

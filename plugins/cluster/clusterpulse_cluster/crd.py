@@ -55,6 +55,17 @@ _COLLECTOR_STATUS: dict[str, Any] = {
     },
 }
 
+_AGENT_STATUS: dict[str, Any] = {
+    "type": "object",
+    "description": "Push mode: the collector agent the hub installs on the cluster.",
+    "properties": {
+        "deployed": {"type": "boolean", "description": "Every agent object is in place on the cluster."},
+        "version": {**_STRING, "description": "Image tag of the deployed agent."},
+        "connected": {"type": "boolean", "description": "The agent's stream to the ingester is open."},
+        "lastHeartbeat": {**_TIME, "description": "When the agent was last heard from."},
+    },
+}
+
 _STATUS: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -65,6 +76,7 @@ _STATUS: dict[str, Any] = {
         "nodes": {"type": "integer"},
         "namespaces": {"type": "integer"},
         "collectorStatus": _COLLECTOR_STATUS,
+        "agent": _AGENT_STATUS,
     },
 }
 

@@ -71,9 +71,13 @@ class ClusterPlugin:
         return self.reconciler.reconcile(obj, ctx, ctx.runtime.plugins.collectors())
 
     @hookimpl
-    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
-        """A ClusterConnection is gone: delete its data, client and collector state."""
+    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef,
+                            ctx: ReconcileContext) -> bool | ReconcileResult | None:
+        """A ClusterConnection is gone: remove its agent (push mode), then its data, client and state."""
         if kind.kind != CLUSTER_CONNECTION.kind:
             return None
+        retry = self.reconciler.agents.forget(ctx, ref)
+        if retry is not None:
+            return ReconcileResult(requeue_after=retry)
         self.reconciler.forget(ref, ctx)
         return True

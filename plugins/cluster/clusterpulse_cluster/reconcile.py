@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from clusterpulse_cluster import status as connection_status
+from clusterpulse_cluster.agent_deploy.deployer import AgentDeployer, AgentDeployError
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import (
     ClusterConnectionSpec,
@@ -72,6 +73,8 @@ class ClusterReconciler:
         self.clock = clock
         self._lock = threading.Lock()
         self._state: dict[str, dict[str, Any]] = {}
+        #: Installs/removes push-mode agents on the managed clusters (agent_deploy/).
+        self.agents = AgentDeployer(settings, lambda: self.clock())
 
     def cluster_state(self, name: str) -> dict[str, Any]:
         """The scratch dict collectors keep for cluster ``name`` (e.g. the last OLM scan)."""
@@ -93,20 +96,23 @@ class ClusterReconciler:
             interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
             self._store_spec(ctx, name, spec)
             validate_spec(spec)
+            self.agents.reconcile(ctx, obj, spec)
             pieces = self._collect(ctx, name, namespace, spec, collectors)
-        except (InvalidSpecError, ReconcileFailure) as exc:
+        except (InvalidSpecError, ReconcileFailure, AgentDeployError) as exc:
             return self._fail(ctx, name, current, interval, str(exc))
         now = self.clock()
         nodes = next((p for p in pieces if isinstance(p, NodesPiece)), None)
         namespaces = next((p for p in pieces if isinstance(p, NamespacesPiece)), None)
         ctx.store(
             *ordered(pieces),
-            ClusterStatusPiece(name, ClusterStatusRecord(Health.HEALTHY.value, connection_status.REACHABLE, now)),
+            ClusterStatusPiece(name, ClusterStatusRecord(Health.HEALTHY.value, connection_status.REACHABLE, now,
+                                                         self.agents.redis_status(name))),
             EventPiece("cluster.reconciled", name,
                        {"health": Health.HEALTHY.value, "display_name": spec.display_name}, timestamp=now),
         )
         self._patch_status(ctx, current, connection_status.connected(
             now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0))
+        self.agents.after_pull(ctx, obj, spec)
         return ReconcileResult(requeue_after=interval)
 
     def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
@@ -151,7 +157,8 @@ class ClusterReconciler:
     def _fail(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], interval: int,
               message: str) -> ReconcileResult:
         ctx.log.warning("reconcile failed: %s", message)
-        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, self.clock())))
+        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, self.clock(),
+                                                               self.agents.redis_status(name))))
         self._patch_status(ctx, current, connection_status.failed(message))
         return ReconcileResult(requeue_after=error_requeue_seconds(interval), error=message)
 

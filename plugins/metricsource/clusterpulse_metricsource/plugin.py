@@ -72,6 +72,11 @@ class MetricSourcePlugin:
         return self.reconciler.forget(ref, ctx)
 
     @hookimpl
+    def clusterpulse_agent_read_types(self) -> Sequence[tuple[str, str]]:
+        """The resource types of the compiled MetricSources: push-mode agents must be able to read them."""
+        return self.reconciler.resource_types()
+
+    @hookimpl
     def clusterpulse_add_commands(self, cli: click.Group, plugins: PluginHost) -> None:
         """``clusterpulse metricsource eval`` and ``clusterpulse expr``, over the enabled plugins' vocabulary."""
         from clusterpulse_metricsource.catalog import Catalog

@@ -53,6 +53,12 @@ class MetricSourceReconciler:
         with self._lock:
             return self._collectors.get(source_id)
 
+    def resource_types(self) -> list[tuple[str, str]]:
+        """``(group, resource)`` of every compiled source, sorted and unique."""
+        with self._lock:
+            sources = [collector.program.compiled.source for collector in self._collectors.values()]
+        return sorted({(source.group, source.resource) for source in sources})
+
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Compile, store, collect, report; failures become an ``Error`` status, never an exception."""
         started = time.monotonic()

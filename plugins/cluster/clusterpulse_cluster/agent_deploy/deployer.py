@@ -1,0 +1,401 @@
+"""Installs, upgrades and removes the collector agent of push-mode ClusterConnections.
+
+* A push-mode ClusterConnection gets the finalizer :data:`FINALIZER`, then the §7.6 objects
+  on its cluster. While its agent is not connected every reconcile checks them (reads only
+  when nothing changed, DECISIONS C12); while it is connected they are re-applied only when
+  what the hub wants changed (image tag, token, MetricSource resource types, TLS), so a
+  version change rolls the Deployment even under a running agent.
+* Deletion, or a switch to pull, removes every object the hub created there, then the
+  finalizer. An unreachable cluster holds a deletion at most ``agent_removal_timeout``
+  seconds; then the finalizer goes anyway and the leftovers are named in a Warning Event on
+  the ClusterConnection and in the log.
+* Every ``agent_sweep_interval`` seconds, a reconcile also checks its cluster for agent
+  objects whose owning ClusterConnection no longer exists (deleted while the controller was
+  down, finalizer removed by hand) and removes them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from clusterpulse_cluster.agent_deploy.apply import UNCHANGED, AgentDeployError, Applier, covers
+from clusterpulse_cluster.agent_deploy.events import InvolvedObject, post_event
+from clusterpulse_cluster.agent_deploy.objects import REMOVAL_ORDER, Owner, describe_ref, owner_of, to_wire
+from clusterpulse_cluster.agent_deploy.plan import AgentPlan, controller_version, image_ref, image_tag
+from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_cluster.spec import ClusterConnectionSpec, api_url, connect_timeout
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
+from clusterpulse_core.kube.credentials import ClusterCredentials, CredentialsError, cluster_credentials
+from clusterpulse_core.model import AgentStatus
+from clusterpulse_core.serde import format_time, parse_time, unstructure, wire
+
+FINALIZER = "clusterpulse.io/agent-cleanup"
+#: Seconds between removal attempts while a deletion waits for an unreachable cluster.
+REMOVAL_RETRY_SECONDS = 10.0
+
+
+@wire(case="camel", omit_empty=("last_heartbeat",))
+@attrs.frozen
+class AgentStatusField:
+    """``status.agent`` of a ClusterConnection."""
+
+    deployed: bool
+    version: str = ""
+    connected: bool = False
+    last_heartbeat: str = ""
+
+    def differs_from(self, current: Any) -> bool:
+        """Whether a patch would change more than ``lastHeartbeat`` (heartbeats alone are not written)."""
+        if not isinstance(current, Mapping):
+            return True
+        mine = unstructure(self)
+        return any(current.get(key) != value for key, value in mine.items() if key != "lastHeartbeat")
+
+
+@attrs.frozen
+class Connection:
+    """What the ingester says about the cluster's agent (``clusterpulse_agent_connection``)."""
+
+    connected: bool
+    version: str = ""
+    last_heartbeat: datetime | None = None
+
+
+def agent_connection(ctx: ReconcileContext, cluster: str, now: datetime, silence_limit: float) -> Connection:
+    """Ask the plugin that receives agents, if one is loaded; a silent agent counts as disconnected."""
+    hook = getattr(ctx.runtime.plugins.pm.hook, "clusterpulse_agent_connection", None)
+    if hook is None:
+        return Connection(False)
+    try:
+        found = hook(cluster=cluster)
+    except Exception as exc:
+        ctx.log.warning("asking for the agent connection failed: %s", exc)
+        return Connection(False)
+    if found is None:
+        return Connection(False)
+    beat = getattr(found, "last_heartbeat", None)
+    beat = beat if isinstance(beat, datetime) else None
+    fresh = beat is None or (now - beat).total_seconds() <= silence_limit
+    return Connection(fresh, str(getattr(found, "version", "") or ""), beat)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def has_finalizer(obj: Mapping[str, Any]) -> bool:
+    """Whether the hub's cleanup finalizer is on the object."""
+    return FINALIZER in (_meta(obj).get("finalizers") or ())
+
+
+class AgentDeployer:
+    """The agent side of the cluster reconcile; keeps per-cluster memory between reconciles."""
+
+    def __init__(self, settings: ClusterSettings, clock: Callable[[], datetime],
+                 version: Callable[[], str] = controller_version) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.version = version
+        self._lock = threading.Lock()
+        #: cluster -> wire form of the objects last applied successfully.
+        self._applied: dict[str, list[dict[str, Any]]] = {}
+        #: cluster -> clock time of its last sweep.
+        self._swept: dict[str, datetime] = {}
+        #: cluster -> what status.agent / the Redis status say.
+        self._status: dict[str, AgentStatus] = {}
+
+    # ------------------------------------------------------------------ reconcile
+
+    def reconcile(self, ctx: ReconcileContext, obj: Mapping[str, Any], spec: ClusterConnectionSpec) -> None:
+        """Deploy (push), remove (switched to pull) and sweep; raises :class:`AgentDeployError` on failure."""
+        meta = _meta(obj)
+        name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+        owner = Owner(namespace, name)
+        raw_status = obj.get("status")
+        current = raw_status.get("agent") if isinstance(raw_status, Mapping) else None
+        if spec.is_push:
+            self._add_finalizer(ctx, obj)
+            connection = agent_connection(ctx, name, self.clock(), self._silence_limit())
+            tag = image_tag(spec.collector_version, self.version())
+            try:
+                credentials, client = self._client(ctx, name, namespace, spec)
+                self._deploy(ctx, client, self._plan(ctx, owner, spec, credentials.token, tag), connection, spec)
+            except AgentDeployError:
+                self._set_status(ctx, name, current, AgentStatus(False, tag, connection.connected,
+                                                                 connection.last_heartbeat))
+                self._forget_applied(name)
+                raise
+            self._set_status(ctx, name, current, AgentStatus(True, tag, connection.connected,
+                                                             connection.last_heartbeat))
+            self._sweep(ctx, client, owner, spec)
+            return
+        if has_finalizer(obj):
+            try:
+                _, client = self._client(ctx, name, namespace, spec)
+                leftovers = self.remove(client, owner, self._timeout(spec))
+            except (AgentDeployError, KubeApiError) as exc:
+                ctx.log.warning("switched to pull: removing the agent failed, will retry: %s", exc)
+                return
+            if leftovers:
+                ctx.log.warning("switched to pull: not removed yet: %s", ", ".join(leftovers))
+                return
+            ctx.log.info("switched to pull: agent removed from the cluster")
+            self._drop_finalizer(ctx, obj)
+            self._forget_applied(name)
+            self._set_status(ctx, name, current, None)
+
+    def after_pull(self, ctx: ReconcileContext, obj: Mapping[str, Any], spec: ClusterConnectionSpec) -> None:
+        """A pull collection reached the cluster: sweep it for orphaned agent objects when due.
+
+        Only after a success, so an unreachable cluster's breaker sees no extra calls.
+        """
+        meta = _meta(obj)
+        name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+        if spec.is_push or not self._sweep_due(name):
+            return
+        try:
+            _, client = self._client(ctx, name, namespace, spec)
+        except AgentDeployError:
+            return
+        self._sweep(ctx, client, Owner(namespace, name), spec)
+
+    def redis_status(self, cluster: str) -> AgentStatus | None:
+        """What ``cluster:<c>:status`` says about the agent (``None`` for a pull cluster)."""
+        with self._lock:
+            return self._status.get(cluster)
+
+    def _deploy(self, ctx: ReconcileContext, client: KubeClient, plan: AgentPlan, connection: Connection,
+                spec: ClusterConnectionSpec) -> None:
+        steps = plan.objects()
+        wire_form = [to_wire(obj) for _, obj in steps]
+        with self._lock:
+            unchanged = self._applied.get(plan.cluster_name) == wire_form
+        if connection.connected and unchanged:
+            return
+        applier = Applier(client, self._timeout(spec))
+        for prefix, obj in steps:
+            outcome = applier.ensure(prefix, obj)
+            if outcome != UNCHANGED:
+                ctx.log.info("agent: %s %s", prefix, outcome)
+        with self._lock:
+            self._applied[plan.cluster_name] = wire_form
+
+    def _plan(self, ctx: ReconcileContext, owner: Owner, spec: ClusterConnectionSpec, token: str,
+              tag: str) -> AgentPlan:
+        settings = self.settings
+        ca: str | None = None
+        if settings.ingester_tls_enabled and not settings.ingester_tls_use_system_ca:
+            ca = self._ca_bundle(ctx)
+        read_types: set[tuple[str, str]] = set()
+        hook = getattr(ctx.runtime.plugins.pm.hook, "clusterpulse_agent_read_types", None)
+        for answer in (hook() if hook is not None else ()):
+            read_types.update((str(group), str(resource)) for group, resource in answer or ())
+        return AgentPlan(
+            owner=owner,
+            cluster_name=owner.name,
+            ingester_address=spec.ingester_address,
+            token=token,
+            image=image_ref(settings.collector_image, tag),
+            version=tag,
+            command=tuple(settings.collector_command),
+            operator_scan_interval=settings.operator_scan_interval,
+            tls_enabled=settings.ingester_tls_enabled,
+            tls_server_name=f"{settings.ingester_service_name}.{ctx.runtime.namespace}.svc",
+            ca_bundle=ca,
+            read_types=tuple(sorted(read_types)),
+        )
+
+    def _ca_bundle(self, ctx: ReconcileContext) -> str:
+        settings = self.settings
+        namespace = settings.collector_ca_namespace or ctx.runtime.namespace
+        where = f"{namespace}/{settings.collector_ca_configmap}"
+        try:
+            found = ctx.hub.get(f"/api/v1/namespaces/{namespace}/configmaps/{settings.collector_ca_configmap}",
+                                timeout=float(settings.connect_timeout))
+        except KubeApiError as exc:
+            raise AgentDeployError(f"ingester CA: failed to get CA ConfigMap {where}: {exc}") from exc
+        bundle = ((found or {}).get("data") or {}).get(settings.collector_ca_key)
+        if not isinstance(bundle, str) or not bundle:
+            raise AgentDeployError(f'ingester CA: CA ConfigMap {where} missing key "{settings.collector_ca_key}"')
+        return bundle
+
+    # ------------------------------------------------------------------ removal
+
+    def remove(self, client: KubeClient, owner: Owner | None, timeout: float) -> list[str]:
+        """Remove every agent object of ``owner``; the ones that could not be removed (empty when done).
+
+        Stops at the first failure (the cluster is probably unreachable) and reports that
+        object and every one after it.
+        """
+        applier = Applier(client, timeout)
+        for index, (otype, name, namespace) in enumerate(REMOVAL_ORDER):
+            try:
+                applier.remove(otype, name, namespace, owner)
+            except KubeApiError:
+                return [describe_ref(*entry) for entry in REMOVAL_ORDER[index:]]
+        return []
+
+    def forget(self, ctx: ReconcileContext, ref: ObjectRef) -> float | None:
+        """Deletion: remove the agent, then the finalizer; seconds until the next try while waiting."""
+        try:
+            obj = ctx.hub.get(ctx.kind.api_path(ref.namespace, ref.name), timeout=float(self.settings.connect_timeout))
+        except NotFoundError:
+            obj = None
+        self._forget_applied(ref.name)
+        with self._lock:
+            self._swept.pop(ref.name, None)
+            self._status.pop(ref.name, None)
+        if not isinstance(obj, Mapping) or not has_finalizer(obj) or not _meta(obj).get("deletionTimestamp"):
+            return None
+        owner = Owner(ref.namespace, ref.name)
+        error = ""
+        leftovers = [describe_ref(*entry) for entry in REMOVAL_ORDER]
+        try:
+            spec = self._spec_of(obj)
+            _, client = self._client(ctx, ref.name, ref.namespace, spec)
+            leftovers = self.remove(client, owner, self._timeout(spec))
+            if leftovers:
+                error = "the cluster did not answer"
+        except (AgentDeployError, KubeApiError, ValueError) as exc:
+            error = str(exc)
+        if not leftovers:
+            ctx.log.info("agent removed from the cluster; dropping the finalizer")
+            self._drop_finalizer(ctx, obj)
+            return None
+        waited = self._deleting_for(obj)
+        if waited < self.settings.agent_removal_timeout:
+            ctx.log.warning("removing the agent failed (%s); retrying, %.0f s left before giving up", error,
+                            self.settings.agent_removal_timeout - waited)
+            return min(REMOVAL_RETRY_SECONDS, max(self.settings.agent_removal_timeout - waited, 0.1))
+        message = (f"gave up removing the collector agent after {waited:.0f} s ({error}); left on the "
+                   f"managed cluster: {', '.join(leftovers)}")
+        ctx.log.warning("%s", message)
+        meta = _meta(obj)
+        try:
+            post_event(ctx.hub, InvolvedObject(ctx.kind.api_version, ctx.kind.kind, ref.name, ref.namespace,
+                                               str(meta.get("uid") or "")),
+                       "AgentLeftBehind", message, self.clock(), timeout=float(self.settings.connect_timeout))
+        except KubeApiError as exc:
+            ctx.log.warning("could not record the Event: %s", exc)
+        self._drop_finalizer(ctx, obj)
+        return None
+
+    def _deleting_for(self, obj: Mapping[str, Any]) -> float:
+        try:
+            since = parse_time(str(_meta(obj).get("deletionTimestamp")))
+        except (TypeError, ValueError):
+            return float("inf")
+        return (self.clock() - since).total_seconds()
+
+    @staticmethod
+    def _spec_of(obj: Mapping[str, Any]) -> ClusterConnectionSpec:
+        from clusterpulse_cluster.spec import InvalidSpecError, decode_spec
+
+        try:
+            return decode_spec(obj)
+        except InvalidSpecError as exc:
+            raise ValueError(str(exc)) from exc
+
+    # ------------------------------------------------------------------ sweep
+
+    def _sweep_due(self, cluster: str) -> bool:
+        now = self.clock()
+        with self._lock:
+            last = self._swept.get(cluster)
+            return last is None or (now - last).total_seconds() >= self.settings.agent_sweep_interval
+
+    def _sweep(self, ctx: ReconcileContext, client: KubeClient, me: Owner, spec: ClusterConnectionSpec) -> None:
+        """Remove agent objects on this cluster whose owning ClusterConnection is gone."""
+        if not self._sweep_due(me.name):
+            return
+        applier = Applier(client, self._timeout(spec))
+        exists: dict[Owner, bool] = {me: True}
+        removed: list[str] = []
+        try:
+            for otype, name, namespace in REMOVAL_ORDER:
+                owner = owner_of(applier.get_at(otype, name, namespace))
+                if owner is None:
+                    continue
+                if owner not in exists:
+                    exists[owner] = self._owner_exists(ctx, owner)
+                if not exists[owner] and applier.remove(otype, name, namespace, owner):
+                    removed.append(f"{describe_ref(otype, name, namespace)} (owner {owner})")
+        except KubeApiError as exc:
+            ctx.log.warning("agent sweep failed: %s", exc)
+            return
+        with self._lock:
+            self._swept[me.name] = self.clock()
+        if removed:
+            ctx.log.warning("agent sweep removed objects whose ClusterConnection is gone: %s", ", ".join(removed))
+
+    def _owner_exists(self, ctx: ReconcileContext, owner: Owner) -> bool:
+        try:
+            ctx.hub.get(ctx.kind.api_path(owner.namespace, owner.name), timeout=float(self.settings.connect_timeout))
+        except NotFoundError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ helpers
+
+    def _client(self, ctx: ReconcileContext, name: str, namespace: str,
+                spec: ClusterConnectionSpec) -> tuple[ClusterCredentials, KubeClient]:
+        try:
+            credentials = cluster_credentials(ctx.hub, api_url(spec.endpoint),
+                                              spec.credentials_ref.namespace or namespace, spec.credentials_ref.name)
+            return credentials, ctx.runtime.pool.get(name, credentials)
+        except CredentialsError as exc:
+            raise AgentDeployError(f"agent: failed to get cluster client: {exc}") from exc
+        except Exception as exc:
+            raise AgentDeployError(f"agent: failed to get cluster client: {type(exc).__name__}: {exc}") from exc
+
+    def _timeout(self, spec: ClusterConnectionSpec) -> float:
+        return float(connect_timeout(self.settings.connect_timeout, spec.monitoring.timeout))
+
+    def _silence_limit(self) -> float:
+        return float(getattr(self.settings, "agent_silence_limit", 90.0))
+
+    def _forget_applied(self, cluster: str) -> None:
+        with self._lock:
+            self._applied.pop(cluster, None)
+
+    def _add_finalizer(self, ctx: ReconcileContext, obj: Mapping[str, Any]) -> None:
+        if not has_finalizer(obj):
+            self._set_finalizers(ctx, obj, [*list(_meta(obj).get("finalizers") or ()), FINALIZER])
+
+    def _drop_finalizer(self, ctx: ReconcileContext, obj: Mapping[str, Any]) -> None:
+        try:
+            self._set_finalizers(ctx, obj, [f for f in _meta(obj).get("finalizers") or () if f != FINALIZER])
+        except NotFoundError:
+            pass
+
+    def _set_finalizers(self, ctx: ReconcileContext, obj: Mapping[str, Any], finalizers: list[str]) -> None:
+        # resourceVersion makes the patch fail (409, retried) if someone changed the list meanwhile.
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": _meta(obj).get("resourceVersion")}}
+        ctx.hub.merge_patch(ctx.kind.api_path(ctx.ref.namespace, ctx.ref.name), patch,
+                            timeout=float(self.settings.connect_timeout))
+
+    def _set_status(self, ctx: ReconcileContext, cluster: str, current: Any, status: AgentStatus | None) -> None:
+        with self._lock:
+            if status is None:
+                self._status.pop(cluster, None)
+            else:
+                self._status[cluster] = status
+        if status is None:
+            if current is not None:
+                ctx.patch_status({"agent": None})
+            return
+        field = AgentStatusField(status.deployed, status.version, status.connected,
+                                 format_time(status.last_heartbeat) if status.last_heartbeat else "")
+        if field.differs_from(current):
+            ctx.patch_status({"agent": unstructure(field)})
+
+
+__all__ = ["FINALIZER", "AgentDeployError", "AgentDeployer", "AgentStatusField", "covers", "has_finalizer"]

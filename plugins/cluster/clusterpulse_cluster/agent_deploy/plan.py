@@ -1,0 +1,143 @@
+"""What the hub wants on a managed cluster for one push-mode ClusterConnection (controllers.md §7.6)."""
+
+from __future__ import annotations
+
+import base64
+import re
+from importlib import metadata
+
+import attrs
+
+from clusterpulse_cluster.agent_deploy.objects import (
+    AGENT_NAME,
+    AGENT_NAMESPACE,
+    CA_CONFIGMAP,
+    CA_KEY,
+    CA_MOUNT,
+    DEPLOYMENT_LABELS,
+    TOKEN_SECRET,
+    AgentObject,
+    ClusterRole,
+    ClusterRoleBinding,
+    ConfigMap,
+    ConfigMapVolumeSource,
+    Container,
+    Deployment,
+    DeploymentSpec,
+    EnvVar,
+    EnvVarSource,
+    LabelSelector,
+    Namespace,
+    ObjectMeta,
+    Owner,
+    PodSpec,
+    PodTemplate,
+    ResourceList,
+    ResourceRequirements,
+    RoleRef,
+    Secret,
+    SecretKeySelector,
+    ServiceAccount,
+    Subject,
+    Volume,
+    VolumeMount,
+    owner_meta,
+)
+from clusterpulse_cluster.agent_deploy.rbac import agent_rules
+
+_DEV = re.compile(r"(^dev$)|(\.dev\d*)|(\+)")
+
+
+def controller_version() -> str:
+    """This controller's build version (the core distribution's), ``""`` when not installed."""
+    try:
+        return metadata.version("clusterpulse-core")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def image_tag(collector_version: str, build_version: str) -> str:
+    """§7.6: ``spec.collectorVersion``, else the controller's version; ``latest`` for a dev build."""
+    tag = collector_version.strip() or build_version.strip()
+    if not tag or _DEV.search(tag):
+        return "latest"
+    return tag
+
+
+def image_ref(image: str, tag: str) -> str:
+    """``<image>:<tag>``; an image pinned by digest (``@sha256:...``) is used as given."""
+    return image if "@" in image else f"{image}:{tag}"
+
+
+@attrs.frozen
+class AgentPlan:
+    """The inputs of one agent installation; :meth:`objects` turns them into the §7.6 objects."""
+
+    owner: Owner
+    cluster_name: str
+    ingester_address: str
+    token: str
+    image: str
+    version: str
+    command: tuple[str, ...] = ()
+    operator_scan_interval: int = 300
+    tls_enabled: bool = False
+    tls_server_name: str = ""
+    #: PEM bundle copied to the managed cluster (TLS without the system CA), else ``None``.
+    ca_bundle: str | None = None
+    read_types: tuple[tuple[str, str], ...] = ()
+
+    def objects(self) -> list[tuple[str, AgentObject]]:
+        """``(error prefix, object)`` in creation order (§7.6 table)."""
+        meta = self._meta
+        steps: list[tuple[str, AgentObject]] = [
+            ("namespace", Namespace(meta(AGENT_NAMESPACE))),
+            ("serviceaccount", ServiceAccount(meta(AGENT_NAME, AGENT_NAMESPACE))),
+            ("clusterrole", ClusterRole(meta(AGENT_NAME), agent_rules(self.read_types))),
+            ("clusterrolebinding", ClusterRoleBinding(
+                meta(AGENT_NAME), RoleRef(AGENT_NAME), (Subject(AGENT_NAME, AGENT_NAMESPACE),))),
+            ("secret", Secret(meta(TOKEN_SECRET, AGENT_NAMESPACE),
+                              {"token": base64.b64encode(self.token.encode()).decode()})),
+        ]
+        if self.ca_bundle is not None:
+            steps.append(("ingester CA", ConfigMap(meta(CA_CONFIGMAP, AGENT_NAMESPACE), {CA_KEY: self.ca_bundle})))
+        steps.append(("deployment", self.deployment()))
+        return steps
+
+    def _meta(self, name: str, namespace: str = "", labels: dict[str, str] | None = None) -> ObjectMeta:
+        return owner_meta(self.owner, name, namespace, labels)
+
+    def env(self) -> tuple[EnvVar, ...]:
+        """The container environment, in §7.6 order."""
+        env = [
+            EnvVar("CLUSTER_NAME", self.cluster_name),
+            EnvVar("INGESTER_ADDRESS", self.ingester_address),
+            EnvVar("COLLECTOR_TOKEN", value_from=EnvVarSource(SecretKeySelector(TOKEN_SECRET, "token"))),
+            EnvVar("OPERATOR_SCAN_INTERVAL", str(self.operator_scan_interval)),
+        ]
+        if self.tls_enabled:
+            env += [EnvVar("INGESTER_TLS_ENABLED", "true"), EnvVar("INGESTER_TLS_SERVER_NAME", self.tls_server_name)]
+            if self.ca_bundle is not None:
+                env.append(EnvVar("INGESTER_TLS_CA", f"{CA_MOUNT}/{CA_KEY}"))
+        return tuple(env)
+
+    def deployment(self) -> Deployment:
+        """The agent Deployment: one replica, one ``collector`` container."""
+        with_ca = self.tls_enabled and self.ca_bundle is not None
+        container = Container(
+            name="collector",
+            image=self.image,
+            command=self.command,
+            env=self.env(),
+            resources=ResourceRequirements(requests=ResourceList("50m", "128Mi"), limits=ResourceList("200m", "512Mi")),
+            volume_mounts=(VolumeMount(CA_CONFIGMAP, CA_MOUNT, True),) if with_ca else (),
+        )
+        pod = PodSpec(AGENT_NAME, (container,),
+                      (Volume(CA_CONFIGMAP, ConfigMapVolumeSource(CA_CONFIGMAP)),) if with_ca else ())
+        return Deployment(
+            self._meta(AGENT_NAME, AGENT_NAMESPACE, DEPLOYMENT_LABELS),
+            DeploymentSpec(
+                selector=LabelSelector({"app.kubernetes.io/name": AGENT_NAME}),
+                template=PodTemplate(ObjectMeta(labels=dict(DEPLOYMENT_LABELS)), pod),
+            ),
+        )
