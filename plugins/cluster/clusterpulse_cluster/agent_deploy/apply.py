@@ -23,6 +23,7 @@ from clusterpulse_cluster.agent_deploy.objects import (
     owner_of,
     to_wire,
 )
+from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.kube.client import ConflictError, KubeApiError, KubeClient, NotFoundError
 
 CREATED = "created"
@@ -30,6 +31,10 @@ UPDATED = "updated"
 UNCHANGED = "unchanged"
 #: A Namespace that existed before the hub came is used but never labelled or removed.
 FOREIGN = "foreign"
+
+
+#: What a call to a managed cluster raises when it fails (an API error, or the breaker is open).
+REMOTE_ERRORS = (KubeApiError, CircuitOpenError)
 
 
 class AgentDeployError(Exception):
@@ -92,8 +97,8 @@ class Applier:
             patch = {key: value for key, value in desired.items() if key not in ("apiVersion", "kind")}
             self.client.merge_patch(object_path(obj), patch, timeout=self.timeout)
             return UPDATED
-        except KubeApiError as exc:
-            raise AgentDeployError(f"{prefix}: {describe(obj)}: {exc}") from exc
+        except REMOTE_ERRORS as exc:
+            raise AgentDeployError(f"{prefix}: {describe(obj)}: {exc or type(exc).__name__}") from exc
 
     def get_at(self, otype: ObjectType, name: str, namespace: str) -> Any | None:
         """The live object at a removal-order entry, or ``None``."""
@@ -106,7 +111,7 @@ class Applier:
         """Delete the object if it exists and belongs to ``owner`` (any hub owner when ``None``).
 
         ``True`` when it was deleted or was absent, ``False`` when it is not ours (left
-        alone). Raises :class:`KubeApiError` when the cluster cannot be asked or refuses.
+        alone). Raises one of :data:`REMOTE_ERRORS` when the cluster cannot be asked or refuses.
         """
         live = self.get_at(otype, name, namespace)
         if live is None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from clusterpulse_cluster.agent_deploy.apply import UNCHANGED, AgentDeployError, Applier, covers
+from clusterpulse_cluster.agent_deploy.apply import REMOTE_ERRORS, UNCHANGED, AgentDeployError, Applier, covers
 from clusterpulse_cluster.agent_deploy.events import InvolvedObject, post_event
 from clusterpulse_cluster.agent_deploy.objects import REMOVAL_ORDER, Owner, describe_ref, owner_of, to_wire
 from clusterpulse_cluster.agent_deploy.plan import AgentPlan, controller_version, image_ref, image_tag
@@ -140,12 +140,12 @@ class AgentDeployer:
         if has_finalizer(obj):
             try:
                 _, client = self._client(ctx, name, namespace, spec)
-                leftovers = self.remove(client, owner, self._timeout(spec))
-            except (AgentDeployError, KubeApiError) as exc:
-                ctx.log.warning("switched to pull: removing the agent failed, will retry: %s", exc)
-                return
+                leftovers, error = self.remove(client, owner, self._timeout(spec))
+            except AgentDeployError as exc:
+                leftovers, error = ["all"], str(exc)
             if leftovers:
-                ctx.log.warning("switched to pull: not removed yet: %s", ", ".join(leftovers))
+                ctx.log.warning("switched to pull: removing the agent failed (%s), will retry; not removed: %s",
+                                error, ", ".join(leftovers))
                 return
             ctx.log.info("switched to pull: agent removed from the cluster")
             self._drop_finalizer(ctx, obj)
@@ -229,8 +229,8 @@ class AgentDeployer:
 
     # ------------------------------------------------------------------ removal
 
-    def remove(self, client: KubeClient, owner: Owner | None, timeout: float) -> list[str]:
-        """Remove every agent object of ``owner``; the ones that could not be removed (empty when done).
+    def remove(self, client: KubeClient, owner: Owner | None, timeout: float) -> tuple[list[str], str]:
+        """Remove every agent object of ``owner``: ``(objects not removed, error)``, ``([], "")`` when done.
 
         Stops at the first failure (the cluster is probably unreachable) and reports that
         object and every one after it.
@@ -239,9 +239,9 @@ class AgentDeployer:
         for index, (otype, name, namespace) in enumerate(REMOVAL_ORDER):
             try:
                 applier.remove(otype, name, namespace, owner)
-            except KubeApiError:
-                return [describe_ref(*entry) for entry in REMOVAL_ORDER[index:]]
-        return []
+            except REMOTE_ERRORS as exc:
+                return [describe_ref(*entry) for entry in REMOVAL_ORDER[index:]], str(exc) or type(exc).__name__
+        return [], ""
 
     def forget(self, ctx: ReconcileContext, ref: ObjectRef) -> float | None:
         """Deletion: remove the agent, then the finalizer; seconds until the next try while waiting."""
@@ -261,10 +261,8 @@ class AgentDeployer:
         try:
             spec = self._spec_of(obj)
             _, client = self._client(ctx, ref.name, ref.namespace, spec)
-            leftovers = self.remove(client, owner, self._timeout(spec))
-            if leftovers:
-                error = "the cluster did not answer"
-        except (AgentDeployError, KubeApiError, ValueError) as exc:
+            leftovers, error = self.remove(client, owner, self._timeout(spec))
+        except (AgentDeployError, ValueError) as exc:
             error = str(exc)
         if not leftovers:
             ctx.log.info("agent removed from the cluster; dropping the finalizer")
@@ -328,8 +326,8 @@ class AgentDeployer:
                     exists[owner] = self._owner_exists(ctx, owner)
                 if not exists[owner] and applier.remove(otype, name, namespace, owner):
                     removed.append(f"{describe_ref(otype, name, namespace)} (owner {owner})")
-        except KubeApiError as exc:
-            ctx.log.warning("agent sweep failed: %s", exc)
+        except REMOTE_ERRORS as exc:
+            ctx.log.warning("agent sweep failed: %s", exc or type(exc).__name__)
             return
         with self._lock:
             self._swept[me.name] = self.clock()

@@ -1,0 +1,384 @@
+"""Push mode: the hub installs, upgrades and removes the collector agent (controllers.md §7.6, C12).
+
+The managed cluster is a ``kube_api`` emulator reached by the real ``kubernetes`` client; the
+hub is another emulator; storage is a real Redis. Writes to the managed cluster are counted
+from the emulator's request log.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import three_node
+from cluster_support import CC_API, HUB_NAMESPACE, Harness
+from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
+from clusterpulse_cluster.agent_deploy.plan import controller_version, image_tag
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.runtime.manager import Manager
+
+INGESTER = "ingester.hub.example:9443"
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+NS = "clusterpulse-system"
+OBJECT_PATHS = {
+    "namespace": f"/api/v1/namespaces/{NS}",
+    "serviceaccount": f"/api/v1/namespaces/{NS}/serviceaccounts/clusterpulse-collector",
+    "clusterrole": "/apis/rbac.authorization.k8s.io/v1/clusterroles/clusterpulse-collector",
+    "clusterrolebinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/clusterpulse-collector",
+    "secret": f"/api/v1/namespaces/{NS}/secrets/clusterpulse-collector-token",
+    "deployment": f"/apis/apps/v1/namespaces/{NS}/deployments/clusterpulse-collector",
+}
+
+
+def managed(kube_api: Callable[..., Any]) -> Any:
+    """A managed cluster with three nodes (so the C3 pull fallback also succeeds)."""
+    return kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+
+
+def add_push(harness: Harness, name: str, cluster: Any, **spec: Any) -> None:
+    harness.add(name, cluster.url, token=three_node.TOKEN, collectionMode="push", ingesterAddress=INGESTER, **spec)
+
+
+def live(cluster: Any, what: str) -> Any:
+    """The object at one of OBJECT_PATHS on the managed cluster (``None`` when absent)."""
+    path = OBJECT_PATHS[what]
+    api_version = "v1" if path.startswith("/api/") else "/".join(path.split("/")[2:4])
+    parts = path.split("/")
+    name = parts[-1]
+    plural = parts[-2]
+    namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts[:-2] else None
+    return cluster.get(api_version, plural, name, namespace)
+
+
+def writes(cluster: Any, path_part: str = "") -> list[tuple[str, str]]:
+    return [(method, path) for method, path, _ in cluster.requests if method in WRITES and path_part in path]
+
+
+def wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def env_of(deployment: Any) -> list[dict[str, Any]]:
+    return list(deployment["spec"]["template"]["spec"]["containers"][0]["env"])
+
+
+# ---------------------------------------------------------------------------------- create
+
+
+def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    outcome = harness.reconcile("east")
+    assert outcome.ok, outcome.detail
+
+    for what in OBJECT_PATHS:
+        obj = live(cluster, what)
+        assert obj is not None, f"{what} was not created"
+        meta = obj["metadata"]
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "clusterpulse", what
+        assert meta["labels"]["clusterpulse.io/owner-namespace"] == HUB_NAMESPACE, what
+        assert meta["labels"]["clusterpulse.io/owner-name"] == "east", what
+        assert meta["annotations"]["clusterpulse.io/owner"] == f"{HUB_NAMESPACE}/east", what
+    assert live(cluster, "namespace") is not None
+
+    role = live(cluster, "clusterrole")
+    granted = {(group, resource) for rule in role["rules"] for group in rule["apiGroups"] for resource in rule["resources"]}
+    assert {("", "nodes"), ("", "pods"), ("", "namespaces"), ("apps", "deployments"), ("apps", "statefulsets"),
+            ("apps", "daemonsets"), ("", "services"), ("", "persistentvolumeclaims"),
+            ("operators.coreos.com", "clusterserviceversions"), ("operators.coreos.com", "subscriptions"),
+            ("config.openshift.io", "clusteroperators"), ("config.openshift.io", "clusterversions"),
+            ("route.openshift.io", "routes")} == granted
+    assert all(rule["verbs"] == ["get", "list", "watch"] for rule in role["rules"])
+    assert not any("*" in rule["resources"] or "*" in rule["apiGroups"] for rule in role["rules"])
+    route = next(rule for rule in role["rules"] if rule["resources"] == ["routes"])
+    assert route["resourceNames"] == ["console"]
+
+    binding = live(cluster, "clusterrolebinding")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": "clusterpulse-collector"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "clusterpulse-collector", "namespace": NS}]
+
+    token = live(cluster, "secret")
+    assert token["type"] == "Opaque"
+    assert base64.b64decode(token["data"]["token"]).decode() == three_node.TOKEN
+
+    deployment = live(cluster, "deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "clusterpulse-collector"}}
+    for labels in (deployment["metadata"]["labels"], deployment["spec"]["template"]["metadata"]["labels"]):
+        assert labels["app.kubernetes.io/component"] == "collector"
+        assert labels["app.kubernetes.io/part-of"] == "clusterpulse"
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "clusterpulse-collector"
+    (container,) = pod["containers"]
+    tag = image_tag("", controller_version())
+    assert container["name"] == "collector"
+    assert container["image"] == f"clusterpulse:{tag}"
+    assert container["command"] == ["clusterpulse", "agent"]
+    assert container["resources"] == {"requests": {"cpu": "50m", "memory": "128Mi"},
+                                      "limits": {"cpu": "200m", "memory": "512Mi"}}
+    assert env_of(deployment) == [
+        {"name": "CLUSTER_NAME", "value": "east"},
+        {"name": "INGESTER_ADDRESS", "value": INGESTER},
+        {"name": "COLLECTOR_TOKEN",
+         "valueFrom": {"secretKeyRef": {"name": "clusterpulse-collector-token", "key": "token"}}},
+        {"name": "OPERATOR_SCAN_INTERVAL", "value": "300"},
+    ]
+
+    cr = harness.cr("east")
+    assert FINALIZER in cr["metadata"]["finalizers"]
+    assert cr["status"]["agent"] == {"deployed": True, "version": tag, "connected": False}
+    stored = harness.json("cluster:east:status")
+    assert stored["agent"] == {"deployed": True, "version": tag, "connected": False}
+    # C3: the agent is not connected yet, so the cluster is collected by pull meanwhile.
+    assert cr["status"]["phase"] == "Connected"
+
+
+def test_tls_without_system_ca_copies_the_ca_and_mounts_it(make_harness: Callable[..., Harness],
+                                                           kube_api: Callable[..., Any]) -> None:
+    harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
+    harness.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+                        "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"}})
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    assert harness.reconcile("east").ok
+    ca = cluster.get("v1", "configmaps", "ingester-ca", NS)
+    assert ca["data"] == {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"}
+    deployment = live(cluster, "deployment")
+    assert env_of(deployment)[4:] == [
+        {"name": "INGESTER_TLS_ENABLED", "value": "true"},
+        {"name": "INGESTER_TLS_SERVER_NAME", "value": f"clusterpulse-ingester.{HUB_NAMESPACE}.svc"},
+        {"name": "INGESTER_TLS_CA", "value": "/etc/ingester-ca/service-ca.crt"},
+    ]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "ingester-ca", "mountPath": "/etc/ingester-ca", "readOnly": True}]
+    assert pod["volumes"] == [{"name": "ingester-ca", "configMap": {"name": "ingester-ca"}}]
+
+
+def test_a_missing_ca_configmap_is_an_error_status_naming_it(make_harness: Callable[..., Harness],
+                                                              kube_api: Callable[..., Any]) -> None:
+    harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    outcome = harness.reconcile("east")
+    assert not outcome.ok
+    status = harness.cr("east")["status"]
+    assert status["phase"] == "Error"
+    assert status["message"].startswith(f"ingester CA: failed to get CA ConfigMap {HUB_NAMESPACE}/ingester-ca: ")
+    assert status["agent"]["deployed"] is False
+
+
+def test_a_refused_write_lands_in_the_status_with_the_object_and_the_reason(
+        harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    cluster.fail(r"/clusterroles", status=403, method="POST")
+    add_push(harness, "east", cluster)
+    outcome = harness.reconcile("east")
+    assert not outcome.ok
+    status = harness.cr("east")["status"]
+    assert status["phase"] == "Error"
+    assert status["health"] == "unhealthy"
+    assert status["message"].startswith("clusterrole: ClusterRole clusterpulse-collector: ")
+    assert harness.json("cluster:east:status")["message"] == status["message"]
+    # Created before the failing step, in §7.6 order; nothing after it.
+    assert live(cluster, "serviceaccount") is not None
+    assert live(cluster, "deployment") is None
+    cluster.clear_failures()
+    assert harness.reconcile("east").ok
+    assert harness.cr("east")["status"]["phase"] == "Connected"
+    assert live(cluster, "deployment") is not None
+
+
+# ---------------------------------------------------------------------------------- C12
+
+
+def test_ten_unchanged_reconciles_write_nothing(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    assert harness.reconcile("east").ok
+    # What a real API server adds: defaulted container fields, strategy, extra labels by others.
+    deployment = live(cluster, "deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container.update(imagePullPolicy="IfNotPresent", terminationMessagePath="/dev/termination-log",
+                     terminationMessagePolicy="File")
+    deployment["spec"]["template"]["spec"].update(restartPolicy="Always", dnsPolicy="ClusterFirst",
+                                                  schedulerName="default-scheduler")
+    deployment["spec"].update(strategy={"type": "RollingUpdate"}, revisionHistoryLimit=10)
+    deployment["metadata"]["labels"]["team"] = "platform"
+    cluster.update(deployment)
+    cluster.clear_requests()
+
+    for _ in range(10):
+        assert harness.reconcile("east").ok
+    assert writes(cluster) == []
+    assert live(cluster, "deployment")["metadata"]["labels"]["team"] == "platform"
+
+
+def test_a_version_change_updates_the_deployment_exactly_once(harness: Harness,
+                                                              kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    assert harness.reconcile("east").ok
+    cluster.clear_requests()
+
+    cr = harness.cr("east")
+    cr["spec"]["collectorVersion"] = "1.4.2"
+    harness.hub.update(cr)
+    for _ in range(3):
+        assert harness.reconcile("east").ok
+    assert writes(cluster) == [("PATCH", OBJECT_PATHS["deployment"])]
+    assert live(cluster, "deployment")["spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:1.4.2"
+    assert harness.cr("east")["status"]["agent"]["version"] == "1.4.2"
+
+
+def test_image_tag_rule() -> None:
+    assert image_tag("2.0.1", "0.1.0") == "2.0.1"
+    assert image_tag("", "0.1.0") == "0.1.0"
+    assert image_tag("", "") == "latest"
+    assert image_tag("", "dev") == "latest"
+    assert image_tag("", "0.2.0.dev3") == "latest"
+    assert image_tag("", "0.1.0+g1234") == "latest"
+
+
+class ReadsWidgets:
+    """A plugin whose definitions read a third-party resource type inside the agent."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.types: list[tuple[str, str]] = []
+
+    @hookimpl
+    def clusterpulse_agent_read_types(self) -> Sequence[tuple[str, str]]:
+        return list(self.types)
+
+
+def test_a_new_resource_type_updates_the_role_once(make_harness: Callable[..., Harness],
+                                                   kube_api: Callable[..., Any]) -> None:
+    widgets = ReadsWidgets()
+    harness = make_harness(extra={"widgets": widgets})
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    assert harness.reconcile("east").ok
+    cluster.clear_requests()
+
+    widgets.types = [("example.com", "widgets"), ("apps", "replicasets")]
+    assert harness.reconcile("east").ok
+    assert harness.reconcile("east").ok
+    assert writes(cluster) == [("PATCH", OBJECT_PATHS["clusterrole"])]
+    rules = live(cluster, "clusterrole")["rules"]
+    assert {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list", "watch"]} in rules
+    apps = next(rule for rule in rules if rule["apiGroups"] == ["apps"])
+    assert apps["resources"] == ["daemonsets", "deployments", "replicasets", "statefulsets"]
+
+
+# ---------------------------------------------------------------------------------- removal
+
+
+def test_switching_to_pull_removes_everything_and_the_finalizer(harness: Harness,
+                                                               kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    assert harness.reconcile("east").ok
+    cr = harness.cr("east")
+    cr["spec"]["collectionMode"] = "pull"
+    harness.hub.update(cr)
+    assert harness.reconcile("east").ok
+    assert all(live(cluster, what) is None for what in OBJECT_PATHS)
+    cr = harness.cr("east")
+    assert FINALIZER not in (cr["metadata"].get("finalizers") or [])
+    assert "agent" not in cr["status"]
+    assert "agent" not in harness.json("cluster:east:status")
+
+
+def _manager(harness: Harness) -> Manager:
+    config = harness.runtime.config
+    harness.runtime.config = attrs.evolve(config, core=attrs.evolve(
+        config.core, metrics_bind_address="0", health_probe_bind_address="0"))
+    harness.plugin.clock = utcnow
+    return Manager(harness.runtime, identity="test")
+
+
+def test_delete_removes_every_object_then_the_finalizer(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    manager = _manager(harness)
+    manager.start()
+    try:
+        wait(lambda: live(cluster, "deployment") is not None, "the agent Deployment")
+        wait(lambda: FINALIZER in (harness.cr("east")["metadata"].get("finalizers") or []), "the finalizer")
+        harness.hub.delete(CC_API, "clusterconnections", "east", HUB_NAMESPACE)
+        wait(lambda: harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is None,
+             "the ClusterConnection to go")
+        assert [what for what in OBJECT_PATHS if live(cluster, what) is not None] == []
+        wait(lambda: harness.redis.get("cluster:east:status") is None, "the stored data to go")
+    finally:
+        manager.stop()
+
+
+def test_an_unreachable_cluster_holds_deletion_only_until_the_timeout(
+        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    harness = make_harness(settings={"agent_removal_timeout": 2.0})
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    manager = _manager(harness)
+    manager.start()
+    try:
+        wait(lambda: FINALIZER in (harness.cr("east")["metadata"].get("finalizers") or []), "the finalizer")
+        wait(lambda: (harness.cr("east").get("status") or {}).get("agent", {}).get("deployed") is True,
+             "the agent to be deployed")
+        cluster.stop()
+        started = time.monotonic()
+        harness.hub.delete(CC_API, "clusterconnections", "east", HUB_NAMESPACE)
+        time.sleep(0.5)
+        assert harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is not None, \
+            "deletion must wait for the removal"
+        wait(lambda: harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is None,
+             "the ClusterConnection to go after the timeout")
+        assert time.monotonic() - started >= 1.5
+        events = harness.hub.list("v1", "events", HUB_NAMESPACE)
+        (event,) = [e for e in events if e["involvedObject"]["name"] == "east"]
+        assert event["type"] == "Warning"
+        assert event["reason"] == "AgentLeftBehind"
+        assert event["involvedObject"]["kind"] == "ClusterConnection"
+        for left in ("Deployment clusterpulse-system/clusterpulse-collector", "ClusterRole clusterpulse-collector",
+                     "ClusterRoleBinding clusterpulse-collector", "Namespace clusterpulse-system"):
+            assert left in event["message"]
+    finally:
+        manager.stop()
+
+
+def test_the_sweep_removes_objects_whose_owner_went_while_the_controller_was_stopped(
+        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    harness = make_harness()
+    cluster = managed(kube_api)
+    add_push(harness, "old", cluster)
+    assert harness.reconcile("old").ok
+    assert live(cluster, "deployment") is not None
+    # The controller is down: someone drops the finalizer by hand and deletes the ClusterConnection,
+    # then registers the same cluster again in pull mode.
+    cr = harness.cr("old")
+    cr["metadata"]["finalizers"] = []
+    harness.hub.update(cr)
+    harness.hub.delete(CC_API, "clusterconnections", "old", HUB_NAMESPACE)
+    assert harness.hub.get(CC_API, "clusterconnections", "old", HUB_NAMESPACE) is None
+    harness.add("again", cluster.url, token=three_node.TOKEN)
+
+    fresh = make_harness()
+    manager = _manager(fresh)
+    manager.start()
+    try:
+        wait(lambda: all(live(cluster, what) is None for what in OBJECT_PATHS), "the sweep")
+    finally:
+        manager.stop()
+    assert cluster.list("v1", "nodes"), "only agent objects are removed"
