@@ -382,3 +382,26 @@ def test_the_sweep_removes_objects_whose_owner_went_while_the_controller_was_sto
     finally:
         manager.stop()
     assert cluster.list("v1", "nodes"), "only agent objects are removed"
+
+
+def test_a_namespace_that_was_there_before_is_used_but_never_labelled_or_removed(
+        harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    cluster.create({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": NS, "labels": {"owner": "platform-team"}}})
+    add_push(harness, "east", cluster)
+    assert harness.reconcile("east").ok
+    assert live(cluster, "namespace")["metadata"]["labels"] == {"owner": "platform-team"}
+    assert live(cluster, "deployment") is not None
+    harness.clock.advance(1)
+    cluster.clear_requests()
+    assert harness.reconcile("east").ok
+    assert writes(cluster) == []
+
+    cr = harness.cr("east")
+    cr["spec"]["collectionMode"] = "pull"
+    harness.hub.update(cr)
+    assert harness.reconcile("east").ok
+    assert live(cluster, "deployment") is None
+    assert live(cluster, "clusterrole") is None
+    assert live(cluster, "namespace") is not None, "a Namespace the hub did not create stays"

@@ -180,3 +180,19 @@ def test_new_objects_are_seen_on_the_next_run(fleet: Fleet) -> None:
     assert fleet.reconcile("cacti").ok
     assert _collections(fleet)["west"].resource_count == 3
     assert fleet.metric_source("cacti")["status"]["resourcesCollected"] == 6
+
+
+def test_compiled_sources_tell_push_agents_which_types_to_read(fleet: Fleet) -> None:
+    """``clusterpulse_agent_read_types``: the cluster plugin grants these to the agents it installs."""
+    def read_types() -> list[tuple[str, str]]:
+        return [t for answer in fleet.runtime.plugins.pm.hook.clusterpulse_agent_read_types() for t in answer]
+
+    assert read_types() == []
+    fleet.apply("cacti", SPEC)
+    fleet.apply("pods", {"source": {"apiVersion": "v1", "kind": "Pod"},
+                         "fields": [{"name": "phase", "path": ".status.phase"}]})
+    assert fleet.reconcile("cacti").ok and fleet.reconcile("pods").ok
+    # The hub does not serve Cactus: its plural is the pluraliser's guess (see the first test).
+    assert read_types() == [("", "pods"), (CUSTOM_API_VERSION.split("/")[0], "cactuses")]
+    fleet.delete("cacti")
+    assert read_types() == [("", "pods")]
