@@ -90,7 +90,8 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
     assert live(cluster, "namespace") is not None
 
     role = live(cluster, "clusterrole")
-    granted = {(group, resource) for rule in role["rules"] for group in rule["apiGroups"] for resource in rule["resources"]}
+    granted = {(group, resource) for rule in role["rules"]
+               for group in rule["apiGroups"] for resource in rule["resources"]}
     assert {("", "nodes"), ("", "pods"), ("", "namespaces"), ("apps", "deployments"), ("apps", "statefulsets"),
             ("apps", "daemonsets"), ("", "services"), ("", "persistentvolumeclaims"),
             ("operators.coreos.com", "clusterserviceversions"), ("operators.coreos.com", "subscriptions"),
