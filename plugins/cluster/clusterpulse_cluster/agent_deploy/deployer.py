@@ -2,9 +2,10 @@
 
 * A push-mode ClusterConnection gets the finalizer :data:`FINALIZER`, then the §7.6 objects
   on its cluster. While its agent is not connected every reconcile checks them (reads only
-  when nothing changed, DECISIONS C12); while it is connected they are re-applied only when
-  what the hub wants changed (image tag, token, MetricSource resource types, TLS), so a
-  version change rolls the Deployment even under a running agent.
+  when nothing changed, DECISIONS C12) and a failure is the reconcile's error; while it is
+  connected they are re-applied only when what the hub wants changed (image tag, token,
+  MetricSource resource types, TLS), so a version change rolls the Deployment even under a
+  running agent, and a failure is only logged.
 * Deletion, or a switch to pull, removes every object the hub created there, then the
   finalizer. An unreachable cluster holds a deletion at most ``agent_removal_timeout``
   seconds; then the finalizer goes anyway and the leftovers are named in a Warning Event on
@@ -128,10 +129,15 @@ class AgentDeployer:
             try:
                 credentials, client = self._client(ctx, name, namespace, spec)
                 self._deploy(ctx, client, self._plan(ctx, owner, spec, credentials.token, tag), connection, spec)
-            except AgentDeployError:
-                self._set_status(ctx, name, current, AgentStatus(False, tag, connection.connected,
+            except AgentDeployError as exc:
+                # A connected agent runs: the hub failing to reach the API server (a reason to use
+                # push mode at all) must not turn a working cluster into an error.
+                self._set_status(ctx, name, current, AgentStatus(connection.connected, tag, connection.connected,
                                                                  connection.last_heartbeat))
                 self._forget_applied(name)
+                if connection.connected:
+                    ctx.log.warning("the agent is connected, but checking its objects failed: %s", exc)
+                    return
                 raise
             self._set_status(ctx, name, current, AgentStatus(True, tag, connection.connected,
                                                              connection.last_heartbeat))
