@@ -92,6 +92,11 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def deployed_by_hub(agent_status: Any) -> bool:
+    """Whether ``status.agent`` says the hub installed the agent (and so manages it)."""
+    return isinstance(agent_status, Mapping) and agent_status.get("deployed") is True
+
+
 def has_finalizer(obj: Mapping[str, Any]) -> bool:
     """Whether the hub's cleanup finalizer is on the object."""
     return FINALIZER in (_meta(obj).get("finalizers") or ())
@@ -126,13 +131,20 @@ class AgentDeployer:
             self._add_finalizer(ctx, obj)
             connection = agent_connection(ctx, name, self.clock(), self._silence_limit())
             tag = image_tag(spec.collector_version, self.version())
+            if connection.connected and not deployed_by_hub(current) and not self._applied_for(name):
+                # An agent installed some other way is streaming: leave it alone. The hub takes
+                # over only if it disconnects (as upstream does).
+                self._set_status(ctx, name, current, AgentStatus(False, tag, True, connection.last_heartbeat))
+                return
             try:
                 credentials, client = self._client(ctx, name, namespace, spec)
-                self._deploy(ctx, client, self._plan(ctx, owner, spec, credentials.token, tag), connection, spec)
+                self._deploy(ctx, client, self._plan(ctx, owner, spec, credentials.token, tag), connection, spec,
+                             current)
             except AgentDeployError as exc:
                 # A connected agent runs: the hub failing to reach the API server (a reason to use
                 # push mode at all) must not turn a working cluster into an error.
-                self._set_status(ctx, name, current, AgentStatus(connection.connected, tag, connection.connected,
+                was_deployed = connection.connected and deployed_by_hub(current)
+                self._set_status(ctx, name, current, AgentStatus(was_deployed, tag, connection.connected,
                                                                  connection.last_heartbeat))
                 self._forget_applied(name)
                 if connection.connected:
@@ -179,12 +191,17 @@ class AgentDeployer:
             return self._status.get(cluster)
 
     def _deploy(self, ctx: ReconcileContext, client: KubeClient, plan: AgentPlan, connection: Connection,
-                spec: ClusterConnectionSpec) -> None:
+                spec: ClusterConnectionSpec, current: Any) -> None:
         steps = plan.objects()
         wire_form = [to_wire(obj) for _, obj in steps]
         with self._lock:
-            unchanged = self._applied.get(plan.cluster_name) == wire_form
-        if connection.connected and unchanged:
+            applied = self._applied.get(plan.cluster_name)
+            if connection.connected and applied is None and deployed_by_hub(current) \
+                    and current.get("version") == plan.version:
+                # First look since a start, at a connected agent of the wanted version: trust the
+                # status instead of reading the cluster; later changes of the plan are applied.
+                self._applied[plan.cluster_name] = applied = wire_form
+        if connection.connected and applied == wire_form:
             return
         applier = Applier(client, self._timeout(spec))
         for prefix, obj in steps:
@@ -365,6 +382,10 @@ class AgentDeployer:
 
     def _silence_limit(self) -> float:
         return float(getattr(self.settings, "agent_silence_limit", 90.0))
+
+    def _applied_for(self, cluster: str) -> bool:
+        with self._lock:
+            return cluster in self._applied
 
     def _forget_applied(self, cluster: str) -> None:
         with self._lock:
