@@ -281,6 +281,31 @@ def kube_api_cmd(ctx: click.Context, objects_dir: str | None, with_crds: bool, p
         fail(str(exc))
 
 
+@cli.group("plugin")
+def plugin_group() -> None:
+    """Tools for writing plugins."""
+
+
+@plugin_group.command("new")
+@click.argument("name")
+@click.option("--directory", "-d", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="where to create the package folder")
+def plugin_new(name: str, directory: str) -> None:
+    """Write a working plugin package clusterpulse-NAME/: pyproject with the entry point, a hook, a test.
+
+    It passes its own test right after installing: cd clusterpulse-NAME && pip install -e '.[test]' && pytest
+    """
+    from clusterpulse_core.scaffold import ScaffoldError, create
+
+    try:
+        root = create(name, directory)
+    except ScaffoldError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{directory}: {exc}")
+    click.echo(f"created {root}/ (plugin {name!r}): cd {root} && pip install -e '.[test]' && pytest")
+
+
 def _plugin_commands(group: click.Group, config_file: str | None) -> tuple[str, ...]:
     """Let every plugin that loads add its subcommands; returns the problems met while loading."""
     from clusterpulse_core.runtime.bootstrap import diagnose
