@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from clusterpulse_core.model import ClusterMetrics, ClusterOperatorInfo, NodeMetrics, OperatorInfo
+from clusterpulse_core.model import Alert, ClusterMetrics, ClusterOperatorInfo, NodeMetrics, OperatorInfo
 from clusterpulse_vmwriter.text import (
     LabelPairs,
     float_text,
@@ -66,7 +66,9 @@ CUSTOM_RESOURCE_PREFIX = "clusterpulse_custom_resource_"
 #: Label naming the group of a grouped (``groupBy``) aggregation result.
 GROUP_LABEL = "group"
 #: Label names the writer sets itself; ``extra_labels`` may not reuse them.
-BUILTIN_LABELS = frozenset({"cluster", "node", "operator", "source", GROUP_LABEL, "namespace", "name"})
+BUILTIN_LABELS = frozenset({"cluster", "node", "operator", "source", GROUP_LABEL, "alert", "severity", "resource",
+                            "namespace", "name"})
+ALERT_METRIC = "clusterpulse_alert_firing"
 
 
 def _int_text(value: Any) -> str:
@@ -186,3 +188,15 @@ def record_lines(kind: str, namespace: str, name: str, numbers: Mapping[str, Any
             continue
         lines.append(sample_line(record_metric(kind, number), labels, float_text(float(value)), ts_ms))
     return lines
+
+
+def alert_line(cluster: str, alert: Alert, firing: bool, ts_ms: int, extra: LabelPairs = ()) -> str:
+    """``clusterpulse_alert_firing{cluster,alert,severity,resource}``: 1 while firing, 0 once resolved.
+
+    ``resource`` (``<namespace>/<name>`` or ``<name>``) keeps two objects' alerts of one rule
+    apart, so resolving one does not zero the other.
+    """
+    resource = f"{alert.namespace}/{alert.resource_name}" if alert.namespace else alert.resource_name
+    labels = render_labels([("cluster", cluster), ("alert", alert.name), ("severity", alert.severity),
+                            ("resource", resource), *extra])
+    return sample_line(ALERT_METRIC, labels, "1" if firing else "0", ts_ms)

@@ -10,6 +10,8 @@ import attrs
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.pieces import (
     AggregationsPiece,
+    AlertPiece,
+    AlertResolution,
     ClusterMetricsPiece,
     ClusterOperatorsPiece,
     NodesPiece,
@@ -18,6 +20,7 @@ from clusterpulse_core.pieces import (
     RecordPiece,
 )
 from clusterpulse_vmwriter.lines import (
+    alert_line,
     cluster_lines,
     custom_resource_lines,
     node_lines,
@@ -100,6 +103,10 @@ def piece_lines(pieces: Sequence[Piece], received_ms: int,
             stream.append(f"record:{piece.key_prefix}:{piece.record_id}")
             lines += record_lines(piece.kind, piece.namespace, piece.name, piece.numbers,
                                   epoch_ms(piece.timestamp, received_ms), extra)
+        elif isinstance(piece, AlertPiece | AlertResolution):
+            if f"alerts:{piece.cluster}" not in stream:
+                stream.append(f"alerts:{piece.cluster}")
+            lines.append(alert_line(piece.cluster, piece.alert, isinstance(piece, AlertPiece), received_ms, extra))
     # Upstream writes both operator kinds of a cluster in one call: keep that line order.
     for cluster in dict.fromkeys([*operators, *cluster_operators]):
         olm = operators.get(cluster)
