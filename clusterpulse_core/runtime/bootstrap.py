@@ -161,7 +161,8 @@ def list_objects(runtime: Runtime, kind: ResourceKind) -> list[dict[str, Any]]:
     try:
         return list(runtime.hub.list_items(kind.api_path(namespace)))
     except NotFoundError:
-        log.warning("kind %s is not served by the hub (CRD not installed?)", kind.crd_name)
+        log.warning("kind %s is not served by the hub: install its CRD %s (kubectl apply -f the output of "
+                    "`clusterpulse crds`)", kind.kind, kind.crd_name)
         return []
 
 
