@@ -11,6 +11,10 @@ from clusterpulse_core.model.cluster import (
     CredentialsRef,
     Health,
     MonitoringRecord,
+    ObjectCounts,
+    PodPhaseCounts,
+    cluster_metrics,
+    usage_percent,
 )
 from clusterpulse_core.model.metricsource import (
     AggregationResults,
@@ -49,7 +53,9 @@ __all__ = [
     "NodeCondition",
     "NodeMetrics",
     "NodeStatus",
+    "ObjectCounts",
     "OperatorInfo",
+    "PodPhaseCounts",
     "RegistryCredentialsRef",
     "RegistryMetricsRecord",
     "RegistryMonitoringRecord",
@@ -57,4 +63,6 @@ __all__ = [
     "RegistryStatusRecord",
     "RelatedObject",
     "Taint",
+    "cluster_metrics",
+    "usage_percent",
 ]

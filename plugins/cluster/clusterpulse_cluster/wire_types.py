@@ -21,12 +21,13 @@ class ListMeta(msgspec.Struct):
     continue_: str = msgspec.field(default="", name="continue")
 
 
-class ObjectMeta(msgspec.Struct):
+class ObjectMeta(msgspec.Struct, rename="camel"):
     """The metadata fields read from nodes."""
 
     name: str = ""
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
+    creation_timestamp: datetime | None = None
 
 
 class NodeTaint(msgspec.Struct):
