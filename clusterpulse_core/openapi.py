@@ -80,18 +80,15 @@ def _defaulted_object(schema: Mapping[str, Any], value: Mapping[str, Any]) -> tu
         if not isinstance(sub, Mapping):
             continue
         current = value.get(key)
-        if current is None and not sub.get("nullable", False):
+        absent = key not in value
+        if absent or (current is None and not sub.get("nullable", False)):
             if "default" in sub:
-                current = copy.deepcopy(sub["default"])
-            elif key in value:
+                new, _ = _defaulted(sub, copy.deepcopy(sub["default"]))
+                out = dict(value) if out is None else out
+                out[key] = new
+            elif not absent:
                 out = dict(value) if out is None else out
                 del out[key]
-                continue
-            else:
-                continue
-            new, _ = _defaulted(sub, current)
-            out = dict(value) if out is None else out
-            out[key] = new
             continue
         new, changed = _defaulted(sub, current)
         if changed:
