@@ -1,13 +1,18 @@
-"""One ClusterConnection reconcile of a 500-node, 10,000-pod cluster served by the emulator.
+"""One ClusterConnection reconcile of a 500-node, 10,000-pod, 2,000-service cluster served by the emulator.
 
 Prints the CPU seconds of one reconcile cycle (``time.process_time`` of ``reconcile_object``;
 the emulator runs in a subprocess so its CPU is not counted; Redis is a real redis-server)
 and, measured in the same run on the same list payloads, the time to decode them with the
 plugin's typed partial decoders and with plain ``json.loads``, and the ratios.
 
-Target: <= 0.5 s CPU per cycle.
+It also prints what the readers' data adds (DECISIONS R1, R3), measured in the same run: the
+cluster-wide counts (services, statefulsets, daemonsets, PVCs, deployments: ``limit=1`` lists
+with ``remainingItemCount``), against counting by listing every service; and the capped resource
+lists, as the difference between cycles with ``RESOURCE_COLLECTION_ENABLED`` on and off.
 
-    .venv/bin/python benchmarks/bench_cluster_reconcile.py [--nodes 500] [--pods 10000] [--cycles 3]
+Target: <= 0.5 s CPU per cycle, everything included.
+
+    .venv/bin/python benchmarks/bench_cluster_reconcile.py [--nodes 500] [--pods 10000] [--services 2000]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.inventory import COUNTED_PATHS
 from clusterpulse_cluster.nodes import PodTally, tally_pods
 from clusterpulse_cluster.wire_types import node_list_decoder, pod_list_decoder
 
@@ -105,7 +111,23 @@ def pod(index: int, nodes: int) -> dict[str, Any]:
     }
 
 
-def write_objects(folder: Path, nodes: int, pods: int) -> None:
+def service(index: int) -> dict[str, Any]:
+    """A ClusterIP service with labels, a selector and two ports."""
+    name = f"svc-{index:05d}"
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": f"team-{index % 40}", "labels": {"app": name, "tier": "web"},
+                     "annotations": {"service.beta.kubernetes.io/description": "bench service " * 4}},
+        "spec": {"type": "ClusterIP", "clusterIP": f"172.30.{index // 250}.{index % 250}",
+                 "clusterIPs": [f"172.30.{index // 250}.{index % 250}"], "selector": {"app": name},
+                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+                           {"name": "metrics", "port": 9090, "targetPort": 9090, "protocol": "TCP"}],
+                 "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"},
+        "status": {"loadBalancer": {}},
+    }
+
+
+def write_objects(folder: Path, nodes: int, pods: int, services: int = 0) -> None:
     """The emulator's objects: the hub part (CRD, namespace, Secret, ClusterConnection) and the cluster."""
     kind = CLUSTER_CONNECTION
     hub = [
@@ -125,6 +147,8 @@ def write_objects(folder: Path, nodes: int, pods: int) -> None:
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": hub + namespaces}))
     (folder / "nodes.json").write_text(json.dumps({"kind": "List", "items": [node(i) for i in range(nodes)]}))
     (folder / "pods.json").write_text(json.dumps({"kind": "List", "items": [pod(i, nodes) for i in range(pods)]}))
+    (folder / "services.json").write_text(json.dumps({"kind": "List",
+                                                      "items": [service(i) for i in range(services)]}))
 
 
 def start_emulator(folder: Path) -> tuple[subprocess.Popen[str], str]:
@@ -160,48 +184,78 @@ def decode_times(client: KubeClient, repeat: int = 3) -> tuple[float, float, int
     return min(typed), min(plain), sum(len(p) for p in pages)
 
 
+def count_times(client: KubeClient, repeat: int = 5) -> tuple[float, float, int]:
+    """Best-of CPU seconds of the R1 counts (``KubeClient.count`` of every counted kind) and of
+    counting the services alone by listing them all (items decoded only to be counted)."""
+    counted, listed = [], []
+    services = 0
+    for _ in range(repeat):
+        start = time.process_time()
+        for path in COUNTED_PATHS.values():
+            client.count(path)
+        counted.append(time.process_time() - start)
+        start = time.process_time()
+        services = sum(len(json.loads(body).get("items") or ()) for body in
+                       client.list_pages("/api/v1/services", limit=PAGE_SIZE))
+        listed.append(time.process_time() - start)
+    return min(counted), min(listed), services
+
+
+def run_cycles(runtime: Any, hub: KubeClient, cycles: int) -> list[tuple[float, float]]:
+    """``cycles`` reconciles of the ClusterConnection ``big``: (CPU, wall) seconds each."""
+    times = []
+    for _ in range(cycles):
+        obj = hub.get(CLUSTER_CONNECTION.api_path(NAMESPACE, "big"))
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        outcome = reconcile_object(runtime, "cluster", CLUSTER_CONNECTION, obj)
+        times.append((time.process_time() - start_cpu, time.perf_counter() - start_wall))
+        if not outcome.ok:
+            raise SystemExit(f"reconcile failed: {outcome.detail}")
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--services", type=int, default=2_000)
     parser.add_argument("--cycles", type=int, default=3)
     args = parser.parse_args()
     redis_server = redis_process(require_binary("redis-server", "redis-server"))
     redis_server.start()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        write_objects(folder, args.nodes, args.pods)
+        write_objects(folder, args.nodes, args.pods, args.services)
         emulator, url = start_emulator(folder)
         try:
             config_file = folder / "clusterpulse.toml"
             config_file.write_text(
                 f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
                 f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_server.port}/0"\n')
-            config, host = load(str(config_file), env={})
             hub = KubeClient(make_api_client(url), timeout=120)
-            runtime = build_runtime(config, host, hub=hub)
-            runtime.pool.timeout = 120
             cc = {"apiVersion": CLUSTER_CONNECTION.api_version, "kind": "ClusterConnection",
                   "metadata": {"name": "big", "namespace": NAMESPACE},
                   "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}}}
             hub.request("POST", CLUSTER_CONNECTION.api_path(NAMESPACE), body=cc)
-            cycles = []
-            for _ in range(args.cycles):
-                obj = hub.get(CLUSTER_CONNECTION.api_path(NAMESPACE, "big"))
-                start_cpu, start_wall = time.process_time(), time.perf_counter()
-                outcome = reconcile_object(runtime, "cluster", CLUSTER_CONNECTION, obj)
-                cycles.append((time.process_time() - start_cpu, time.perf_counter() - start_wall))
-                if not outcome.ok:
-                    raise SystemExit(f"reconcile failed: {outcome.detail}")
+            timings: dict[str, list[tuple[float, float]]] = {}
+            for label, env in (("full", {}), ("no-lists", {"RESOURCE_COLLECTION_ENABLED": "false"})):
+                config, host = load(str(config_file), env=env)
+                runtime = build_runtime(config, host, hub=hub)
+                runtime.pool.timeout = 120
+                timings[label] = run_cycles(runtime, hub, args.cycles)
+                runtime.store.close()
+                runtime.pool.close()
+            cycles = timings["full"]
             typed, plain, size = decode_times(hub)
-            runtime.store.close()
-            runtime.pool.close()
+            counts, listed, services = count_times(hub)
         finally:
             emulator.terminate()
             emulator.wait(30)
             redis_server.cleanup()
     cpu = min(c for c, _ in cycles)
-    print(f"cluster: {args.nodes} nodes, {args.pods} pods, pages of {PAGE_SIZE}, {size / 1e6:.1f} MB of list JSON")
+    without_lists = min(c for c, _ in timings["no-lists"])
+    print(f"cluster: {args.nodes} nodes, {args.pods} pods, {services} services, pages of {PAGE_SIZE}, "
+          f"{size / 1e6:.1f} MB of node+pod list JSON (busy shared machine: figures vary run to run)")
     for index, (c, w) in enumerate(cycles, 1):
         print(f"cycle {index}: {c:.3f} s CPU, {w:.3f} s wall")
     print(f"reconcile CPU per cycle (best): {cpu:.3f} s  (target <= {TARGET_CPU_SECONDS} s: "
@@ -209,6 +263,10 @@ def main() -> None:
     print(f"decode node+pod pages, typed partial decode + tally: {typed:.3f} s")
     print(f"decode node+pod pages, plain json.loads:             {plain:.3f} s")
     print(f"ratio json.loads / typed decode: {plain / typed:.1f}x; reconcile CPU / json.loads: {cpu / plain:.2f}")
+    print(f"added by R1 counts ({len(COUNTED_PATHS)} kinds, limit=1 + remainingItemCount): {counts * 1000:.1f} ms CPU"
+          f"  vs counting the {services} services by listing them: {listed * 1000:.1f} ms CPU")
+    print(f"added by R3 resource lists (capped): {(cpu - without_lists) * 1000:.0f} ms CPU per cycle "
+          f"(cycle {without_lists:.3f} s without them, {cpu:.3f} s with)")
 
 
 if __name__ == "__main__":
