@@ -443,19 +443,32 @@ def test_get_public_cluster_health(client: redis.Redis) -> None:
         parse_time(status["last_check"])
 
 
-def test_auth_and_policy_lookups(client: redis.Redis) -> None:
-    """``/auth/*`` and every authorized request: the policy keys are the policy controller's; we leave
-    them alone, so a seeded policy (readers.md §4) is found by the readers' lookups."""
-    ours = [k for k in client.scan_iter(count=1000)
-            if k.split(":", 1)[0] in ("policy", "policies", "user", "rbac", "audit")]
-    assert ours == []
+def test_auth_endpoints(client: redis.Redis) -> None:
+    """``/auth/*``: ``/logout`` and ``/cache/clear`` delete the API's own user and RBAC cache keys; the
+    controller writes none of them, so clearing them loses none of our data."""
+    before = set(client.scan_iter(count=1000))
+    assert not [k for k in before if k.split(":", 1)[0] in ("user", "rbac")]
+    client.set("user:groups:dev-user", '["developers"]')
+    client.set("user:permissions:dev-user", "{}")
+    client.delete("user:groups:dev-user", "user:permissions:dev-user",
+                  *client.scan_iter(match="rbac:decision:*"), *client.scan_iter(match="rbac:custom:*"))
+    assert set(client.scan_iter(count=1000)) == before
+
+
+def test_policy_lookups_of_every_authorized_request(client: redis.Redis) -> None:
+    """Every authorized request: ``ZREVRANGE policy:<who>:sorted`` and ``HGET <policy> data``. The policy
+    keys are the policy controller's; we leave them alone, so a seeded policy (readers.md §4) is found."""
+    assert [k for k in client.scan_iter(count=1000) if k.split(":", 1)[0] in ("policy", "policies", "audit")] == []
     client.hset("policy:clusterpulse:compat-allow-all", mapping={"data": '{"policy_name": "compat-allow-all"}',
                                                                 "priority": "1000"})
     client.zadd("policy:group:developers:sorted", {"policy:clusterpulse:compat-allow-all": 1000})
-    found = client.zrevrange("policy:group:developers:sorted", 0, -1, withscores=True)
-    assert found == [("policy:clusterpulse:compat-allow-all", 1000.0)]
-    assert msgspec.json.decode(client.hget(found[0][0], "data"))["policy_name"] == "compat-allow-all"
-    client.delete("policy:clusterpulse:compat-allow-all", "policy:group:developers:sorted")
+    try:
+        found = client.zrevrange("policy:group:developers:sorted", 0, -1, withscores=True)
+        assert found == [("policy:clusterpulse:compat-allow-all", 1000.0)]
+        assert msgspec.json.decode(client.hget(found[0][0], "data"))["policy_name"] == "compat-allow-all"
+        assert client.zrevrange("policy:user:dev-user:sorted", 0, -1) == []
+    finally:
+        client.delete("policy:clusterpulse:compat-allow-all", "policy:group:developers:sorted")
 
 
 def test_health_and_ready(client: redis.Redis) -> None:
