@@ -2,9 +2,9 @@
 
 One critical collector produces the NodesPiece, the ClusterMetricsPiece (the 24 totals of
 DECISIONS R1) and the NamespacesPiece (DECISIONS C2) from a single listing of nodes and pods;
-deployments, services, statefulsets, daemonsets and PVCs are counted without being listed. Pages are decoded
-with typed partial decoders and dropped as soon as they are tallied, so memory is bounded
-by the page size, not the cluster size.
+deployments, services, statefulsets, daemonsets and PVCs are counted without being listed.
+Pages are decoded with typed partial decoders and dropped as soon as they are tallied, so
+memory is bounded by the page size, not the cluster size.
 """
 
 from __future__ import annotations
