@@ -15,10 +15,12 @@ import redis
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
 from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, running_fleet
 from clusterpulse_core.demo.summary import (
+    format_alerts,
     format_fleet,
     format_registries,
     format_sources,
     key_patterns,
+    read_alerts,
     read_fleet,
     read_registries,
     read_sources,
@@ -28,8 +30,10 @@ from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.testing.servers import ServerUnavailable, docker_registry_process, redis_process
 
-#: What the demo enables: storage first, then the kinds it has sample objects for.
-DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource")
+#: What the demo enables: storage first, then the kinds it has sample objects for, then alerts.
+DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts")
+#: Plugin sections of the demo: alerts fire at once (a demo runs for seconds, not the rules' ``for``).
+DEMO_SETTINGS: dict[str, dict[str, object]] = {"alerts": {"default_for": 0.0}}
 CYCLE_TIMEOUT = 120.0
 
 
@@ -122,7 +126,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
         kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
         core = CoreSettings(plugins=DEMO_PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                             metrics_bind_address="0", health_probe_bind_address="0")
-        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}}, source="demo")
+        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}, **DEMO_SETTINGS}, source="demo")
         config = finish_config(raw, host.settings_classes(), env={})
         host.configure(config)
         echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
@@ -138,7 +142,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
         try:
             summary = "\n\n".join(part for part in (
                 format_fleet(read_fleet(client)), format_registries(read_registries(client)),
-                format_sources(read_sources(client))) if part)
+                format_alerts(read_alerts(client)), format_sources(read_sources(client))) if part)
             keys = key_patterns(client)
         finally:
             client.close()

@@ -4,6 +4,7 @@ Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
 """
 
+from clusterpulse_core.model.alert import Alert, Severity
 from clusterpulse_core.model.cluster import (
     ClusterMetrics,
     ClusterSpecRecord,
@@ -39,6 +40,7 @@ from clusterpulse_core.model.registry import (
 
 __all__ = [
     "AggregationResults",
+    "Alert",
     "ClusterMetrics",
     "ClusterOperatorCondition",
     "ClusterOperatorInfo",
@@ -62,6 +64,7 @@ __all__ = [
     "RegistrySpecRecord",
     "RegistryStatusRecord",
     "RelatedObject",
+    "Severity",
     "Taint",
     "cluster_metrics",
     "usage_percent",

@@ -350,14 +350,15 @@ def test_get_cluster_alerts(client: redis.Redis) -> None:
 
 
 def test_get_cluster_events(client: redis.Redis) -> None:
-    """``GET /clusters/<c>/events``: ``LRANGE events:<c> 0 99``, newest first, one per reconcile."""
+    """``GET /clusters/<c>/events``: ``LRANGE events:<c> 0 99``, newest first, one reconcile event per cycle."""
     for cluster in CLUSTERS:
         events = [msgspec.json.decode(item) for item in client.lrange(f"events:{cluster}", 0, 99)]
-        assert len(events) == 2, f"{cluster}: two cycles"  # one cluster.reconciled per cycle
-        for event in events:
-            assert event["type"] == "cluster.reconciled" and event["cluster"] == cluster
-            assert event["data"]["health"] == "healthy"
-            parse_time(event["timestamp"])
+        reconciled = [e for e in events if e["type"] == "cluster.reconciled"]
+        assert len(reconciled) == 2, f"{cluster}: two cycles"
+        assert all(e["data"]["health"] == "healthy" for e in reconciled)
+        for event in events:  # alert events (R4) share the list
+            assert isinstance(event["type"], str) and event["cluster"] == cluster
+            assert event["data"] is None or isinstance(event["data"], dict)
         times = [parse_time(e["timestamp"]) for e in events]
         assert times == sorted(times, reverse=True)
 
