@@ -36,6 +36,11 @@ def node_metrics(cluster_name: str, node_name: str) -> str:
     return f"cluster:{cluster_name}:node:{node_name}:metrics"
 
 
+def node_conditions(cluster_name: str, node_name: str) -> str:
+    """``cluster:<c>:node:<node>:conditions`` — one field per condition type (DECISIONS R2)."""
+    return f"cluster:{cluster_name}:node:{node_name}:conditions"
+
+
 def cluster_operator(cluster_name: str, operator: str) -> str:
     """``cluster:<c>:cluster_operator:<op>``."""
     return f"cluster:{cluster_name}:cluster_operator:{operator}"
