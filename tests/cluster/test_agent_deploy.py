@@ -407,3 +407,12 @@ def test_a_namespace_that_was_there_before_is_used_but_never_labelled_or_removed
     assert live(cluster, "deployment") is None
     assert live(cluster, "clusterrole") is None
     assert live(cluster, "namespace") is not None, "a Namespace the hub did not create stays"
+
+
+def test_owner_annotations_from_a_managed_cluster_are_validated() -> None:
+    from clusterpulse_cluster.agent_deploy.objects import Owner
+
+    assert Owner.parse("clusterpulse/east") == Owner("clusterpulse", "east")
+    assert Owner.parse("clusterpulse/east.lab-1") == Owner("clusterpulse", "east.lab-1")
+    for bad in ("", "east", "/east", "clusterpulse/", "x/../../secrets/s", "Upper/east", "a/b/c", "ns/" + "x" * 254):
+        assert Owner.parse(bad) is None, bad

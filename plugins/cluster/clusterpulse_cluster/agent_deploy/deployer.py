@@ -358,10 +358,13 @@ class AgentDeployer:
             ctx.log.warning("agent sweep removed objects whose ClusterConnection is gone: %s", ", ".join(removed))
 
     def _owner_exists(self, ctx: ReconcileContext, owner: Owner) -> bool:
+        """Only a 404 from the hub counts as gone: when unsure (forbidden, timeout), keep the objects."""
         try:
             ctx.hub.get(ctx.kind.api_path(owner.namespace, owner.name), timeout=float(self.settings.connect_timeout))
         except NotFoundError:
             return False
+        except KubeApiError as exc:
+            ctx.log.info("agent sweep: cannot tell whether %s exists (%s); keeping its objects", owner, exc)
         return True
 
     # ------------------------------------------------------------------ helpers

@@ -31,6 +31,8 @@ DEPLOYMENT_LABELS = {
     "app.kubernetes.io/component": "collector",
     "app.kubernetes.io/part-of": "clusterpulse",
 }
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
@@ -343,9 +345,12 @@ class Owner:
 
     @classmethod
     def parse(cls, text: str) -> Owner | None:
-        """The owner named by an ``OWNER_ANNOTATION`` value (``None`` if malformed)."""
+        """The owner named by an ``OWNER_ANNOTATION`` value; ``None`` unless both parts are valid
+        Kubernetes names (the text comes from a managed cluster and ends up in a hub API path)."""
         namespace, sep, name = text.partition("/")
-        return cls(namespace, name) if sep and namespace and name else None
+        if sep and _DNS_LABEL.match(namespace) and _DNS_SUBDOMAIN.match(name):
+            return cls(namespace, name)
+        return None
 
 
 def owner_meta(owner: Owner, name: str, namespace: str = "", labels: dict[str, str] | None = None) -> ObjectMeta:
