@@ -176,7 +176,7 @@ def test_a_missing_ca_configmap_is_an_error_status_naming_it(make_harness: Calla
     status = harness.cr("east")["status"]
     assert status["phase"] == "Error"
     assert status["message"].startswith(f"ingester CA: failed to get CA ConfigMap {HUB_NAMESPACE}/ingester-ca: ")
-    assert status["agent"]["deployed"] is False
+    assert status["agent"] == {"deployed": False, "version": "", "connected": False}
 
 
 def test_a_refused_write_lands_in_the_status_with_the_object_and_the_reason(

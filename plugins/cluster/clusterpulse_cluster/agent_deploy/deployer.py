@@ -134,7 +134,8 @@ class AgentDeployer:
             if connection.connected and not deployed_by_hub(current) and not self._applied_for(name):
                 # An agent installed some other way is streaming: leave it alone. The hub takes
                 # over only if it disconnects (as upstream does).
-                self._set_status(ctx, name, current, AgentStatus(False, tag, True, connection.last_heartbeat))
+                self._set_status(ctx, name, current, AgentStatus(False, connection.version, True,
+                                                                 connection.last_heartbeat))
                 return
             try:
                 credentials, client = self._client(ctx, name, namespace, spec)
@@ -143,8 +144,10 @@ class AgentDeployer:
             except AgentDeployError as exc:
                 # A connected agent runs: the hub failing to reach the API server (a reason to use
                 # push mode at all) must not turn a working cluster into an error.
+                # The status keeps the version last deployed, so the change is tried again.
                 was_deployed = connection.connected and deployed_by_hub(current)
-                self._set_status(ctx, name, current, AgentStatus(was_deployed, tag, connection.connected,
+                previous = str(current.get("version") or "") if isinstance(current, Mapping) else ""
+                self._set_status(ctx, name, current, AgentStatus(was_deployed, previous, connection.connected,
                                                                  connection.last_heartbeat))
                 self._forget_applied(name)
                 if connection.connected:
