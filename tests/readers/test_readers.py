@@ -51,8 +51,23 @@ RESOURCE_LISTS = ("pods", "deployments", "services", "statefulsets", "daemonsets
 @functools.cache
 def _cluster_documents(cluster: str) -> tuple[dict[str, Any], ...]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return tuple(doc for path in sorted((FLEET_DIR / "clusters" / cluster).glob("*.yaml"))
-                 for doc in yaml.load_all(path.read_text(), Loader=loader) if doc)
+    seeded = tuple(doc for path in sorted((FLEET_DIR / "clusters" / cluster).glob("*.yaml"))
+                   for doc in yaml.load_all(path.read_text(), Loader=loader) if doc)
+    return seeded + (_AGENT_OBJECTS if _push_mode(cluster) else ())
+
+
+#: What the hub installs on a push-mode cluster and the collectors count (docs/agent-deploy.md).
+_AGENT_OBJECTS: tuple[dict[str, Any], ...] = (
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "clusterpulse-system"}},
+    {"apiVersion": "apps/v1", "kind": "Deployment",
+     "metadata": {"name": "clusterpulse-collector", "namespace": "clusterpulse-system"}, "spec": {"replicas": 1}},
+)
+
+
+def _push_mode(cluster: str) -> bool:
+    text = (FLEET_DIR / "hub" / "clusterconnections.yaml").read_text()
+    return any(doc and doc["metadata"]["name"] == cluster and doc["spec"].get("collectionMode") == "push"
+               for doc in yaml.safe_load_all(text))
 
 
 def fixture_objects(cluster: str, kind: str) -> list[dict[str, Any]]:
