@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -70,7 +71,8 @@ def run_collectors(collectors: Sequence[Collector], target: ClusterTarget,
     own = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=len(collectors), thread_name_prefix="collect")
     try:
-        futures = [(c, pool.submit(c.collect, target)) for c in collectors]
+        # Each collector runs in a copy of the caller's context, so the reconcile deadline follows it.
+        futures = [(c, pool.submit(contextvars.copy_context().run, c.collect, target)) for c in collectors]
         pieces: list[Piece] = []
         errors: dict[str, str] = {}
         critical: CriticalCollectorError | None = None

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from prometheus_client import CollectorRegistry
 
+from clusterpulse_core import deadline
 from clusterpulse_core.config import Config
 from clusterpulse_core.contributions import Contributions
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import Piece
@@ -31,6 +33,8 @@ class Runtime:
     store: Store
     pool: ClientPool
     metrics: CollectorRegistry = attrs.field(factory=CollectorRegistry)
+    #: The write fence every status patch and store checks (closed on shutdown or a lost Lease).
+    fence: Fence = attrs.field(factory=Fence)
 
     @property
     def namespace(self) -> str:
@@ -81,7 +85,14 @@ class ReconcileContext:
         self.runtime.store.put(*pieces)
 
     def patch_status(self, status: Mapping[str, Any]) -> Any:
-        """Merge-patch ``status`` into the object's status subresource (only the given keys)."""
+        """Merge-patch ``status`` into the object's status subresource (only the given keys).
+
+        Refused with :class:`clusterpulse_core.fence.FencedError` when this replica may not write;
+        under leader election the patch must finish while the Lease hold is still valid.
+        """
         path = self.kind.api_path(self.ref.namespace, self.ref.name)
         suffix = "/status" if self.kind.status_subresource else ""
-        return self.hub.merge_patch(path + suffix, {"status": dict(status)})
+        fence = self.runtime.fence
+        fence.check("status patch")
+        with deadline.within(fence.remaining()):
+            return self.hub.merge_patch(path + suffix, {"status": dict(status)})

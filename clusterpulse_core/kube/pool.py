@@ -12,7 +12,7 @@ from collections.abc import Callable
 import attrs
 
 from clusterpulse_core.breaker import CircuitBreaker
-from clusterpulse_core.kube.client import KubeClient, make_api_client
+from clusterpulse_core.kube.client import DEFAULT_MAX_RESPONSE_BYTES, KubeClient, make_api_client
 from clusterpulse_core.kube.credentials import ClusterCredentials
 
 log = logging.getLogger(__name__)
@@ -36,9 +36,11 @@ class ClientPool:
 
     def __init__(self, max_idle: float = 1800.0, timeout: float = 30.0,
                  breaker_factory: Callable[[], CircuitBreaker] = CircuitBreaker,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.max_idle = max_idle
         self.timeout = timeout
+        self.max_bytes = max_bytes
         self._breaker_factory = breaker_factory
         self._clock = clock
         self._lock = threading.Lock()
@@ -61,7 +63,7 @@ class ClientPool:
                 with os.fdopen(fd, "w") as fh:
                     fh.write(credentials.ca_pem)
             api = make_api_client(credentials.endpoint, credentials.token, ca_file=ca_file or None)
-            client = KubeClient(api, name=name, timeout=self.timeout, breaker=breaker)
+            client = KubeClient(api, name=name, timeout=self.timeout, breaker=breaker, max_bytes=self.max_bytes)
             self._entries[name] = _Entry(client, credentials, self._clock(), ca_file)
             return client
 

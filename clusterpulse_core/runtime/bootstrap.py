@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from clusterpulse_core.config import Config, finish_config, read_config
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
 from clusterpulse_core.kube.hub import hub_client
@@ -39,10 +40,14 @@ def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = Non
                   metrics: CollectorRegistry | None = None) -> Runtime:
     """Assemble the runtime: hub client, store fan-out over every backend, client pool."""
     registry = metrics or CollectorRegistry()
-    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
-    store = Store(host.storage_backends(), registry=registry)
-    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout)
-    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry)
+    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout,
+                            max_bytes=config.core.max_response_bytes)
+    fence = Fence()
+    fence.register_metrics(registry)
+    store = Store(host.storage_backends(), registry=registry, fence=fence)
+    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout,
+                      max_bytes=config.core.max_response_bytes)
+    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence)
 
 
 def start_plugins(runtime: Runtime) -> None:

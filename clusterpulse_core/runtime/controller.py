@@ -11,6 +11,11 @@ plugin:
 
 An exception is retried with the item's exponential backoff; a :class:`TerminalError` is
 logged and not retried; a success resets the backoff.
+
+Every reconcile runs under a wall-clock deadline (``reconcile_timeout``, see
+:mod:`clusterpulse_core.deadline`): remote calls past it fail, so the reconcile fails like any
+other error. A worker still busy well after its deadline is reported by :meth:`Controller.stuck`
+(``/readyz`` lists it).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from clusterpulse_core import deadline
 from clusterpulse_core.context import ObjectLogger, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
 from clusterpulse_core.runtime.informer import Informer, Obj
@@ -80,6 +86,8 @@ class Controller:
         self.metrics = metrics
         self.workers = max(1, workers if workers is not None else kind.workers)
         self._threads: list[threading.Thread] = []
+        self._busy: dict[str, tuple[ObjectRef, float]] = {}
+        self._busy_lock = threading.Lock()
         informer.add_handler(self)
 
     @property
@@ -142,6 +150,27 @@ class Controller:
             log.warning("controller %s: reconciles still running after %.1f s grace", self.name, grace)
         return finished
 
+    @property
+    def reconcile_timeout(self) -> float:
+        """The wall-clock deadline of one reconcile of this kind, seconds."""
+        return float(self.runtime.config.core.reconcile_timeout)
+
+    def stuck(self, slack: float = 5.0) -> list[str]:
+        """Workers busy with one object for longer than the reconcile deadline plus ``slack``."""
+        limit = self.reconcile_timeout + slack
+        now = time.monotonic()
+        with self._busy_lock:
+            busy = list(self._busy.items())
+        return [f"controller {self.name}: {thread} busy with {ref} for {now - since:.0f}s (deadline "
+                f"{self.reconcile_timeout:g}s)" for thread, (ref, since) in busy if now - since > limit]
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the worker threads to end; False if some still run."""
+        end = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(end - time.monotonic(), 0.0))
+        return not any(thread.is_alive() for thread in self._threads)
+
     def _work(self) -> None:
         while True:
             ref = self.queue.get(WORKER_POLL)
@@ -149,11 +178,17 @@ class Controller:
                 if self.queue.shutting_down:
                     return
                 continue
+            thread = threading.current_thread().name
+            with self._busy_lock:
+                self._busy[thread] = (ref, time.monotonic())
             try:
-                self.process(ref)
+                with deadline.within(self.reconcile_timeout):
+                    self.process(ref)
             except Exception:
                 log.exception("controller %s: unexpected failure processing %s", self.name, ref)
             finally:
+                with self._busy_lock:
+                    self._busy.pop(thread, None)
                 self.queue.done(ref)
 
     def process(self, ref: ObjectRef) -> None:
