@@ -46,7 +46,8 @@ def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = Non
     fence.register_metrics(registry)
     store = Store(host.storage_backends(), registry=registry, fence=fence)
     pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout,
-                      max_bytes=config.core.max_response_bytes)
+                      max_bytes=config.core.max_response_bytes,
+                      max_in_flight=config.core.cluster_max_in_flight)
     return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence)
 
 

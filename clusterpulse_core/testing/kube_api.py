@@ -34,7 +34,7 @@ import aiohttp.web
 import kubernetes.client
 import yaml
 
-from .kube_api_http import DEFAULT_VERSION, Backend, Controls, KubeAPIHandler, builtin_resource_types
+from .kube_api_http import DEFAULT_VERSION, Backend, Controls, KubeAPIHandler, WriteRecord, builtin_resource_types
 from .kube_api_store import CRD_GROUP, ObjectStore
 from .kube_api_util import ApiError
 
@@ -271,6 +271,11 @@ class KubeAPI:
     def requests(self) -> builtins.list[tuple[str, str, dict[str, str]]]:
         """The served requests as (method, path, query), oldest first (bounded)."""
         return self._controls.requests()
+
+    @property
+    def writes(self) -> builtins.list[WriteRecord]:
+        """Every write request (POST/PUT/PATCH/DELETE) with the writer's User-Agent, oldest first."""
+        return self._controls.writes()
 
     def clear_requests(self) -> None:
         """Forget the request log."""

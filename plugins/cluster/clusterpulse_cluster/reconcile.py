@@ -19,11 +19,13 @@ from clusterpulse_cluster.spec import (
     reconcile_interval,
     validate_spec,
 )
+from clusterpulse_core import deadline
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
+from clusterpulse_core.kube.pool import ClusterBusyError
 from clusterpulse_core.model import ClusterStatusRecord, Health
 from clusterpulse_core.pieces import (
     ClusterDeletion,
@@ -93,7 +95,7 @@ class ClusterReconciler:
             interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
             self._store_spec(ctx, name, spec)
             validate_spec(spec)
-            pieces = self._collect(ctx, name, namespace, spec, collectors)
+            pieces = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
         except (InvalidSpecError, ReconcileFailure) as exc:
             return self._fail(ctx, name, current, interval, str(exc))
         now = self.clock()
@@ -117,6 +119,20 @@ class ClusterReconciler:
             ctx.store(*pieces)
         except StoreError as exc:
             ctx.log.warning("storing the spec failed: %s", exc)
+
+    def _collect_within_deadline(self, ctx: ReconcileContext, name: str, namespace: str,
+                                 spec: ClusterConnectionSpec, collectors: Sequence[Collector]) -> list[Piece]:
+        """Collect under the reconcile deadline (``monitoring.timeout``, else ``collect_timeout``).
+
+        Every call to the cluster stops at the deadline, and at most ``cluster_max_in_flight``
+        reconciles (of any kind) use the cluster at once.
+        """
+        seconds = spec.monitoring.timeout if spec.monitoring.timeout > 0 else self.settings.collect_timeout
+        try:
+            with deadline.within(seconds), ctx.runtime.pool.in_flight(name):
+                return self._collect(ctx, name, namespace, spec, collectors)
+        except ClusterBusyError as exc:
+            raise ReconcileFailure(str(exc)) from exc
 
     def _collect(self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec,
                  collectors: Sequence[Collector]) -> list[Piece]:

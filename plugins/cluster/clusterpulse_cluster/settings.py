@@ -18,3 +18,5 @@ class ClusterSettings:
     connect_timeout: int = setting(
         10, env="CONNECT_TIMEOUT", minimum=5, help="default connection-test timeout, seconds")
     page_size: int = setting(500, minimum=1, help="items per page when listing nodes and pods")
+    collect_timeout: int = setting(
+        60, minimum=5, help="deadline of one reconcile when spec.monitoring.timeout is unset, seconds")

@@ -8,6 +8,7 @@ never holds back the results of the others.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -16,6 +17,7 @@ from typing import Any
 import attrs
 from clusterpulse_metricsource.collector import ClusterCollector, ClusterResult
 
+from clusterpulse_core import deadline
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
@@ -92,12 +94,14 @@ def collect_fleet(runtime: Runtime, collector: ClusterCollector, clusters: Seque
     timeout = collector.program.compiled.collection.timeout_seconds + DEADLINE_GRACE_SECONDS
 
     def run(ref: ClusterRef) -> ClusterResult:
-        return collector.collect(_target(runtime, ref))
+        # Every call to the cluster stops at the deadline: no thread outlives the source's timeout.
+        with deadline.within(timeout), runtime.pool.in_flight(ref.name):
+            return collector.collect(_target(runtime, ref))
 
     pool = ThreadPoolExecutor(max_workers=min(len(clusters), MAX_PARALLEL_CLUSTERS),
                               thread_name_prefix="metricsource-cluster")
     try:
-        futures = {pool.submit(run, ref): ref for ref in clusters}
+        futures = {pool.submit(contextvars.copy_context().run, run, ref): ref for ref in clusters}
         wait(futures, timeout=timeout)
         results: dict[str, ClusterResult] = {}
         failures: dict[str, str] = {}
