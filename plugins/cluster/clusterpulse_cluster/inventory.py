@@ -14,7 +14,7 @@ from datetime import datetime
 
 import attrs
 
-from clusterpulse_cluster.nodes import PodTally, node_metrics, tally_pods
+from clusterpulse_cluster.nodes import MAX_ANNOTATION_BYTES, PodTally, node_metrics, tally_pods
 from clusterpulse_cluster.wire_types import (
     NodeDoc,
     counted_list_decoder,
@@ -108,13 +108,15 @@ class InventoryCollector:
 
     page_size: int
     clock: Callable[[], datetime]
+    max_annotation_bytes: int = MAX_ANNOTATION_BYTES
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
         """List nodes and pods (failure fails the reconcile), then namespaces and deployments."""
         docs = list_nodes(target, self.page_size)
         tallies = tally_cluster_pods(target, self.page_size)
         now = self.clock()
-        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name), now) for doc in docs)
+        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name), now, self.max_annotation_bytes)
+                      for doc in docs)
         del docs, tallies
         namespaces = list_namespaces(target, self.page_size)
         metrics = cluster_metrics(nodes, namespaces, count_deployments(target, self.page_size), now)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
+from clusterpulse_core.context import Runtime
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.store import RedisStore
@@ -33,3 +34,10 @@ class RedisPlugin:
     def clusterpulse_storage_backends(self) -> Sequence[StorageBackend]:
         """One :class:`RedisStore` (default settings when the plugin was not configured)."""
         return [RedisStore(self.settings)]
+
+    @hookimpl
+    def clusterpulse_start(self, runtime: Runtime) -> None:
+        """Count skipped (invalid) names in the manager's metrics."""
+        for store in runtime.store.backends:
+            if isinstance(store, RedisStore):
+                store.names.register_metrics(runtime.metrics)
