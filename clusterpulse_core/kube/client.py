@@ -221,7 +221,12 @@ class KubeClient:
                 content_type: str = "application/json", timeout: float | None = None) -> Any:
         """One call, decoded JSON body returned."""
         response = self.raw(method, path, query, body, content_type, timeout)
-        return decode(response.data) if response.data else None
+        if not response.data:
+            return None
+        try:
+            return decode(response.data)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise KubeApiError(0, f"{method} {path}: the response is not acceptable JSON: {exc}") from exc
 
     def get(self, path: str, timeout: float | None = None, **query: Any) -> Any:
         """GET ``path`` and return the decoded body."""
