@@ -15,6 +15,7 @@ from clusterpulse_core.contributions import Contributions
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.kube.credentials import SecretCache
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import Store
 
@@ -35,6 +36,8 @@ class Runtime:
     metrics: CollectorRegistry = attrs.field(factory=CollectorRegistry)
     #: The write fence every status patch and store checks (closed on shutdown or a lost Lease).
     fence: Fence = attrs.field(factory=Fence)
+    #: Last good read of every Secret, used while the hub is unreachable.
+    secrets: SecretCache = attrs.field(factory=SecretCache)
 
     @property
     def namespace(self) -> str:

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 #: How often an idle worker re-checks for shutdown (it is also woken by shutdown itself).
 WORKER_POLL = 1.0
+#: How many forgotten (deleted) objects are remembered so they are forgotten only once.
+FORGOTTEN_KEPT = 10_000
 
 
 class ControllerMetrics:
@@ -87,6 +89,8 @@ class Controller:
         self.workers = max(1, workers if workers is not None else kind.workers)
         self._threads: list[threading.Thread] = []
         self._busy: dict[str, tuple[ObjectRef, float]] = {}
+        # Objects already forgotten: a pending requeue of a deleted object must not forget it again.
+        self._forgotten: dict[ObjectRef, None] = {}
         self._busy_lock = threading.Lock()
         informer.add_handler(self)
 
@@ -104,7 +108,10 @@ class Controller:
 
     def on_add(self, obj: Obj) -> None:
         """Queue every new object."""
-        self.queue.add(self.ref_of(obj))
+        ref = self.ref_of(obj)
+        with self._busy_lock:
+            self._forgotten.pop(ref, None)
+        self.queue.add(ref)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """Queue an update only when the spec changed or deletion started."""
@@ -198,11 +205,16 @@ class Controller:
         started = time.perf_counter()
         self.metrics.active_workers.labels(controller=self.name).inc()
         try:
-            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            if obj is None and self._was_forgotten(ref):
+                ctx.log.debug("already forgotten")
+                result: Any = None
+            elif obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 ctx.log.info("forgetting (%s)", "gone" if obj is None else "being deleted")
                 self.runtime.plugins.call_owner("clusterpulse_forget", self.owner, kind=self.kind, ref=ref,
                                                 ctx=ctx)
-                result: Any = None
+                if obj is None:
+                    self._remember_forgotten(ref)
+                result = None
             else:
                 result = self.runtime.plugins.call_owner("clusterpulse_reconcile", self.owner, kind=self.kind,
                                                          obj=obj, ctx=ctx)
@@ -221,6 +233,16 @@ class Controller:
             self.metrics.active_workers.labels(controller=self.name).dec()
             self.metrics.duration.labels(controller=self.name).observe(time.perf_counter() - started)
         self._schedule(ref, result if isinstance(result, ReconcileResult) else ReconcileResult(), ctx.log)
+
+    def _was_forgotten(self, ref: ObjectRef) -> bool:
+        with self._busy_lock:
+            return ref in self._forgotten
+
+    def _remember_forgotten(self, ref: ObjectRef) -> None:
+        with self._busy_lock:
+            self._forgotten[ref] = None
+            while len(self._forgotten) > FORGOTTEN_KEPT:
+                del self._forgotten[next(iter(self._forgotten))]
 
     def _schedule(self, ref: ObjectRef, result: ReconcileResult, ctx_log: ObjectLogger) -> None:
         after = result.requeue_after

@@ -23,7 +23,7 @@ from clusterpulse_core import deadline
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
-from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
 from clusterpulse_core.model import ClusterStatusRecord, Health
@@ -157,7 +157,7 @@ class ClusterReconciler:
         secret_namespace = spec.credentials_ref.namespace or namespace
         try:
             credentials = cluster_credentials(ctx.hub, api_url(spec.endpoint), secret_namespace,
-                                              spec.credentials_ref.name)
+                                              spec.credentials_ref.name, ctx.runtime.secrets)
             return ctx.runtime.pool.get(name, credentials)
         except CredentialsError as exc:
             raise ReconcileFailure(f"failed to get cluster client: {exc}") from exc
@@ -174,8 +174,17 @@ class ClusterReconciler:
     @staticmethod
     def _patch_status(ctx: ReconcileContext, current: Mapping[str, Any],
                       desired: connection_status.ConnectionStatus) -> None:
-        if desired.differs_from(current):
+        """Patch when something changed, and after every successful sync (``lastSyncTime`` moves).
+
+        A hub that cannot take the patch does not fail the reconcile: the cluster's state is
+        stored, and the next reconcile patches again.
+        """
+        if desired.last_sync_time is None and not desired.differs_from(current):
+            return
+        try:
             ctx.patch_status(desired.patch())
+        except KubeApiError as exc:
+            ctx.log.warning("status patch failed (the hub is unreachable?): %s", exc)
 
     # ------------------------------------------------------------------ deletion
 
