@@ -25,12 +25,15 @@ class ClusterTarget:
     ``client`` talks to the cluster's API server through the cluster's circuit breaker,
     with a timeout on every call. ``state`` is a per-cluster scratch dict that lives as
     long as the cluster (collectors keep e.g. the time of their last scan there).
+    ``after_store`` holds callbacks the reconciler runs only once the pieces were stored: a
+    collector records "scanned at" there, so a failed store does not skip the next scan.
     """
 
     name: str
     endpoint: str
     client: KubeClient
     state: dict[str, Any] = attrs.field(factory=dict, eq=False)
+    after_store: list[Callable[[], None]] = attrs.field(factory=list, eq=False)
 
 
 @attrs.frozen

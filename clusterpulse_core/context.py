@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -38,6 +38,7 @@ class Runtime:
     fence: Fence = attrs.field(factory=Fence)
     #: Last good read of every Secret, used while the hub is unreachable.
     secrets: SecretCache = attrs.field(factory=SecretCache)
+    _resync_listeners: list[Callable[[str], None]] = attrs.field(factory=list, alias="resync_listeners")
 
     @property
     def namespace(self) -> str:
@@ -48,6 +49,18 @@ class Runtime:
     def contributions(self) -> Contributions:
         """Registered functions, aggregations, field types and filter operators."""
         return self.plugins.contributions
+
+    def request_resync(self, reason: str) -> None:
+        """Ask the manager to queue every object now (a storage backend lost its data, ...).
+
+        Safe from any thread; does nothing when no manager is running.
+        """
+        for listener in list(self._resync_listeners):
+            listener(reason)
+
+    def on_resync_request(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(reason)`` on every :meth:`request_resync` (the manager registers here)."""
+        self._resync_listeners.append(listener)
 
     def context(self, kind: ResourceKind, ref: ObjectRef) -> ReconcileContext:
         """A reconcile context for one object."""

@@ -148,6 +148,7 @@ class Manager:
             self._start_servers()
             self._running.set()
             self._identify()
+            self.runtime.on_resync_request(self._resync_requested)
             if self.core.leader_elect:
                 self.runtime.fence.require_lease()
                 self.elector = LeaderElector(
@@ -242,6 +243,12 @@ class Manager:
         deadline = time.monotonic() + grace
         for controller in self.controllers.values():
             controller.shutdown(max(deadline - time.monotonic(), 0.0))
+
+    def _resync_requested(self, reason: str) -> None:
+        if not self.running:
+            return
+        queued = self.resync()
+        log.warning("%s: queued all %d objects again", reason, queued)
 
     def _identify(self) -> None:
         """Name this replica in the User-Agent of its hub calls (audit logs, the emulator's write log)."""

@@ -95,7 +95,7 @@ class ClusterReconciler:
             interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
             self._store_spec(ctx, name, spec)
             validate_spec(spec)
-            pieces = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
+            pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
         except (InvalidSpecError, ReconcileFailure) as exc:
             return self._fail(ctx, name, current, interval, str(exc))
         now = self.clock()
@@ -107,6 +107,8 @@ class ClusterReconciler:
             EventPiece("cluster.reconciled", name,
                        {"health": Health.HEALTHY.value, "display_name": spec.display_name}, timestamp=now),
         )
+        for stored in target.after_store:
+            stored()
         self._patch_status(ctx, current, connection_status.connected(
             now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0))
         return ReconcileResult(requeue_after=interval)
@@ -121,7 +123,8 @@ class ClusterReconciler:
             ctx.log.warning("storing the spec failed: %s", exc)
 
     def _collect_within_deadline(self, ctx: ReconcileContext, name: str, namespace: str,
-                                 spec: ClusterConnectionSpec, collectors: Sequence[Collector]) -> list[Piece]:
+                                 spec: ClusterConnectionSpec,
+                                 collectors: Sequence[Collector]) -> tuple[list[Piece], ClusterTarget]:
         """Collect under the reconcile deadline (``monitoring.timeout``, else ``collect_timeout``).
 
         Every call to the cluster stops at the deadline, and at most ``cluster_max_in_flight``
@@ -135,7 +138,7 @@ class ClusterReconciler:
             raise ReconcileFailure(str(exc)) from exc
 
     def _collect(self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec,
-                 collectors: Sequence[Collector]) -> list[Piece]:
+                 collectors: Sequence[Collector]) -> tuple[list[Piece], ClusterTarget]:
         if spec.is_push:
             ctx.log.debug("push mode without a connected agent: collecting by pull (DECISIONS C3)")
         client = self._client(ctx, name, namespace, spec)
@@ -150,7 +153,7 @@ class ClusterReconciler:
         except CriticalCollectorError as exc:
             what = "node metrics" if exc.collector == NODES_COLLECTOR else exc.collector
             raise ReconcileFailure(f"failed to get {what}: {exc}") from exc
-        return list(report.pieces)
+        return list(report.pieces), target
 
     def _client(self, ctx: ReconcileContext, name: str, namespace: str,
                 spec: ClusterConnectionSpec) -> KubeClient:
