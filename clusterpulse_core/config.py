@@ -75,6 +75,8 @@ class CoreSettings:
         64 * 1024 * 1024, minimum=1024, help="largest accepted Kubernetes API response (one list page), bytes")
     reconcile_timeout: float = setting(
         120.0, help="wall-clock deadline of one reconcile (a kind may set a shorter one), seconds")
+    event_interval: float = setting(
+        300.0, help="the same Kubernetes Event (object and reason) is recorded at most this often, seconds")
     cluster_max_in_flight: int = setting(
         2, minimum=1, help="reconciles that may use one managed cluster at the same time")
     client_max_idle: float = setting(1800.0, help="close managed-cluster clients unused this long, seconds")

@@ -16,6 +16,7 @@ from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import SecretCache
+from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import Store
 
@@ -38,6 +39,8 @@ class Runtime:
     fence: Fence = attrs.field(factory=Fence)
     #: Last good read of every Secret, used while the hub is unreachable.
     secrets: SecretCache = attrs.field(factory=SecretCache)
+    #: Kubernetes Events on the hub objects (None: not recorded).
+    events: EventRecorder | None = None
     _resync_listeners: list[Callable[[str], None]] = attrs.field(factory=list, alias="resync_listeners")
 
     @property
@@ -99,6 +102,13 @@ class ReconcileContext:
     def store(self, *pieces: Piece) -> None:
         """Store pieces in every backend (raises StoreError if any failed)."""
         self.runtime.store.put(*pieces)
+
+    def event(self, reason: str, message: str, *, warning: bool = False, uid: str = "") -> bool:
+        """Record a Kubernetes Event on this object (rate-limited per reason); True when written."""
+        recorder = self.runtime.events
+        if recorder is None:
+            return False
+        return recorder.record(self.kind, self.ref, reason, message, warning=warning, uid=uid)
 
     def patch_status(self, status: Mapping[str, Any]) -> Any:
         """Merge-patch ``status`` into the object's status subresource (only the given keys).

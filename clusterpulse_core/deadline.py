@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3 import connection as _urllib3_connection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("clusterpulse_deadline", default=None)
@@ -89,7 +89,7 @@ class _Watch:
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
-        self.connection: HTTPConnection | None = None
+        self.connection: _urllib3_connection.HTTPConnection | None = None
         self.fired = False
         self.reason = ""
 
@@ -193,7 +193,7 @@ def guard(timeout: float, what: str = "call") -> Iterator[_Watch]:
         raise DeadlineExceeded(f"{what}: {watch.reason} after {timeout:.3g}s")
 
 
-def _arm(connection: HTTPConnection) -> None:
+def _arm(connection: _urllib3_connection.HTTPConnection) -> None:
     watch = getattr(_local, "watch", None)
     if watch is not None:
         watch.connection = connection
@@ -201,7 +201,8 @@ def _arm(connection: HTTPConnection) -> None:
             watch.fire(watch.reason)
 
 
-class _WatchedConnection(HTTPConnection):
+# Named like urllib3's own classes: their names appear in connection error messages.
+class HTTPConnection(_urllib3_connection.HTTPConnection):
     def request(self, *args: Any, **kwargs: Any) -> None:
         _arm(self)
         super().request(*args, **kwargs)
@@ -211,7 +212,7 @@ class _WatchedConnection(HTTPConnection):
         return super().getresponse(*args, **kwargs)
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
+class HTTPSConnection(_urllib3_connection.HTTPSConnection):
     def request(self, *args: Any, **kwargs: Any) -> None:
         _arm(self)
         super().request(*args, **kwargs)
@@ -222,11 +223,11 @@ class _WatchedHTTPSConnection(HTTPSConnection):
 
 
 class _WatchedPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedConnection
+    ConnectionCls = HTTPConnection
 
 
 class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
+    ConnectionCls = HTTPSConnection
 
 
 def watch_pool(pool_manager: Any) -> Any:

@@ -14,6 +14,7 @@ from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
 from clusterpulse_core.plugins import PluginError, PluginHost
@@ -48,7 +49,8 @@ def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = Non
     pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout,
                       max_bytes=config.core.max_response_bytes,
                       max_in_flight=config.core.cluster_max_in_flight)
-    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence)
+    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence,
+                   events=EventRecorder(hub, fence, min_interval=config.core.event_interval))
 
 
 def start_plugins(runtime: Runtime) -> None:

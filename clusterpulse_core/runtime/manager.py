@@ -256,6 +256,8 @@ class Manager:
             self.runtime.hub.api_client.user_agent = f"clusterpulse/{self.identity}"
         except AttributeError:
             pass
+        if self.runtime.events is not None:
+            self.runtime.events.instance = self.identity
 
     def _leadership_lost(self) -> None:
         # The elector closed the write fence already; stop handing out work, then stop.

@@ -64,7 +64,9 @@ def test_three_node_cluster_every_stored_value(harness: Harness, kube_api: Calla
     status = harness.cr("three")["status"]
     assert_same({k: v for k, v in status.items() if k != "lastSyncTime"}, {
         "phase": "Connected", "health": "healthy", "message": "Cluster is reachable",
-        "nodes": 3, "namespaces": 5}, "CR status")
+        "nodes": 3, "namespaces": 5,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Connected", "message": "Cluster is reachable",
+                        "lastTransitionTime": "2025-01-01T00:00:00Z", "observedGeneration": 1}]}, "CR status")
     assert parse_time(status["lastSyncTime"]) == harness.clock.now
 
 

@@ -20,6 +20,7 @@ from clusterpulse_cluster.spec import (
     validate_spec,
 )
 from clusterpulse_core import deadline
+from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
@@ -49,6 +50,15 @@ NODES_COLLECTOR = "nodes"
 _PIECE_ORDER: tuple[type[Piece], ...] = (
     NodesPiece, ClusterMetricsPiece, NamespacesPiece, ClusterInfoPiece, OperatorsPiece, ClusterOperatorsPiece,
 )
+
+
+def _generation(obj: Mapping[str, Any]) -> int:
+    generation = (obj.get("metadata") or {}).get("generation")
+    return generation if isinstance(generation, int) else 0
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 class ReconcileFailure(Exception):
@@ -97,7 +107,7 @@ class ClusterReconciler:
             validate_spec(spec)
             pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
         except (InvalidSpecError, ReconcileFailure) as exc:
-            return self._fail(ctx, name, current, interval, str(exc))
+            return self._fail(ctx, name, current, interval, str(exc), obj)
         now = self.clock()
         nodes = next((p for p in pieces if isinstance(p, NodesPiece)), None)
         namespaces = next((p for p in pieces if isinstance(p, NamespacesPiece)), None)
@@ -110,7 +120,13 @@ class ClusterReconciler:
         for stored in target.after_store:
             stored()
         self._patch_status(ctx, current, connection_status.connected(
-            now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0))
+            now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0,
+            _generation(obj), current))
+        previous_phase = current.get("phase")
+        if previous_phase != connection_status.PHASE_CONNECTED:
+            recovered = previous_phase == connection_status.PHASE_ERROR
+            ctx.event("Recovered" if recovered else "Connected",
+                      f"cluster {name} is reachable" + (" again" if recovered else ""), uid=_uid(obj))
         return ReconcileResult(requeue_after=interval)
 
     def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
@@ -168,10 +184,14 @@ class ClusterReconciler:
             raise ReconcileFailure(f"failed to get cluster client: {type(exc).__name__}: {exc}") from exc
 
     def _fail(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], interval: int,
-              message: str) -> ReconcileResult:
+              message: str, obj: Mapping[str, Any]) -> ReconcileResult:
         ctx.log.warning("reconcile failed: %s", message)
-        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, self.clock())))
-        self._patch_status(ctx, current, connection_status.failed(message))
+        now = self.clock()
+        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, now)))
+        reason = "CircuitOpen" if CircuitOpenError.MESSAGE in message else "ConnectionFailed"
+        self._patch_status(ctx, current, connection_status.failed(message, now, _generation(obj), current, reason))
+        if current.get("phase") != connection_status.PHASE_ERROR or current.get("message") != message:
+            ctx.event(reason, message, warning=True, uid=_uid(obj))
         return ReconcileResult(requeue_after=error_requeue_seconds(interval), error=message)
 
     @staticmethod

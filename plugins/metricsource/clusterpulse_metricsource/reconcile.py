@@ -76,8 +76,12 @@ class MetricSourceReconciler:
                 self._collectors[source_id] = collector
             clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
         except Exception as exc:
-            return self._fail(obj, ctx, str(exc) if isinstance(exc, MetricSourceError) else _describe(exc),
-                              generation)
+            message = str(exc) if isinstance(exc, MetricSourceError) else _describe(exc)
+            previous = obj.get("status") or {}
+            if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
+                                                       or previous.get("message") != message):
+                ctx.event("CompileError", message, warning=True, uid=str(meta.get("uid") or ""))
+            return self._fail(obj, ctx, message, generation)
 
         outcome = collect_fleet(ctx.runtime, collector, clusters)
         for cluster, result in outcome.results.items():
