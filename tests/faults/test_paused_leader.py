@@ -1,9 +1,9 @@
 """A leader paused past its Lease (SIGSTOP) and resumed writes nothing: the write fence holds.
 
 Two managers with leader election run as subprocesses. The leader is stopped in the middle of
-a reconcile (the managed cluster answers node lists after 2 s); the standby takes the Lease
+a reconcile (the managed cluster answers node lists after 1.5 s); the standby takes the Lease
 over; ClusterConnections created meanwhile reach the old leader's informer the moment it
-resumes. The hub answers Lease calls slowly (0.8 s), so the old leader's workers finish their
+resumes. The hub answers Lease calls slowly (0.6 s), so the old leader's workers finish their
 reconciles before its elector thread can notice the loss: only the fence stops their writes.
 The hub emulator records every write with the writer's User-Agent
 (``clusterpulse/<identity>``).
@@ -32,7 +32,7 @@ from fault_support import (
 
 from clusterpulse_core.runtime.leader import LEASE_NAME
 
-TIMINGS = {"leader_elect": True, "lease_duration": 6.0, "renew_deadline": 4.0, "retry_period": 0.5}
+TIMINGS = {"leader_elect": True, "lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.5}
 
 
 def _holder(hub: Any) -> str:
@@ -47,9 +47,9 @@ def _phase(hub: Any, name: str) -> str:
 def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
         kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
     hub = make_hub(kube_api)
-    hub.delay(r"/leases", 0.8)
+    hub.delay(r"/leases", 0.6)
     cluster = kube_api(objects=managed_objects("node-a"), require_token=TOKEN)
-    cluster.delay(r"^/api/v1/nodes", 2.0)
+    cluster.delay(r"^/api/v1/nodes", 1.5)
     add_cluster(hub, "first", cluster.url)
     config = write_config(tmp_path / "config.toml", redis_url, core=TIMINGS)
     redis_client = redis.Redis.from_url(redis_url)
@@ -76,7 +76,9 @@ def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
         code = leader.wait(timeout=20)
 
         alpha_writes = [w for w in hub.writes if w.user_agent == f"clusterpulse/{alpha}"]
-        late = [w for w in alpha_writes if w.time > paused_at]
+        # A Lease renewal sent with the Lease version read before the pause is refused by the
+        # server (409, optimistic concurrency): that is the elector's own business, checked below.
+        late = [w for w in alpha_writes if w.time > paused_at and "/leases/" not in w.path]
         beta_status = [w for w in hub.writes if w.user_agent == f"clusterpulse/{beta}" and w.path.endswith("/status")]
         print(f"\nstandby took the Lease {took_over:.1f}s after the pause; old leader exited {code}; its writes "
               f"before the pause {len(alpha_writes) - len(late)}, after it {len(late)}; new leader's status "
@@ -85,6 +87,7 @@ def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
         assert not late, f"the old leader wrote after losing the Lease: {late}"
         assert len(beta_status) >= 4
         assert code == 1
+        assert _holder(hub) == beta
         assert "refused" in leader.log() or "lost lease" in leader.log()
     finally:
         leader.stop()
