@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterpulse_core.openapi import apply_defaults
+
 from .kube_api_schema import validate as validate_schema
 from .kube_api_util import ApiError, ObjectPredicate, bad_request, now_rfc3339, spec_changed
 
@@ -50,7 +52,8 @@ class ResourceType:
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     from_crd: bool = False
-    #: The version's ``openAPIV3Schema`` (CRDs only), validated on create and update.
+    #: The version's ``openAPIV3Schema`` (CRD-backed types only): its defaults apply on writes,
+    #: then the object is validated against it (create and update).
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
@@ -132,6 +135,17 @@ def crd_resource_types(crd: Mapping[str, Any]) -> list[ResourceType]:
             )
         )
     return result
+
+
+def apply_schema_defaults(resource_type: ResourceType, obj: Obj) -> Obj:
+    """A custom resource with its structural schema's defaults applied, as an API server does on writes.
+
+    Defaulting only: schema *validation* is a separate step.
+    """
+    if not resource_type.schema:
+        return obj
+    defaulted: Obj = apply_defaults(resource_type.schema, obj)
+    return defaulted
 
 
 def _encode_continue(rv: int, key: ObjectKey) -> str:
@@ -341,9 +355,10 @@ class ObjectStore:
                     "metadata": meta, **rest}
         if not keep_status and resource_type.from_crd and resource_type.status_subresource:
             new.pop("status", None)
-        self._validate(resource_type, new)
         if resource_type.store_key == (CRD_GROUP, CRD_PLURAL):
             new = self._accept_crd(new)
+        new = apply_schema_defaults(resource_type, new)
+        self._validate(resource_type, new)
         meta["resourceVersion"] = self._next_rv()  # only once nothing can fail: one rv, one event
         self._store(resource_type, key, new)
         self._emit("ADDED", resource_type, new, None)
@@ -377,6 +392,7 @@ class ObjectStore:
                 new["status"] = body["status"]
         else:
             new = self._replace_main(resource_type, old, body)
+        new = apply_schema_defaults(resource_type, new)
         self._validate(resource_type, new)
         return self._commit(resource_type, old, new)
 

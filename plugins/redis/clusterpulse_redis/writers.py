@@ -16,6 +16,8 @@ import attrs
 from clusterpulse_core.names import NameGuard, is_dns1123_subdomain
 from clusterpulse_core.pieces import (
     AggregationsPiece,
+    AlertPiece,
+    AlertResolution,
     ClusterInfoPiece,
     ClusterLabelsPiece,
     ClusterMetricsPiece,
@@ -144,10 +146,12 @@ def write_event(batch: CommandBatch, piece: EventPiece, ctx: WriteContext) -> No
 
 
 def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> None:
-    """Node hashes and time series, then the node set, then the summary (one batch, §3).
+    """Node hashes, conditions and time series, then the node set, then the summary (one batch, §3).
 
-    Nodes whose name is not a DNS-1123 subdomain are skipped (counted, never written). The node
-    set is rewritten to the current nodes, and the keys of nodes no longer there are deleted.
+    The conditions hash (DECISIONS R2) is rewritten whole with its node: deleted, then
+    filled when the node has conditions, with the node hash's TTL. Nodes whose name is not a
+    DNS-1123 subdomain are skipped (counted, never written). The node set is rewritten to the
+    current nodes, and the keys of nodes no longer there are deleted.
     """
     now, now_unix, cache_ttl, retention = ctx.now, ctx.now_unix, ctx.cache_ttl, ctx.metrics_retention
     cutoff = now_unix - retention
@@ -158,6 +162,12 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
         series_key = keys.node_metrics(piece.cluster, node.name)
         batch.hset(node_key, _hash(derive.node_hash_fields(node, dumps(node), now)))
         batch.expire(node_key, cache_ttl)
+        conditions_key = keys.node_conditions(piece.cluster, node.name)
+        batch.delete(conditions_key)
+        conditions = derive.node_conditions(node)
+        if conditions:
+            batch.hset(conditions_key, conditions)
+            batch.expire(conditions_key, cache_ttl)
         batch.zadd(series_key, now_unix, dumps(derive.node_sample(node)))
         batch.zremrangebyscore(series_key, "-inf", cutoff)
         batch.expire(series_key, retention)
@@ -173,6 +183,7 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
             continue  # an invalid member left by an older version: its "keys" may be another node's
         batch.delete(keys.node(piece.cluster, name))
         batch.delete(keys.node_metrics(piece.cluster, name))
+        batch.delete(keys.node_conditions(piece.cluster, name))
     summary_key = keys.cluster(piece.cluster, "nodes:summary")
     batch.hset(summary_key, {"data": dumps(derive.nodes_summary(current_nodes, now))})
     batch.expire(summary_key, cache_ttl)
@@ -210,7 +221,10 @@ def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, c
 
 
 def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiece, ctx: WriteContext) -> None:
-    """Each non-empty workload list and the collection metadata (§6)."""
+    """Each non-empty workload list and the collection metadata (§6).
+
+    An empty list's key is deleted, so a list that emptied does not linger until it expires.
+    """
     collection = piece.collection
     lists = {
         "pods": collection.pods,
@@ -222,6 +236,8 @@ def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiec
     for suffix, items in lists.items():
         if items:
             batch.set(keys.cluster(piece.cluster, suffix), dumps(items), ex=ctx.cache_ttl)
+        else:
+            batch.delete(keys.cluster(piece.cluster, suffix))
     batch.set(keys.cluster(piece.cluster, "resource_metadata"),
              dumps(derive.resource_metadata(collection)), ex=ctx.cache_ttl)
 
@@ -288,6 +304,21 @@ def write_aggregations(batch: CommandBatch, piece: AggregationsPiece, ctx: Write
              ex=ctx.cache_ttl)
 
 
+# ---------------------------------------------------------------------------- alerts (R4)
+
+
+def write_alert(batch: CommandBatch, piece: AlertPiece, ctx: WriteContext) -> None:
+    """Hash ``alerts:<c>:<id>`` (every field a string), expiring after ``CACHE_TTL``."""
+    key = keys.alert(piece.cluster, piece.alert.id)
+    batch.hset(key, _hash(piece.alert))
+    batch.expire(key, ctx.cache_ttl)
+
+
+def write_alert_resolution(batch: CommandBatch, piece: AlertResolution, ctx: WriteContext) -> None:
+    """A resolved alert's hash is deleted."""
+    batch.delete(keys.alert(piece.cluster, piece.alert.id))
+
+
 #: Piece type -> writer. Pieces of other types are not Redis's business and are ignored.
 WRITERS: Mapping[type[Piece], Writer] = {
     ClusterSpecPiece: write_cluster_spec,
@@ -307,4 +338,6 @@ WRITERS: Mapping[type[Piece], Writer] = {
     MetricSourcePiece: write_metricsource,
     CustomResourcesPiece: write_custom_resources,
     AggregationsPiece: write_aggregations,
+    AlertPiece: write_alert,
+    AlertResolution: write_alert_resolution,
 }
