@@ -49,7 +49,7 @@ def test_cluster_connection_kind_matches_the_crd_spec() -> None:
     assert spec["properties"]["labels"]["additionalProperties"] == {"type": "string"}
     status = kind.schema["properties"]["status"]["properties"]
     assert set(status) == {"phase", "lastSyncTime", "health", "message", "nodes", "namespaces", "collectorStatus",
-                           "agent"}
+                           "conditions", "agent"}  # conditions: issue 15; agent: issue 11
     assert status["lastSyncTime"]["format"] == "date-time"
     assert status["collectorStatus"]["required"] == ["connected"]
 

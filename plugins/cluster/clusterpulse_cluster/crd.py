@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterpulse_core.kinds import PrinterColumn, ResourceKind
-from clusterpulse_core.openapi import DATE_TIME, INT32, STRING, resource_schema, secret_ref
+from clusterpulse_core.openapi import CONDITIONS, DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
 GROUP = "clusterpulse.io"
 VERSION = "v1alpha1"
@@ -77,6 +77,7 @@ _STATUS: dict[str, Any] = {
         "namespaces": {"type": "integer"},
         "collectorStatus": _COLLECTOR_STATUS,
         "agent": _AGENT_STATUS,
+        "conditions": dict(CONDITIONS),
     },
 }
 

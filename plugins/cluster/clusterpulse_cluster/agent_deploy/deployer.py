@@ -25,7 +25,6 @@ from typing import Any
 import attrs
 
 from clusterpulse_cluster.agent_deploy.apply import REMOTE_ERRORS, UNCHANGED, AgentDeployError, Applier, covers
-from clusterpulse_cluster.agent_deploy.events import InvolvedObject, post_event
 from clusterpulse_cluster.agent_deploy.objects import REMOVAL_ORDER, Owner, describe_ref, owner_of, to_wire
 from clusterpulse_cluster.agent_deploy.plan import AgentPlan, controller_version, image_ref, image_tag
 from clusterpulse_cluster.settings import ClusterSettings
@@ -302,13 +301,7 @@ class AgentDeployer:
         message = (f"gave up removing the collector agent after {waited:.0f} s ({error}); left on the "
                    f"managed cluster: {', '.join(leftovers)}")
         ctx.log.warning("%s", message)
-        meta = _meta(obj)
-        try:
-            post_event(ctx.hub, InvolvedObject(ctx.kind.api_version, ctx.kind.kind, ref.name, ref.namespace,
-                                               str(meta.get("uid") or "")),
-                       "AgentLeftBehind", message, self.clock(), timeout=float(self.settings.connect_timeout))
-        except KubeApiError as exc:
-            ctx.log.warning("could not record the Event: %s", exc)
+        ctx.event("AgentLeftBehind", message, warning=True, uid=str(_meta(obj).get("uid") or ""))
         self._drop_finalizer(ctx, obj)
         return None
 
@@ -409,6 +402,7 @@ class AgentDeployer:
 
     def _set_finalizers(self, ctx: ReconcileContext, obj: Mapping[str, Any], finalizers: list[str]) -> None:
         # resourceVersion makes the patch fail (409, retried) if someone changed the list meanwhile.
+        ctx.runtime.fence.check("finalizer patch")
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": _meta(obj).get("resourceVersion")}}
         ctx.hub.merge_patch(ctx.kind.api_path(ctx.ref.namespace, ctx.ref.name), patch,
                             timeout=float(self.settings.connect_timeout))
