@@ -349,7 +349,7 @@ def test_an_unreachable_cluster_holds_deletion_only_until_the_timeout(
         # The timeout counts from metadata.deletionTimestamp, which has whole-second precision.
         assert time.monotonic() - started >= 2.0
         events = harness.hub.list("v1", "events", HUB_NAMESPACE)
-        (event,) = [e for e in events if e["involvedObject"]["name"] == "east"]
+        (event,) = [e for e in events if e["involvedObject"]["name"] == "east" and e["reason"] == "AgentLeftBehind"]
         assert event["type"] == "Warning"
         assert event["reason"] == "AgentLeftBehind"
         assert event["involvedObject"]["kind"] == "ClusterConnection"
