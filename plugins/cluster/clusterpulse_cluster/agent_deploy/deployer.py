@@ -330,28 +330,35 @@ class AgentDeployer:
             return last is None or (now - last).total_seconds() >= self.settings.agent_sweep_interval
 
     def _sweep(self, ctx: ReconcileContext, client: KubeClient, me: Owner, spec: ClusterConnectionSpec) -> None:
-        """Remove agent objects on this cluster whose owning ClusterConnection is gone."""
+        """Remove agent objects on this cluster whose owning ClusterConnection is gone.
+
+        Owners are read from every object but the token Secret (a reader need not read Secrets);
+        an orphaned set is then removed as a whole, as a deletion would.
+        """
         if not self._sweep_due(me.name):
             return
         applier = Applier(client, self._timeout(spec))
-        exists: dict[Owner, bool] = {me: True}
-        removed: list[str] = []
+        owners: set[Owner] = set()
         try:
             for otype, name, namespace in REMOVAL_ORDER:
-                owner = owner_of(applier.get_at(otype, name, namespace))
-                if owner is None:
-                    continue
-                if owner not in exists:
-                    exists[owner] = self._owner_exists(ctx, owner)
-                if not exists[owner] and applier.remove(otype, name, namespace, owner):
-                    removed.append(f"{describe_ref(otype, name, namespace)} (owner {owner})")
+                if otype.kind != "Secret":
+                    owner = owner_of(applier.get_at(otype, name, namespace))
+                    if owner is not None and owner != me:
+                        owners.add(owner)
         except REMOTE_ERRORS as exc:
             ctx.log.warning("agent sweep failed: %s", exc or type(exc).__name__)
             return
         with self._lock:
             self._swept[me.name] = self.clock()
-        if removed:
-            ctx.log.warning("agent sweep removed objects whose ClusterConnection is gone: %s", ", ".join(removed))
+        for owner in sorted(owners, key=str):
+            if self._owner_exists(ctx, owner):
+                continue
+            leftovers, error = self.remove(client, owner, self._timeout(spec))
+            if leftovers:
+                ctx.log.warning("agent sweep: removing the objects of %s (gone) failed (%s): %s", owner, error,
+                                ", ".join(leftovers))
+            else:
+                ctx.log.warning("agent sweep removed the agent objects of %s: that ClusterConnection is gone", owner)
 
     def _owner_exists(self, ctx: ReconcileContext, owner: Owner) -> bool:
         """Only a 404 from the hub counts as gone: when unsure (forbidden, timeout), keep the objects."""
