@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The suite again on the lowest versions the pyprojects allow for every direct dependency
+# (`uv pip install --resolution lowest-direct` into .venv-lowest), so a floor that is too low fails
+# here rather than on a user's machine. Run by scripts/test.sh after the main suite; arguments go to
+# pytest. Every plugins/*/ distribution is included (with its testing extra), and the test-only plugins.
+# Needs .venv (scripts/setup.sh) for uv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.venv-lowest
+uv=.venv/bin/uv
+[ -x "$uv" ] || { echo "test-lowest: $uv missing: run bash scripts/setup.sh" >&2; exit 1; }
+[ -x "$venv/bin/python" ] || "$uv" venv -q --python .venv/bin/python "$venv"
+
+packages=(-e ".[testing]")
+for plugin in plugins/*/; do
+  packages+=(-e "${plugin%/}[testing]")
+done
+for plugin in tests/plugins/*/; do
+  packages+=(-e "${plugin%/}")
+done
+stamp=$venv/.clusterpulse-lowest
+want=$(cat pyproject.toml plugins/*/pyproject.toml tests/plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  rm -f "$stamp"
+  echo "test-lowest: installing the lowest allowed direct dependencies into $venv" >&2
+  "$uv" pip install -q --python "$venv/bin/python" --resolution lowest-direct "${packages[@]}"
+  echo "$want" > "$stamp"
+fi
+exec "$venv/bin/python" -m pytest "$@"
