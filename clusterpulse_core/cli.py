@@ -220,7 +220,7 @@ def demo_cmd(cycles: int, redis_url: str | None) -> None:
     try:
         from clusterpulse_core.demo.run import DemoError, run_demo
     except ImportError as exc:
-        _fail(f"the demo needs the testing extra: pip install 'clusterpulse-core[testing]' ({exc})")
+        _fail(f"the demo needs the demo extra: pip install 'clusterpulse-core[demo]' ({exc})")
     from clusterpulse_core.logs import configure_logging
 
     configure_logging("warn")

@@ -70,10 +70,10 @@ def rules(accesses: Iterable[ApiAccess]) -> list[dict[str, Any]]:
         rule["verbs"] = list(rule_verbs)
         out.append(rule)
     by_verbs: dict[tuple[str, ...], list[str]] = {}
-    for url, url_verbs in urls.items():
-        by_verbs.setdefault(tuple(sorted(url_verbs)), []).append(url)
-    for url_verbs, paths in sorted(by_verbs.items()):
-        out.append({"nonResourceURLs": sorted(paths), "verbs": list(url_verbs)})
+    for url, verb_set in urls.items():
+        by_verbs.setdefault(tuple(sorted(verb_set)), []).append(url)
+    for path_verbs, paths in sorted(by_verbs.items()):
+        out.append({"nonResourceURLs": sorted(paths), "verbs": list(path_verbs)})
     return out
 
 

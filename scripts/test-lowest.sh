@@ -10,8 +10,6 @@ cd "$(dirname "$0")/.."
 venv=.venv-lowest
 uv=.venv/bin/uv
 [ -x "$uv" ] || { echo "test-lowest: $uv missing: run bash scripts/setup.sh" >&2; exit 1; }
-[ -x "$venv/bin/python" ] || "$uv" venv -q --python .venv/bin/python "$venv"
-
 packages=(-e ".[testing]")
 for plugin in plugins/*/; do
   packages+=(-e "${plugin%/}[testing]")
@@ -22,9 +20,18 @@ done
 stamp=$venv/.clusterpulse-lowest
 want=$(cat pyproject.toml plugins/*/pyproject.toml tests/plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  rm -f "$stamp"
+  # A fresh venv each time: uv keeps installed versions that still satisfy a raised floor.
+  rm -rf "$venv"
+  "$uv" venv -q --python .venv/bin/python "$venv"
   echo "test-lowest: installing the lowest allowed direct dependencies into $venv" >&2
   "$uv" pip install -q --python "$venv/bin/python" --resolution lowest-direct "${packages[@]}"
   echo "$want" > "$stamp"
 fi
-exec "$venv/bin/python" -m pytest "$@"
+# The packaging, deploy and container tests check files with the dev tools (build, kubectl,
+# kubernetes-validate), not library versions: they run in .venv only (exit status 5, "no tests
+# collected", means the arguments selected only those).
+status=0
+"$venv/bin/python" -m pytest --ignore=tests/test_packaging.py --ignore=tests/test_deploy.py \
+  --ignore=tests/test_container.py "$@" || status=$?
+[ "$status" = 5 ] && status=0
+exit "$status"
