@@ -26,7 +26,7 @@ from clusterpulse_core.runtime.leader import LEASE_NAME
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.testing.servers import redis_process
 
-PLUGINS = ("redis", "cluster", "registry", "metricsource")
+PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts")
 #: What the default ``system:discovery`` ClusterRole grants every authenticated user (a Role cannot
 #: grant non-resource URLs, so the hub relies on it for discovery).
 SYSTEM_DISCOVERY = {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}

@@ -4,6 +4,7 @@ Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
 """
 
+from clusterpulse_core.model.alert import Alert, Severity
 from clusterpulse_core.model.cluster import (
     ClusterMetrics,
     ClusterSpecRecord,
@@ -35,6 +36,7 @@ from clusterpulse_core.model.registry import (
 
 __all__ = [
     "AggregationResults",
+    "Alert",
     "ClusterMetrics",
     "ClusterOperatorCondition",
     "ClusterOperatorInfo",
@@ -56,5 +58,6 @@ __all__ = [
     "RegistrySpecRecord",
     "RegistryStatusRecord",
     "RelatedObject",
+    "Severity",
     "Taint",
 ]
