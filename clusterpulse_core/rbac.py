@@ -5,7 +5,7 @@ Three sets of manifests:
 * the hub (:func:`hub_manifests`): a Role in the watched namespace for the controller's
   ServiceAccount: list/watch of every enabled kind, ``patch`` of its status, what each kind's
   reconcile declares in :attr:`ResourceKind.hub_access` (e.g. ``get`` on the Secrets it
-  references) and, with leader election, the Lease;
+  references), ``create`` on Events and, with leader election, the Lease;
 * the hub, opt-in (:func:`cross_namespace_manifests`): a ClusterRole and ClusterRoleBinding for the
   accesses marked ``other_namespaces`` (Secrets named by ``credentialsRef.namespace``);
 * a managed cluster (:func:`managed_manifests`): a read-only ClusterRole with what the kinds'
@@ -40,10 +40,12 @@ def kind_hub_access(kind: ResourceKind) -> list[ApiAccess]:
 
 
 def core_hub_access(settings: CoreSettings) -> list[ApiAccess]:
-    """What the core itself calls on the hub: the leader Lease when leader election is on."""
+    """What the core itself calls on the hub: Events (kube/events.py), and the leader Lease when elected."""
+    events = [ApiAccess("", ("events",), ("create",))]
     if not settings.leader_elect:
-        return []
+        return events
     return [
+        *events,
         ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("create",)),
         ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "update"), resource_names=(LEASE_NAME,)),
     ]

@@ -131,7 +131,7 @@ def test_the_image_tag_matches_deploy_and_the_documented_build_command() -> None
     assert pod["securityContext"]["runAsUser"] == int(uid)
     kustomization = yaml.safe_load((REPO / "deploy" / "base" / "kustomization.yaml").read_text())
     assert kustomization["images"] == [{"name": "clusterpulse", "newTag": VERSION}]
-    assert f"docker build -f Containerfile -t {IMAGE} ." in (REPO / "docs" / "deploy.md").read_text()
+    assert f"docker build -f Containerfile -t {IMAGE} ." in (REPO / "docs" / "running.md").read_text()
 
 
 def test_the_dockerignore_matcher() -> None:

@@ -12,6 +12,10 @@ from clusterpulse_core.model.cluster import (
     CredentialsRef,
     Health,
     MonitoringRecord,
+    ObjectCounts,
+    PodPhaseCounts,
+    cluster_metrics,
+    usage_percent,
 )
 from clusterpulse_core.model.metricsource import (
     AggregationResults,
@@ -51,7 +55,9 @@ __all__ = [
     "NodeCondition",
     "NodeMetrics",
     "NodeStatus",
+    "ObjectCounts",
     "OperatorInfo",
+    "PodPhaseCounts",
     "RegistryCredentialsRef",
     "RegistryMetricsRecord",
     "RegistryMonitoringRecord",
@@ -60,4 +66,6 @@ __all__ = [
     "RelatedObject",
     "Severity",
     "Taint",
+    "cluster_metrics",
+    "usage_percent",
 ]

@@ -10,7 +10,7 @@ import attrs
 
 from clusterpulse_cluster.wire_types import NodeDoc, PodDoc
 from clusterpulse_core import quantity
-from clusterpulse_core.model import NodeCondition, NodeMetrics, NodeStatus, Taint
+from clusterpulse_core.model import NodeCondition, NodeMetrics, NodeStatus, Taint, usage_percent
 from clusterpulse_core.model.time import ZERO_TIME
 
 ROLE_PREFIX = "node-role.kubernetes.io/"
@@ -63,12 +63,14 @@ class PodTally:
                 self.memory_requested += parse_memory(memory)
 
 
+#: The tally key of pods not bound to a node: counted in the cluster totals, on no node.
+UNBOUND = ""
+
+
 def tally_pods(pods: Iterable[PodDoc], tallies: dict[str, PodTally]) -> None:
-    """Add pods to the tally of the node each is bound to; unbound pods are ignored."""
+    """Add pods to the tally of the node each is bound to; unbound pods go to :data:`UNBOUND`."""
     for pod in pods:
         node = pod.spec.node_name
-        if not node:
-            continue
         tally = tallies.get(node)
         if tally is None:
             tally = tallies[node] = PodTally()
@@ -91,12 +93,28 @@ def node_roles(labels: Mapping[str, str] | None) -> tuple[str, ...]:
     return tuple(sorted(key[len(ROLE_PREFIX):] for key in labels or () if key.startswith(ROLE_PREFIX)))
 
 
-def _percent(part: float, whole: float) -> float:
-    return part / whole * 100 if whole > 0 else 0.0
+#: Default limit of one stored annotation value, bytes (UTF-8).
+MAX_ANNOTATION_BYTES = 8192
+TRUNCATED = "...[truncated]"
 
 
-def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMetrics:
-    """Every NodeMetrics field of one node, with the requests of the pods bound to it."""
+def bounded_annotations(annotations: Mapping[str, str] | None, limit: int) -> dict[str, str]:
+    """The annotations with every value longer than ``limit`` bytes cut to it (and marked)."""
+    out: dict[str, str] = {}
+    for key, value in (annotations or {}).items():
+        if len(value) > limit // 4 and len(encoded := value.encode()) > limit:
+            value = encoded[:limit].decode(errors="ignore") + TRUNCATED
+        out[key] = value
+    return out
+
+
+def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime,
+                 max_annotation_bytes: int = MAX_ANNOTATION_BYTES) -> NodeMetrics:
+    """Every NodeMetrics field of one node, with the requests of the pods bound to it.
+
+    Annotation values longer than ``max_annotation_bytes`` are truncated: a cluster is not
+    trusted to keep them small, and they are copied into every stored sample.
+    """
     tally = tally or PodTally()
     meta, spec, status = node.metadata, node.spec, node.status
     conditions = status.conditions or []
@@ -125,8 +143,8 @@ def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMe
         pods_allocatable=pods_value(allocatable.get("pods", "")),
         cpu_requested=tally.cpu_requested,
         memory_requested=tally.memory_requested,
-        cpu_usage_percent=_percent(tally.cpu_requested, cpu_allocatable),
-        memory_usage_percent=_percent(tally.memory_requested, memory_allocatable),
+        cpu_usage_percent=usage_percent(tally.cpu_requested, cpu_allocatable),
+        memory_usage_percent=usage_percent(tally.memory_requested, memory_allocatable),
         pods_running=tally.running,
         pods_pending=tally.pending,
         pods_failed=tally.failed,
@@ -138,11 +156,12 @@ def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMe
         kubelet_version=info.kubelet_version if info else "",
         architecture=info.architecture if info else "",
         labels=dict(meta.labels or {}),
-        annotations=dict(meta.annotations or {}),
+        annotations=bounded_annotations(meta.annotations, max_annotation_bytes),
         taints=tuple(Taint(t.key, t.value, t.effect) for t in spec.taints or ()),
         internal_ip=addresses.get("InternalIP", ""),
         external_ip=addresses.get("ExternalIP", ""),
         hostname=addresses.get("Hostname", ""),
         images_count=len(status.images or ()),
         volumes_attached=len(status.volumes_attached or ()),
+        creation_timestamp=meta.creation_timestamp or ZERO_TIME,
     )
