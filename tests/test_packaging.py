@@ -173,7 +173,9 @@ def test_setup_sh_stops_on_a_pip_failure_and_writes_no_stamp(tmp_path: Path) -> 
     checkout = tmp_path / "checkout"
     (checkout / "scripts").mkdir(parents=True)
     shutil.copy(REPO / "scripts" / "setup.sh", checkout / "scripts" / "setup.sh")
-    for plugin in ("redis", "cluster", "registry", "metricsource"):
+    listed = re.search(r"^DEMO_PLUGINS=\(([^)]*)\)", (REPO / "scripts" / "setup.sh").read_text(), re.M)
+    assert listed
+    for plugin in listed.group(1).split():
         (checkout / "plugins" / plugin).mkdir(parents=True)
         (checkout / "plugins" / plugin / "pyproject.toml").write_text("")
     (checkout / "pyproject.toml").write_text('[project]\nname = "broken"\nversion = "1"\ndependencies = ["x" "y"]\n')
