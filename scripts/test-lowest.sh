@@ -22,7 +22,7 @@ want=$(cat pyproject.toml plugins/*/pyproject.toml tests/plugins/*/pyproject.tom
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # A fresh venv each time: uv keeps installed versions that still satisfy a raised floor.
   rm -rf "$venv"
-  "$uv" venv -q --python .venv/bin/python "$venv"
+  "$uv" venv -q --seed --python .venv/bin/python "$venv"   # --seed: pip/setuptools, for tests that pip install
   echo "test-lowest: installing the lowest allowed direct dependencies into $venv" >&2
   "$uv" pip install -q --python "$venv/bin/python" --resolution lowest-direct "${packages[@]}"
   echo "$want" > "$stamp"
