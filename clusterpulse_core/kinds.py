@@ -77,6 +77,9 @@ class ResourceKind:
     #: What the credentials of a managed cluster must allow there for this kind's collectors
     #: (read-only): printed by ``clusterpulse rbac --managed``.
     managed_access: tuple[ApiAccess, ...] = ()
+    #: What the hub itself does on a managed cluster in push mode, where it installs the collector
+    #: agent (writes): printed by ``clusterpulse rbac --managed --push``.
+    managed_push_access: tuple[ApiAccess, ...] = ()
 
     @property
     def api_version(self) -> str:

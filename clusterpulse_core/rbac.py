@@ -124,13 +124,20 @@ def cross_namespace_manifests(kinds: Sequence[ResourceKind], settings: CoreSetti
 
 
 def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] = (),
-                      name: str = READER, namespace: str = READER_NAMESPACE) -> list[dict[str, Any]]:
-    """The read-only ClusterRole, ServiceAccount, binding and token Secret for one managed cluster."""
+                      name: str = READER, namespace: str = READER_NAMESPACE,
+                      push: bool = False) -> list[dict[str, Any]]:
+    """The read-only ClusterRole, ServiceAccount, binding and token Secret for one managed cluster.
+
+    ``push``: the cluster is collected in push mode, so the hub also installs the collector agent
+    there with these credentials: the kinds' ``managed_push_access`` (writes) is added.
+    """
     accesses = [a for kind in kinds for a in kind.managed_access] + list(extra)
     for access in accesses:
         if set(access.verbs) - {"get", "list", "watch"}:
             raise ValueError(f"managed-cluster access must be read-only, got {sorted(access.verbs)} "
                              f"on {access.resources or access.non_resource_urls}")
+    if push:
+        accesses += [a for kind in kinds for a in kind.managed_push_access]
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)},

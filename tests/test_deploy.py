@@ -233,10 +233,14 @@ def test_the_hub_role_grants_no_more_than_the_code_uses(rendered: dict[str, list
     granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
                for v in rule["verbs"]}
     assert ("", "secrets", "get") in granted
-    assert not {(g, r, v) for g, r, v in granted if r == "configmaps" or (r == "events" and v != "create")}
+    # ConfigMaps: only reading the ingester CA bundle a push-mode agent gets (docs/agent-deploy.md).
+    assert {(g, r, v) for g, r, v in granted if r == "configmaps"} == {("", "configmaps", "get")}
+    assert not {(g, r, v) for g, r, v in granted if r == "events" and v != "create"}
     assert not {(g, r, v) for g, r, v in granted if v in ("delete", "deletecollection", "*") or "*" in (g, r)}
     main = {(r, v) for g, r, v in granted if g == "clusterpulse.io" and "/" not in r}
-    assert {v for _r, v in main} == {"list", "watch"}
+    # get/patch of ClusterConnections: the agent cleanup finalizer (docs/agent-deploy.md).
+    assert {v for r, v in main if r != "clusterconnections"} == {"list", "watch"}
+    assert {v for r, v in main if r == "clusterconnections"} == {"get", "list", "patch", "watch"}
     cluster_roles = [d for d in rendered["overlays/try-it"] if d["kind"].startswith("Cluster") and "Role" in d["kind"]]
     assert cluster_roles == [], "the base must not grant anything cluster-wide"
     reader = _by_kind(rendered["managed-cluster"], "ClusterRole", "clusterpulse-reader")

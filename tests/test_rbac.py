@@ -30,6 +30,7 @@ PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts")
 #: What the default ``system:discovery`` ClusterRole grants every authenticated user (a Role cannot
 #: grant non-resource URLs, so the hub relies on it for discovery).
 SYSTEM_DISCOVERY = {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
+CC_API = "clusterpulse.io/v1alpha1"
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -92,8 +93,11 @@ def _role_rules(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[ResourceKind], CoreSettings, list[Call],
-                                                                    list[Call]]:
-    """Two reconcile cycles of the demo fleet with leader election: (kinds, settings, hub calls, managed calls)."""
+                                                                    list[Call], list[Call]]:
+    """Two reconcile cycles of the demo fleet with leader election.
+
+    Returns (kinds, settings, hub calls, pull-mode managed calls, push-mode managed calls).
+    """
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed: sudo apt-get install -y redis-server")
@@ -117,14 +121,20 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
             finally:
                 manager.stop()
             hub = [to_call(*request) for request in fleet.hub.requests]
-            managed = [to_call(*request) for cluster in fleet.clusters for request in cluster.api.requests]
+            push = {obj["metadata"]["name"] for obj in fleet.hub.list(CC_API, "clusterconnections", fleet.namespace)
+                    if (obj.get("spec") or {}).get("collectionMode") == "push"}
+            managed = [to_call(*request) for cluster in fleet.clusters if cluster.name not in push
+                       for request in cluster.api.requests]
+            pushed = [to_call(*request) for cluster in fleet.clusters if cluster.name in push
+                      for request in cluster.api.requests]
     finally:
         server.cleanup()
-    return kinds, config.core, hub, managed
+    assert pushed, "the demo fleet has a push-mode cluster (the hub installs its agent)"
+    return kinds, config.core, hub, managed, pushed
 
 
 def test_the_hub_role_allows_every_call_and_every_rule_is_used(fleet_calls: Any) -> None:
-    kinds, settings, hub, _managed = fleet_calls
+    kinds, settings, hub, _managed, _pushed = fleet_calls
     rules = _role_rules(rbac.hub_manifests(kinds, settings), "Role")
     denied = {c for c in hub if not allowed(c, [*rules, SYSTEM_DISCOVERY])}
     assert not denied, f"the hub Role lacks: {sorted(map(str, denied))}"
@@ -136,7 +146,7 @@ def test_the_hub_role_allows_every_call_and_every_rule_is_used(fleet_calls: Any)
 
 
 def test_the_managed_cluster_role_allows_every_call_and_is_read_only(fleet_calls: Any) -> None:
-    kinds, _settings, _hub, managed = fleet_calls
+    kinds, _settings, _hub, managed, _pushed = fleet_calls
     rules = _role_rules(rbac.managed_manifests(kinds), "ClusterRole")
     denied = {c for c in managed if not allowed(c, rules)}
     assert not denied, f"the managed-cluster ClusterRole lacks: {sorted(map(str, denied))}"
@@ -148,8 +158,20 @@ def test_the_managed_cluster_role_allows_every_call_and_is_read_only(fleet_calls
                 assert (group, resource) in used, f"{group}/{resource} granted but never read by the demo fleet"
 
 
+def test_the_push_cluster_role_allows_installing_the_agent(fleet_calls: Any) -> None:
+    """A push-mode cluster: the hub installs the agent there (docs/agent-deploy.md), with --push rules."""
+    kinds, _settings, _hub, _managed, pushed = fleet_calls
+    rules = _role_rules(rbac.managed_manifests(kinds, push=True), "ClusterRole")
+    denied = {c for c in pushed if not allowed(c, rules)}
+    assert not denied, f"the push-mode ClusterRole lacks: {sorted(map(str, denied))}"
+    assert Call("create", "apps", "deployments", "clusterpulse-system") in pushed
+    assert Call("create", "rbac.authorization.k8s.io", "clusterroles") in pushed
+    read_only = _role_rules(rbac.managed_manifests(kinds), "ClusterRole")
+    assert any(not allowed(c, read_only) for c in pushed), "installing the agent needs more than reading"
+
+
 def test_without_a_rule_the_call_is_denied(fleet_calls: Any) -> None:
-    kinds, settings, hub, _managed = fleet_calls
+    kinds, settings, hub, _managed, _pushed = fleet_calls
     rules = [r for r in _role_rules(rbac.hub_manifests(kinds, settings), "Role") if "secrets" not in r["resources"]]
     assert any(c.resource == "secrets" and not allowed(c, rules) for c in hub)
 

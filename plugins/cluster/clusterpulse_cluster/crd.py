@@ -84,6 +84,27 @@ _STATUS: dict[str, Any] = {
 SCHEMA = resource_schema(
     "ClusterConnection registers one remote Kubernetes/OpenShift cluster to be monitored.", _SPEC, _STATUS)
 
+#: Push mode, agent deployment: the finalizer (get/patch of the ClusterConnection) and the CA bundle.
+AGENT_HUB_ACCESS = (
+    ApiAccess(GROUP, ("clusterconnections",), ("get", "patch")),
+    ApiAccess("", ("configmaps",), ("get",)),
+)
+_AGENT_OBJECTS = (("", "namespaces"), ("", "serviceaccounts"), ("", "secrets"), ("", "configmaps"),
+                  ("apps", "deployments"), ("rbac.authorization.k8s.io", "clusterroles"),
+                  ("rbac.authorization.k8s.io", "clusterrolebindings"))
+#: Push mode: what the hub does on the managed cluster to install the agent (agent_deploy/), plus
+#: everything the agent's ClusterRole grants (Kubernetes lets a role be created only by someone who
+#: holds what it grants). MetricSource types are added with ``clusterpulse rbac --managed --read``.
+AGENT_MANAGED_ACCESS = (
+    *(ApiAccess(group, (resource,), ("create", "get", "patch", "delete")) for group, resource in _AGENT_OBJECTS),
+    ApiAccess("", ("namespaces", "nodes", "persistentvolumeclaims", "pods", "services"), ("get", "list", "watch")),
+    ApiAccess("apps", ("daemonsets", "deployments", "statefulsets"), ("get", "list", "watch")),
+    ApiAccess("config.openshift.io", ("clusteroperators",), ("get", "list", "watch")),
+    ApiAccess("operators.coreos.com", ("clusterserviceversions", "subscriptions"), ("get", "list", "watch")),
+    ApiAccess("config.openshift.io", ("clusterversions",), ("get", "list", "watch"), resource_names=("version",)),
+    ApiAccess("route.openshift.io", ("routes",), ("get", "list", "watch"), resource_names=("console",)),
+)
+
 CLUSTER_CONNECTION = ResourceKind(
     group=GROUP,
     version=VERSION,
@@ -102,7 +123,7 @@ CLUSTER_CONNECTION = ResourceKind(
     ),
     status_subresource=True,
     workers=3,
-    hub_access=(READ_REFERENCED_SECRETS,),
+    hub_access=(READ_REFERENCED_SECRETS, *AGENT_HUB_ACCESS,),
     # What the collectors read on a managed cluster (inventory, counts, resources, info, olm,
     # clusteroperators).
     managed_access=(
@@ -114,5 +135,13 @@ CLUSTER_CONNECTION = ResourceKind(
         ApiAccess("operators.coreos.com", ("subscriptions",), ("list",)),
         ApiAccess("operators.coreos.com", ("clusterserviceversions",), ("get",)),
         READ_DISCOVERY,
+        # The agent sweep (docs/agent-deploy.md) reads the agent objects by name, the token Secret excepted.
+        ApiAccess("", ("namespaces",), ("get",), resource_names=("clusterpulse-system",)),
+        ApiAccess("", ("serviceaccounts",), ("get",), resource_names=("clusterpulse-collector",)),
+        ApiAccess("", ("configmaps",), ("get",), resource_names=("ingester-ca",)),
+        ApiAccess("apps", ("deployments",), ("get",), resource_names=("clusterpulse-collector",)),
+        ApiAccess("rbac.authorization.k8s.io", ("clusterroles", "clusterrolebindings"), ("get",),
+                  resource_names=("clusterpulse-collector",)),
     ),
+    managed_push_access=AGENT_MANAGED_ACCESS,
 )
