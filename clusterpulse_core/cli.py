@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -36,6 +36,11 @@ def _load(config_file: str | None) -> tuple[Config, PluginHost]:
     from clusterpulse_core.runtime.bootstrap import load
 
     return load(config_file)
+
+
+def _fail(message: str) -> NoReturn:
+    """``error: <message>`` on stderr, exit status 1 (kept for commands written before :func:`fail`)."""
+    fail(message)
 
 
 @click.group()
