@@ -51,7 +51,7 @@ class CoreSettings:
     """``[clusterpulse]``: the manager's own settings."""
 
     plugins: tuple[str, ...] = setting(
-        ("redis", "cluster", "registry", "metricsource"), help="enabled plugins, in load order")
+        ("redis", "cluster", "registry", "metricsource", "ingester"), help="enabled plugins, in load order")
     namespace: str = setting("clusterpulse", env="NAMESPACE", help="watch namespace")
     log_level: str = setting("info", env="LOG_LEVEL", help="debug, info, warn, error")
     kubeconfig: str = setting("", env="KUBECONFIG", help="hub kubeconfig; empty = in-cluster or ~/.kube/config")

@@ -42,7 +42,7 @@ def test_good_file(tmp_path: Path) -> None:
 def test_defaults_without_file() -> None:
     raw = read_config(None, env={})
     assert raw.core.namespace == "clusterpulse"
-    assert raw.core.plugins == ("redis", "cluster", "registry", "metricsource")
+    assert raw.core.plugins == ("redis", "cluster", "registry", "metricsource", "ingester")
 
 
 def test_unknown_key_names_the_path(tmp_path: Path) -> None:

@@ -53,12 +53,16 @@ class ClusterPlugin:
         return [CLUSTER_CONNECTION]
 
     @hookimpl
-    def clusterpulse_collectors(self) -> Sequence[Collector]:
-        """Nodes (critical), cluster info, OLM operators and OpenShift ClusterOperators."""
+    def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
+        """Nodes (critical), cluster info, OLM operators and OpenShift ClusterOperators.
+
+        Inside the push agent (``where == "agent"``) OLM operators follow the agent's rules.
+        """
         return [
             Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now), critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
-            Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now)),
+            Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now,
+                                                      agent=where == "agent")),
             Collector("cluster_operators", ClusterOperatorsCollector()),
         ]
 

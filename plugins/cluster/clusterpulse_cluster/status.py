@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from clusterpulse_core.model import Health
-from clusterpulse_core.serde import unstructure, wire
+from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"
 PHASE_ERROR = "Error"
@@ -38,11 +38,46 @@ class ConnectionStatus:
         return {key: value for key, value in unstructure(self).items() if value is not None}
 
 
-def connected(now: datetime, nodes: int, namespaces: int) -> ConnectionStatus:
-    """Status after a successful pull collection."""
-    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, REACHABLE, now, nodes, namespaces)
+def connected(now: datetime, nodes: int, namespaces: int, note: str = "") -> ConnectionStatus:
+    """Status after a successful pull collection (``note`` says why a push cluster was pulled)."""
+    message = f"{REACHABLE} ({note})" if note else REACHABLE
+    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces)
 
 
 def failed(message: str) -> ConnectionStatus:
     """Status after a failed reconcile (DECISIONS C1)."""
     return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message)
+
+
+PUSH_ACTIVE = "Collector push active"
+
+
+def push_active(version: str, last_heartbeat: datetime) -> dict[str, Any]:
+    """Status patch of a push-mode cluster whose agent is connected and heard from (§7.2 step 5)."""
+    beat = format_time(last_heartbeat)
+    return {
+        "phase": PHASE_CONNECTED,
+        "health": Health.HEALTHY.value,
+        "message": f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})",
+        "collectorStatus": {"connected": True, "version": version, "lastHeartbeat": beat},
+    }
+
+
+def push_fallback_reason(version: str, last_heartbeat: datetime | None) -> str:
+    """Why a push-mode cluster is being pulled (DECISIONS C3), for the status message."""
+    if last_heartbeat is None:
+        return "push agent not connected: collecting by pull"
+    return f"push agent {version or 'unknown'} silent since {format_time(last_heartbeat)}: collecting by pull"
+
+
+def collector_disconnected(current: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``collectorStatus`` marking the agent disconnected (keeping version and heartbeat), or None if it is."""
+    previous = current.get("collectorStatus")
+    previous = previous if isinstance(previous, Mapping) else {}
+    if previous and previous.get("connected") is False:
+        return None
+    out: dict[str, Any] = {"connected": False}
+    for key in ("version", "lastHeartbeat"):
+        if previous.get(key):
+            out[key] = previous[key]
+    return out
