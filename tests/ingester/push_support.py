@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import base64
 import os
+import queue
 import re
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import grpc
+import pytest
+from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 
 HUB_NAMESPACE = "clusterpulse"
 CC_API = "clusterpulse.io/v1alpha1"
@@ -204,3 +210,34 @@ def make_certificates(directory: Path, server_name: str) -> tuple[Path, Path, Pa
     paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return paths
+
+
+class Stream:
+    """One raw Connect stream driven message by message (a test stand-in for an agent)."""
+
+    def __init__(self, port: int, token: str | None, channel: grpc.Channel | None = None) -> None:
+        self.channel = channel or grpc.insecure_channel(f"127.0.0.1:{port}")
+        self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
+        metadata = [("authorization", f"Bearer {token}")] if token is not None else []
+        self._responses: Iterator[pb.ConnectResponse] = pb_grpc.CollectorServiceStub(self.channel).Connect(
+            iter(self._requests.get, None), metadata=metadata, timeout=20)
+
+    def send(self, request: pb.ConnectRequest) -> None:
+        self._requests.put(request)
+
+    def register(self, cluster: str, token: str, version: str = "test-1") -> pb.ConnectResponse:
+        self.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=token, version=version)))
+        return self.recv()
+
+    def recv(self) -> pb.ConnectResponse:
+        return next(self._responses)
+
+    def error(self) -> grpc.RpcError:
+        with pytest.raises(grpc.RpcError) as info:
+            while True:
+                self.recv()
+        return info.value
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self.channel.close()

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import queue
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,43 +14,12 @@ from clusterpulse_ingester.convert import timestamp_of
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
-from push_support import TOKEN, wait_for
+from push_support import TOKEN, Stream, wait_for
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.model import ClusterMetrics
 from clusterpulse_core.pieces import ClusterMetricsPiece, MetricSourceDeletion, MetricSourcePiece
 from clusterpulse_core.serde import loads
-
-
-class Stream:
-    """One raw Connect stream driven message by message (a test stand-in for an agent)."""
-
-    def __init__(self, port: int, token: str | None, channel: grpc.Channel | None = None) -> None:
-        self.channel = channel or grpc.insecure_channel(f"127.0.0.1:{port}")
-        self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
-        metadata = [("authorization", f"Bearer {token}")] if token is not None else []
-        self._responses: Iterator[pb.ConnectResponse] = pb_grpc.CollectorServiceStub(self.channel).Connect(
-            iter(self._requests.get, None), metadata=metadata, timeout=20)
-
-    def send(self, request: pb.ConnectRequest) -> None:
-        self._requests.put(request)
-
-    def register(self, cluster: str, token: str, version: str = "test-1") -> pb.ConnectResponse:
-        self.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=token, version=version)))
-        return self.recv()
-
-    def recv(self) -> pb.ConnectResponse:
-        return next(self._responses)
-
-    def error(self) -> grpc.RpcError:
-        with pytest.raises(grpc.RpcError) as info:
-            while True:
-                self.recv()
-        return info.value
-
-    def close(self) -> None:
-        self._requests.put(None)
-        self.channel.close()
 
 
 def batch(cluster: str, batch_id: str = "b-1", nodes: int = 2, values_json: bytes = b'{"replicas": 3}',

@@ -111,7 +111,10 @@ class IngesterServer:
         return self.port
 
     def stop(self) -> None:
-        """Finish in-flight batches (up to ``stop_grace``), then close every stream and the server."""
+        """Finish in-flight batches (up to ``stop_grace``), then close every stream and the server.
+
+        :meth:`start` may be called again afterwards (same settings, so the same port).
+        """
         loop, event = self._loop, self._stop_event
         if loop is not None and event is not None and not loop.is_closed():
             try:
@@ -144,6 +147,7 @@ class IngesterServer:
 
     async def _serve(self, ready: threading.Event, errors: list[BaseException]) -> None:
         self._stop_event = asyncio.Event()
+        self._stopping = False
         try:
             server = grpc.aio.server(options=server_options(self.settings))
             pb_grpc.add_CollectorServiceServicer_to_server(_Servicer(self), server)

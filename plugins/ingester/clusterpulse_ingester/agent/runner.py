@@ -195,7 +195,16 @@ class Agent:
             await asyncio.gather(collecting, return_exceptions=True)
         await self._flush()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        log.info("agent stopped: %s", " ".join(f"{k}={v}" for k, v in self.totals().items()))
         return 0
+
+    def totals(self) -> dict[str, int]:
+        """Batches collected, acked, dropped (every reason) and still buffered, so far."""
+        def total(counter: Counter) -> int:
+            return int(sum(s.value for m in counter.collect() for s in m.samples if s.name.endswith("_total")))
+
+        return {"collected": total(self.metrics.collected), "acked": total(self.metrics.acked),
+                "dropped": total(self.metrics.dropped), "buffered": len(self.buffer)}
 
     def request_stop(self) -> None:
         """Stop collecting and deliver what can be delivered within ``flush_timeout``."""
