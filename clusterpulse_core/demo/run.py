@@ -14,14 +14,24 @@ import redis
 
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
 from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, running_fleet
-from clusterpulse_core.demo.summary import format_fleet, format_sources, key_patterns, read_fleet, read_sources
+from clusterpulse_core.demo.summary import (
+    format_alerts,
+    format_fleet,
+    format_sources,
+    key_patterns,
+    read_alerts,
+    read_fleet,
+    read_sources,
+)
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.testing.servers import ServerUnavailable, redis_process
 
-#: What the demo enables: storage first, then the kinds it has sample objects for.
-DEMO_PLUGINS = ("redis", "cluster", "metricsource")
+#: What the demo enables: storage first, then the kinds it has sample objects for, then alerts.
+DEMO_PLUGINS = ("redis", "cluster", "metricsource", "alerts")
+#: Plugin sections of the demo: alerts fire at once (a demo runs for seconds, not the rules' ``for``).
+DEMO_SETTINGS: dict[str, dict[str, object]] = {"alerts": {"default_for": 0.0}}
 CYCLE_TIMEOUT = 120.0
 
 
@@ -90,7 +100,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
         kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
         core = CoreSettings(plugins=DEMO_PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                             metrics_bind_address="0", health_probe_bind_address="0")
-        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}}, source="demo")
+        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}, **DEMO_SETTINGS}, source="demo")
         config = finish_config(raw, host.settings_classes(), env={})
         host.configure(config)
         echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
@@ -103,7 +113,8 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
             manager.stop()
         client = redis.Redis.from_url(url, decode_responses=True)
         try:
-            summary = format_fleet(read_fleet(client)) + "\n\n" + format_sources(read_sources(client))
+            summary = "\n\n".join((format_fleet(read_fleet(client)), format_alerts(read_alerts(client)),
+                                   format_sources(read_sources(client))))
             keys = key_patterns(client)
         finally:
             client.close()

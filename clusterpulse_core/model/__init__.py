@@ -5,6 +5,7 @@ Attribute names are snake_case; the wire names are decided once, in
 """
 
 from clusterpulse_core.model.agent import AgentConnection
+from clusterpulse_core.model.alert import Alert, Severity
 from clusterpulse_core.model.cluster import (
     ClusterMetrics,
     ClusterSpecRecord,
@@ -37,6 +38,7 @@ from clusterpulse_core.model.registry import (
 __all__ = [
     "AgentConnection",
     "AggregationResults",
+    "Alert",
     "ClusterMetrics",
     "ClusterOperatorCondition",
     "ClusterOperatorInfo",
@@ -58,5 +60,6 @@ __all__ = [
     "RegistrySpecRecord",
     "RegistryStatusRecord",
     "RelatedObject",
+    "Severity",
     "Taint",
 ]

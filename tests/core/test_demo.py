@@ -14,7 +14,7 @@ import yaml
 
 from clusterpulse_core.demo.fleet import FLEET_DIR
 from clusterpulse_core.demo.run import run_demo
-from clusterpulse_core.demo.summary import read_fleet, read_sources
+from clusterpulse_core.demo.summary import read_alerts, read_fleet, read_sources
 
 
 def _fixture_objects(cluster: str, kind: str) -> list[dict[str, Any]]:
@@ -26,6 +26,29 @@ def _fixture_objects(cluster: str, kind: str) -> list[dict[str, Any]]:
 
 def _cluster_names() -> list[str]:
     return [c["name"] for c in yaml.safe_load((FLEET_DIR / "fleet.yaml").read_text())["clusters"]]
+
+
+def _condition(obj: dict[str, Any], kind: str) -> str:
+    return next((c["status"] for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), "")
+
+
+def _expected_alerts(clusters: list[str]) -> set[tuple[str, str, str]]:
+    """The demo fleet's NotReady and cordoned nodes and unavailable or degraded ClusterOperators."""
+    expected = set()
+    for name in clusters:
+        for node in _fixture_objects(name, "Node"):
+            node_name = node["metadata"]["name"]
+            if _condition(node, "Ready") != "True":
+                expected.add((name, "NodeNotReady", f"node/{node_name}"))
+            if node.get("spec", {}).get("unschedulable"):
+                expected.add((name, "NodeUnschedulable", f"node/{node_name}"))
+            for pressure in ("MemoryPressure", "DiskPressure", "PIDPressure"):
+                if _condition(node, pressure) == "True":
+                    expected.add((name, f"Node{pressure}", f"node/{node_name}"))
+        for operator in _fixture_objects(name, "ClusterOperator"):
+            if _condition(operator, "Available") != "True" or _condition(operator, "Degraded") == "True":
+                expected.add((name, "ClusterOperatorDown", f"clusteroperator/{operator['metadata']['name']}"))
+    return expected
 
 
 def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
@@ -55,6 +78,11 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
         assert source.values["pods"] == len(pods)
         assert source.values["running"] == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
     assert "ocp-prod-east" in result.summary
+    expected_alerts = _expected_alerts(sorted(rows))
+    assert {name for _c, name, _r in expected_alerts} >= {"NodeNotReady", "NodeUnschedulable", "ClusterOperatorDown"}
+    assert {(a.cluster, a.name, a.resource) for a in read_alerts(client)} == expected_alerts
+    assert f"Alerts ({len(expected_alerts)} firing):" in result.summary
+    assert "NodeNotReady node/" in result.summary
     assert "MetricSource clusterpulse/pod-phases:" in result.summary
     patterns = dict(result.keys)
     assert patterns["clusters:all"] == 1

@@ -71,6 +71,30 @@ def custom(cluster_name: str, source_id: str, suffix: str) -> str:
     return f"cluster:{cluster_name}:custom:{source_id}:{suffix}"
 
 
+#: Names that may go into an ``alerts:<c>:<id>`` key: Kubernetes object names and alert ids.
+_ALERT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
+
+
+def alert(cluster_name: str, alert_id: str) -> str:
+    """``alerts:<c>:<id>`` — one firing alert's hash (DECISIONS.md R4).
+
+    Both names are checked first: a ``ValueError`` names the one that could break the key
+    space (a ``:``, a glob character, whitespace, empty or too long).
+    """
+    for what, value in (("cluster", cluster_name), ("alert id", alert_id)):
+        if not _ALERT_NAME.fullmatch(value):
+            raise ValueError(f"alert {what} {value!r} is not a valid key name "
+                             "(letters, digits, '.', '_', '-'; at most 253)")
+    return f"alerts:{cluster_name}:{alert_id}"
+
+
+def alerts_of(cluster_name: str) -> str:
+    """``SCAN MATCH`` pattern of every alert hash of one cluster."""
+    return f"alerts:{glob_literal(cluster_name)}:*"
+
+
+ALERTS_PATTERN = "alerts:*:*"
+
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 
 

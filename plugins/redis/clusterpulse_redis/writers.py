@@ -15,6 +15,8 @@ import attrs
 
 from clusterpulse_core.pieces import (
     AggregationsPiece,
+    AlertPiece,
+    AlertResolution,
     ClusterInfoPiece,
     ClusterLabelsPiece,
     ClusterMetricsPiece,
@@ -266,6 +268,21 @@ def write_aggregations(batch: CommandBatch, piece: AggregationsPiece, ctx: Write
              ex=ctx.cache_ttl)
 
 
+# ---------------------------------------------------------------------------- alerts (R4)
+
+
+def write_alert(batch: CommandBatch, piece: AlertPiece, ctx: WriteContext) -> None:
+    """Hash ``alerts:<c>:<id>`` (every field a string), expiring after ``CACHE_TTL``."""
+    key = keys.alert(piece.cluster, piece.alert.id)
+    batch.hset(key, _hash(piece.alert))
+    batch.expire(key, ctx.cache_ttl)
+
+
+def write_alert_resolution(batch: CommandBatch, piece: AlertResolution, ctx: WriteContext) -> None:
+    """A resolved alert's hash is deleted."""
+    batch.delete(keys.alert(piece.cluster, piece.alert.id))
+
+
 #: Piece type -> writer. Pieces of other types are not Redis's business and are ignored.
 WRITERS: Mapping[type[Piece], Writer] = {
     ClusterSpecPiece: write_cluster_spec,
@@ -285,4 +302,6 @@ WRITERS: Mapping[type[Piece], Writer] = {
     MetricSourcePiece: write_metricsource,
     CustomResourcesPiece: write_custom_resources,
     AggregationsPiece: write_aggregations,
+    AlertPiece: write_alert,
+    AlertResolution: write_alert_resolution,
 }
