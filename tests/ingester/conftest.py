@@ -33,15 +33,15 @@ def hub(kube_api: Callable[..., Any]) -> Any:
 
 @pytest.fixture
 def start_ingester(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Callable[..., tuple[Runtime, Any]]]:
-    """``start_ingester(**ingester_settings)``: plugins started (no controllers) -> (runtime, recording)."""
+    """``start_ingester(*backends, **settings)``: plugins started (no controllers) -> (runtime, recording)."""
     started: list[Runtime] = []
 
-    def factory(**settings: Any) -> tuple[Runtime, Any]:
+    def factory(*backends: Any, **settings: Any) -> tuple[Runtime, Any]:
         section = {"bind_address": "127.0.0.1", "port": free_port(), "stop_grace": 2.0, **settings}
         config_file = write_config(tmp_path / f"hub-{len(started)}.toml", ["redis", "cluster", "ingester"],
                                    {"redis": {"url": redis_url}, "ingester": section})
         recording = RecordingBackend()
-        config, host = load(str(config_file), env={}, extra_plugins={"recording": BackendPlugin(recording)})
+        config, host = load(str(config_file), env={}, extra_plugins={"recording": BackendPlugin(recording, *backends)})
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         start_plugins(runtime)
         started.append(runtime)

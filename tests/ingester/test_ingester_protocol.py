@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -265,3 +267,43 @@ def test_tls_with_a_private_ca_and_a_server_name_override(
         with pytest.raises(grpc.aio.AioRpcError) as info:
             asyncio.run(register(bad))
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+class SlowBackend:
+    """A backend that takes its time, so a batch is in flight when the ingester is told to stop."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+
+    def store(self, pieces: Any) -> None:
+        self.entered.set()
+        time.sleep(1.0)
+
+    def ready(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def test_stop_acks_the_batch_in_flight_then_closes_streams(
+        start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
+    slow = SlowBackend()
+    runtime, recording = start_ingester(slow)
+    plugin = runtime.plugins.plugin("ingester")
+    assert isinstance(plugin, IngesterPlugin) and plugin.server is not None
+    stream = Stream(plugin.server.port, TOKEN + "edge")
+    stream.register("edge", TOKEN + "edge")
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "in-flight")))
+    assert slow.entered.wait(10)
+    stopper = threading.Thread(target=plugin.server.stop)
+    stopper.start()
+    ack = stream.recv().ack
+    assert (ack.batch_id, ack.success) == ("in-flight", True)
+    assert stream.error().code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+    stopper.join(10)
+    assert not stopper.is_alive()
+    stream.close()
+    assert len(recording.of(ClusterMetricsPiece)) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -283,3 +284,19 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
         "connected") is False and s, "the fallback in the status")
     assert status["phase"] == "Connected"
     assert "push agent not connected: collecting by pull" in status["message"]
+
+
+def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld) -> None:
+    agent = world.start_agent(flush_timeout=2.0)
+    wait_for(lambda: _received(world), "the first batch")
+    server = world.ingester.server
+    assert server is not None
+    server.stop()
+    collected = agent.metric("clusterpulse_agent_batches_collected_total")
+    wait_for(lambda: agent.metric("clusterpulse_agent_buffered_batches") >= 2
+             and agent.metric("clusterpulse_agent_batches_collected_total") >= collected + 2, "buffered batches")
+    started = time.monotonic()
+    assert agent.stop() == 0
+    assert time.monotonic() - started < 2.0 + 8.0  # flush_timeout plus generous process start/stop slack
+    assert "final flush incomplete" in agent.output()
+    assert _totals(agent)["buffered"] >= 2
