@@ -109,7 +109,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
         core = CoreSettings(plugins=DEMO_PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                             metrics_bind_address="0", health_probe_bind_address="0")
         ingester_port = free_port()
-        sections = {"redis": {"url": url}, **DEMO_SETTINGS,
+        sections: dict[str, dict[str, object]] = {"redis": {"url": url}, **DEMO_SETTINGS,
                     "ingester": {"bind_address": "127.0.0.1", "port": ingester_port}}
         raw = RawConfig(core=core, plugin_sections=sections, source="demo")
         config = finish_config(raw, host.settings_classes(), env={})
@@ -207,7 +207,7 @@ def _pushed_sources_arrived(url: str, clusters: list[str]) -> bool:
     """Whether every push cluster has sent results for every enabled MetricSource (agents run on a timer)."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        sources = client.smembers("metricsources:enabled")
+        sources = [str(source) for source in client.smembers("metricsources:enabled")]
         return all(client.exists(f"cluster:{c}:custom:{s}:resources") for c in clusters for s in sources)
     finally:
         client.close()
