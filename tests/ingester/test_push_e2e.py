@@ -280,10 +280,11 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
     assert agent.stop() == 0
     wait_for(lambda: world.manager.runtime.plugins.agent_connection("fallback") is None, "the stream to close")
     touch()
-    status = wait_for(lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get(
-        "connected") is False and s, "the fallback in the status")
+    status = wait_for(lambda: "collecting by pull" in (s := world.cr("fallback").get("status") or {}).get(
+        "message", "") and s, "the fallback in the status")
     assert status["phase"] == "Connected"
     assert "push agent not connected: collecting by pull" in status["message"]
+    assert status["collectorStatus"]["connected"] is False
 
 
 def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld) -> None:

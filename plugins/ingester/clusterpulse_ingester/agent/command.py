@@ -47,7 +47,7 @@ def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
         log.error("CLUSTER_NAME is required")
         return 1
     try:
-        client = local_client(kubeconfig, config.core.request_timeout)
+        client = local_client(kubeconfig or config.core.kubeconfig, config.core.request_timeout)
     except Exception as exc:
         log.error("cannot reach the local cluster: %s", exc)
         return 1
