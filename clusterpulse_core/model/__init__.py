@@ -13,6 +13,10 @@ from clusterpulse_core.model.cluster import (
     CredentialsRef,
     Health,
     MonitoringRecord,
+    ObjectCounts,
+    PodPhaseCounts,
+    cluster_metrics,
+    usage_percent,
 )
 from clusterpulse_core.model.metricsource import (
     AggregationResults,
@@ -53,7 +57,9 @@ __all__ = [
     "NodeCondition",
     "NodeMetrics",
     "NodeStatus",
+    "ObjectCounts",
     "OperatorInfo",
+    "PodPhaseCounts",
     "RegistryCredentialsRef",
     "RegistryMetricsRecord",
     "RegistryMonitoringRecord",
@@ -62,4 +68,6 @@ __all__ = [
     "RelatedObject",
     "Severity",
     "Taint",
+    "cluster_metrics",
+    "usage_percent",
 ]

@@ -12,6 +12,7 @@ from clusterpulse_cluster.info import ClusterInfoCollector
 from clusterpulse_cluster.inventory import InventoryCollector
 from clusterpulse_cluster.olm import OperatorsCollector
 from clusterpulse_cluster.reconcile import NODES_COLLECTOR, ClusterReconciler
+from clusterpulse_cluster.resources import ResourceCollector
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
@@ -54,9 +55,10 @@ class ClusterPlugin:
 
     @hookimpl
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
-        """Nodes (critical), cluster info, OLM operators and OpenShift ClusterOperators.
+        """Nodes (critical), cluster info, OLM operators, OpenShift ClusterOperators and resource lists.
 
-        Inside the push agent (``where == "agent"``) OLM operators follow the agent's rules.
+        Inside the push agent (``where == "agent"``) OLM operators follow the agent's rules, and
+        the resource lists are left out: the proto has no field for them.
         """
         return [
             Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now), critical=True),
@@ -64,6 +66,7 @@ class ClusterPlugin:
             Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now,
                                                       agent=where == "agent")),
             Collector("cluster_operators", ClusterOperatorsCollector()),
+            *([] if where == "agent" else [Collector("resources", ResourceCollector(self.settings, self.now))]),
         ]
 
     @hookimpl

@@ -33,6 +33,7 @@ from clusterpulse_core.model import (
     OperatorInfo,
     RelatedObject,
 )
+from clusterpulse_core.model.cluster import ObjectCounts, PodPhaseCounts, cluster_metrics
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -228,38 +229,21 @@ def _node(node: pb.NodeMetrics, at: datetime, where: str) -> NodeMetrics:
 
 
 def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics], at: datetime) -> ClusterMetrics:
-    """Cluster totals of a batch: what the proto carries, the rest derived from its nodes (R1)."""
-    values: dict[str, Any] = {
-        "timestamp": at, "nodes": metrics.nodes, "nodes_ready": metrics.nodes_ready,
-        "namespaces": metrics.namespaces, "namespace_list": tuple(metrics.namespace_list), "pods": metrics.pods,
-        "pods_running": metrics.pods_running, "cpu_capacity": metrics.cpu_capacity,
-        "memory_capacity": metrics.memory_capacity, "deployments": metrics.deployments,
-    }
-    derived = _derived_from_nodes(nodes, metrics)
-    names = {f.name for f in attrs.fields(ClusterMetrics)}
-    values.update({k: v for k, v in derived.items() if k in names})
-    return ClusterMetrics(**values)
+    """Cluster totals of a batch (DECISIONS R1): what the proto carries, the rest from its nodes.
 
-
-def _derived_from_nodes(nodes: Sequence[NodeMetrics], metrics: pb.ClusterMetrics) -> dict[str, Any]:
-    """The DECISIONS R1 fields the proto lacks, summed over the batch's nodes."""
-    cpu_alloc = sum((n.cpu_allocatable for n in nodes), 0.0)
-    cpu_req = sum((n.cpu_requested for n in nodes), 0.0)
-    mem_alloc = sum(n.memory_allocatable for n in nodes)
-    mem_req = sum(n.memory_requested for n in nodes)
-    return {
-        "nodes_not_ready": metrics.nodes - sum(1 for n in nodes if n.status == NodeStatus.READY.value)
-        if nodes else 0,
-        "pods_pending": sum(n.pods_pending for n in nodes),
-        "pods_failed": sum(n.pods_failed for n in nodes),
-        "cpu_allocatable": cpu_alloc,
-        "cpu_requested": cpu_req,
-        "cpu_usage_percent": cpu_req / cpu_alloc * 100 if cpu_alloc > 0 else 0.0,
-        "memory_allocatable": mem_alloc,
-        "memory_requested": mem_req,
-        "memory_usage_percent": mem_req / mem_alloc * 100 if mem_alloc > 0 else 0.0,
-        "storage_capacity": sum(n.storage_capacity for n in nodes),
-    }
+    Built with the same :func:`~clusterpulse_core.model.cluster.cluster_metrics` as pull mode.
+    Pending and failed pods are the batch's nodes' tallies (unbound pods are not carried);
+    Services, StatefulSets, DaemonSets and PVCs are not carried and stay 0.
+    """
+    pods = PodPhaseCounts(total=metrics.pods, running=metrics.pods_running,
+                          pending=sum(n.pods_pending for n in nodes), failed=sum(n.pods_failed for n in nodes))
+    derived = cluster_metrics(nodes, tuple(metrics.namespace_list), at, pods,
+                              ObjectCounts(deployments=metrics.deployments))
+    # The proto's own totals win over sums of its nodes (they agree for a complete batch).
+    return attrs.evolve(
+        derived, nodes=metrics.nodes, nodes_ready=metrics.nodes_ready,
+        nodes_not_ready=max(0, metrics.nodes - metrics.nodes_ready), namespaces=metrics.namespaces,
+        cpu_capacity=metrics.cpu_capacity, memory_capacity=metrics.memory_capacity)
 
 
 def _operator(op: pb.OperatorInfo, at: datetime) -> OperatorInfo:

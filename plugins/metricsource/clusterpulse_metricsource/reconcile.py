@@ -18,8 +18,9 @@ from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiler import compile_metric_source
 from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import MetricSourceError
-from clusterpulse_metricsource.fleet import collect_fleet, connected_clusters, event_data
+from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data
 from clusterpulse_metricsource.status import ERROR_REQUEUE_SECONDS, collected_status, failed_status, requeue_seconds
+from prometheus_client import CollectorRegistry, Counter
 
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.contributions import Contributions
@@ -47,6 +48,7 @@ class MetricSourceReconciler:
         self._lock = threading.Lock()
         self._collectors: dict[str, ClusterCollector] = {}
         self._catalogs: dict[int, Catalog] = {}
+        self._counters: dict[int, Counter] = {}
 
     def compiled(self, source_id: str) -> ClusterCollector | None:
         """The cached collector (with its program) of a source, if it compiled."""
@@ -76,6 +78,7 @@ class MetricSourceReconciler:
                               generation)
 
         outcome = collect_fleet(ctx.runtime, collector, clusters)
+        detail = self._report_function_failures(outcome, source_id, ctx)
         for cluster, result in outcome.results.items():
             pieces: list[Any] = [CustomResourcesPiece(cluster, result.collection)]
             if result.aggregations is not None:
@@ -86,7 +89,7 @@ class MetricSourceReconciler:
                 ctx.log.error("storing the collection of cluster %s failed: %s", cluster, exc)
 
         status = collected_status(utcnow(), time.monotonic() - started, outcome.resources, outcome.clusters,
-                                  outcome.errors, generation)
+                                  outcome.errors, generation, detail)
         try:
             ctx.patch_status(unstructure(status))
         except Exception as exc:
@@ -109,6 +112,29 @@ class MetricSourceReconciler:
         return True
 
     # ------------------------------------------------------------------ helpers
+
+    def _report_function_failures(self, outcome: FleetOutcome, source_id: str, ctx: ReconcileContext) -> str:
+        """Log and count every plugin function failure; the first one, for the status message."""
+        first = ""
+        counter = self._function_errors(ctx.runtime.metrics)
+        for cluster, result in sorted(outcome.results.items()):
+            for failure in result.function_failures:
+                described = f"cluster {cluster}: {failure.describe()}"
+                ctx.log.warning("%s", described)  # the logger adds "[MetricSource ns/name]"
+                counter.labels(source=source_id, cluster=cluster, function=failure.function).inc(failure.count)
+                first = first or described
+        return first
+
+    def _function_errors(self, registry: CollectorRegistry) -> Counter:
+        key = id(registry)
+        with self._lock:
+            counter = self._counters.get(key)
+            if counter is None:
+                counter = self._counters[key] = Counter(
+                    "clusterpulse_metricsource_function_errors_total",
+                    "Values left null because a plugin expression or aggregation function raised",
+                    ["source", "cluster", "function"], registry=registry)
+            return counter
 
     def _compile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ClusterCollector:
         catalog = self._catalog(ctx.runtime.contributions)

@@ -36,6 +36,11 @@ def node_metrics(cluster_name: str, node_name: str) -> str:
     return f"cluster:{cluster_name}:node:{node_name}:metrics"
 
 
+def node_conditions(cluster_name: str, node_name: str) -> str:
+    """``cluster:<c>:node:<node>:conditions`` — one field per condition type (DECISIONS R2)."""
+    return f"cluster:{cluster_name}:node:{node_name}:conditions"
+
+
 def cluster_operator(cluster_name: str, operator: str) -> str:
     """``cluster:<c>:cluster_operator:<op>``."""
     return f"cluster:{cluster_name}:cluster_operator:{operator}"
@@ -101,3 +106,13 @@ _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 def glob_literal(text: str) -> str:
     """``text`` with the glob characters of ``SCAN MATCH`` escaped, so it matches only itself."""
     return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+def record(prefix: str, record_id: str) -> str:
+    """``<kind>:<namespace>/<name>`` — one generic record (``RecordPiece``)."""
+    return f"{prefix}:{record_id}"
+
+
+def record_index(prefix: str, index: str | None = None) -> str:
+    """``<kind>:all``, or ``<kind>:index:<index>`` — sets of ``<namespace>/<name>``."""
+    return f"{prefix}:all" if index is None else f"{prefix}:index:{index}"

@@ -141,7 +141,11 @@ def write_event(batch: CommandBatch, piece: EventPiece, ctx: WriteContext) -> No
 
 
 def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> None:
-    """Node hashes and time series, then the node set, then the summary (one batch, §3)."""
+    """Node hashes, conditions and time series, then the node set, then the summary (one batch, §3).
+
+    The conditions hash (DECISIONS R2) is rewritten whole with its node: deleted, then
+    filled when the node has conditions, with the node hash's TTL.
+    """
     now, now_unix, cache_ttl, retention = ctx.now, ctx.now_unix, ctx.cache_ttl, ctx.metrics_retention
     cutoff = now_unix - retention
     current_nodes = [derive.node_current(node) for node in piece.nodes]
@@ -150,6 +154,12 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
         series_key = keys.node_metrics(piece.cluster, node.name)
         batch.hset(node_key, _hash(derive.node_hash_fields(node, dumps(node), now)))
         batch.expire(node_key, cache_ttl)
+        conditions_key = keys.node_conditions(piece.cluster, node.name)
+        batch.delete(conditions_key)
+        conditions = derive.node_conditions(node)
+        if conditions:
+            batch.hset(conditions_key, conditions)
+            batch.expire(conditions_key, cache_ttl)
         batch.zadd(series_key, now_unix, dumps(derive.node_sample(node)))
         batch.zremrangebyscore(series_key, "-inf", cutoff)
         batch.expire(series_key, retention)
@@ -190,7 +200,10 @@ def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, c
 
 
 def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiece, ctx: WriteContext) -> None:
-    """Each non-empty workload list and the collection metadata (§6)."""
+    """Each non-empty workload list and the collection metadata (§6).
+
+    An empty list's key is deleted, so a list that emptied does not linger until it expires.
+    """
     collection = piece.collection
     lists = {
         "pods": collection.pods,
@@ -202,6 +215,8 @@ def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiec
     for suffix, items in lists.items():
         if items:
             batch.set(keys.cluster(piece.cluster, suffix), dumps(items), ex=ctx.cache_ttl)
+        else:
+            batch.delete(keys.cluster(piece.cluster, suffix))
     batch.set(keys.cluster(piece.cluster, "resource_metadata"),
              dumps(derive.resource_metadata(collection)), ex=ctx.cache_ttl)
 
