@@ -154,6 +154,11 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
                      "the heartbeat")
     assert later.last_heartbeat >= before
 
+    # The same batch again (its ack was lost, the agent resends it): acked, not stored twice.
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "b-1", collected_at=collected)))
+    assert stream.recv().ack.success
+    assert len(recording.of(ClusterMetricsPiece)) == 1
+
     # A batch naming another cluster ends the stream without storing it.
     recording.clear()
     stream.send(pb.ConnectRequest(metrics=batch("other", "b-2")))
@@ -163,7 +168,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
     assert recording.pieces == []
     assert _keys(redis_url, "cluster:other:*") == []
     wait_for(lambda: runtime.plugins.agent_connection("edge") is None, "the stream to leave the table")
-    assert _sample(runtime, "clusterpulse_ingester_batches_acked_total") == 1
+    assert _sample(runtime, "clusterpulse_ingester_batches_acked_total") == 2
     assert _sample(runtime, "clusterpulse_ingester_bytes_received_total") > 100
 
 

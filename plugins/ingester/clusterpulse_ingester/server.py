@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +42,8 @@ REJECTED = "rejected: "
 #: Ack error prefix of a batch that failed to store: the agent keeps it and sends it again.
 STORAGE_FAILED = "storage failed: "
 STOPPING = "ingester stopping"
+#: Stored batch ids remembered for duplicate detection (a few per connected agent).
+RECENT_BATCHES = 4096
 
 
 class StartError(Exception):
@@ -158,6 +161,8 @@ class IngesterServer:
         self._inflight = 0
         self._stopping = False
         self._worker: StoreWorker | None = None
+        #: (cluster, batch_id) of the latest stored batches: a batch resent after a lost ack is not stored twice.
+        self._recent: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     # ------------------------------------------------------------------ lifecycle (any thread)
 
@@ -306,9 +311,14 @@ class IngesterServer:
                 raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "other_cluster",
                                f"batch for cluster {batch.cluster_name[:80]!r} on a stream registered "
                                f"as {peer.cluster!r}")
-            ack = await self._process(peer, batch)
-            async with peer.lock:
-                await peer.context.write(pb.ConnectResponse(ack=ack))
+            # In flight until the ack is written, so a graceful stop waits for the ack too.
+            self._inflight += 1
+            try:
+                ack = await self._process(peer, batch)
+                async with peer.lock:
+                    await peer.context.write(pb.ConnectResponse(ack=ack))
+            finally:
+                self._inflight -= 1
         else:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload")
 
@@ -333,7 +343,6 @@ class IngesterServer:
         await self._send_config(peer)
 
     async def _process(self, peer: _Peer, batch: pb.MetricsBatch) -> pb.Ack:
-        self._inflight += 1
         started = time.perf_counter()
         try:
             self.metrics.batches_received.inc()
@@ -343,6 +352,11 @@ class IngesterServer:
                 self.table.heartbeat(peer.stream_id, now)
             if self._stopping:
                 return self._reject(batch, "stopping", STOPPING)
+            key = (peer.cluster, batch.batch_id)
+            if batch.batch_id and key in self._recent:
+                # Sent again because its ack was lost: it is stored already.
+                self.metrics.batches_acked.inc()
+                return pb.Ack(batch_id=batch.batch_id, success=True)
             try:
                 pieces = pieces_from_batch(batch, peer.cluster, now)
             except BatchError as exc:
@@ -354,11 +368,16 @@ class IngesterServer:
                 return self._reject(batch, "storage", STORAGE_FAILED + str(exc))
             except Exception as exc:
                 return self._reject(batch, "storage", f"{STORAGE_FAILED}{type(exc).__name__}: {exc}")
+            self._remember(key)
             self.metrics.batches_acked.inc()
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:
-            self._inflight -= 1
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _remember(self, key: tuple[str, str]) -> None:
+        self._recent[key] = None
+        while len(self._recent) > RECENT_BATCHES:
+            self._recent.popitem(last=False)
 
     def _reject(self, batch: pb.MetricsBatch, reason: str, message: str) -> pb.Ack:
         self.metrics.batches_rejected.labels(reason=reason).inc()
