@@ -124,8 +124,12 @@ class DemoResult:
 
 
 def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = print,
-             fleet_dir: Path = FLEET_DIR) -> DemoResult:
-    """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys."""
+             fleet_dir: Path = FLEET_DIR, push_agents: bool = True) -> DemoResult:
+    """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys.
+
+    With ``push_agents`` every push-mode cluster of the fleet gets its ``clusterpulse agent``
+    process; without, those clusters are collected by pull (DECISIONS C3).
+    """
     host = PluginHost(DEMO_PLUGINS)
     kinds = [kind for _owner, kind in host.kinds.values()]
     with redis_for_demo(redis_url) as url, registry_for_demo(echo) as registry_url, \
@@ -143,7 +147,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
         echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
              f"({', '.join(c.name for c in fleet.clusters)}), redis {url}"
              + (f", registry {registry_url}" if registry_url else ""))
-        pushed = _push_clusters(fleet)
+        pushed = _push_clusters(fleet) if push_agents else []
         agents = [_start_agent(cluster, ingester_port, Path(tmp)) for cluster in pushed]
         manager = Manager(build_runtime(config, host), identity="demo")
         try:
