@@ -108,7 +108,16 @@ class CoreSettings:
     queue_qps: float = setting(10.0, help="work queue token bucket rate")
     queue_burst: int = setting(100, minimum=1, help="work queue token bucket size")
     shutdown_grace: float = setting(30.0, help="seconds to let in-flight reconciles finish on SIGTERM")
-    request_timeout: float = setting(30.0, help="timeout of every Kubernetes API call, seconds")
+    request_timeout: float = setting(
+        30.0, help="wall-clock limit of every Kubernetes API call (connect, headers and body), seconds")
+    max_response_bytes: int = setting(
+        64 * 1024 * 1024, minimum=1024, help="largest accepted Kubernetes API response (one list page), bytes")
+    reconcile_timeout: float = setting(
+        120.0, help="wall-clock deadline of one reconcile (a kind may set a shorter one), seconds")
+    event_interval: float = setting(
+        300.0, help="the same Kubernetes Event (object and reason) is recorded at most this often, seconds")
+    cluster_max_in_flight: int = setting(
+        2, minimum=1, help="reconciles that may use one managed cluster at the same time")
     client_max_idle: float = setting(1800.0, help="close managed-cluster clients unused this long, seconds")
 
 

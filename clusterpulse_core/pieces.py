@@ -264,8 +264,9 @@ class AlertResolution(Piece):
     alert: Alert
 
 
-# Resource collection (redis.md §6, controllers.md §3.7). Dormant upstream: no collector
-# produces it yet, but a backend must store it in exactly this shape when one does.
+# Resource collection (redis.md §6, controllers.md §3.7). Dormant upstream; here the cluster
+# plugin's ``resources`` collector produces it (DECISIONS R3), and a backend stores it in
+# exactly this shape.
 
 
 @wire(omit_empty=("node", "labels"))

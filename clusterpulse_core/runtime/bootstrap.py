@@ -12,8 +12,10 @@ from prometheus_client import CollectorRegistry
 
 from clusterpulse_core.config import Config, CoreSettings, finish_config, read_config
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
 from clusterpulse_core.plugins import PluginError, PluginHost, PluginPlan, plan_plugins
@@ -102,10 +104,16 @@ def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = Non
                   metrics: CollectorRegistry | None = None) -> Runtime:
     """Assemble the runtime: hub client, store fan-out over every backend, client pool."""
     registry = metrics or CollectorRegistry()
-    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
-    store = Store(host.storage_backends(), registry=registry)
-    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout)
-    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry)
+    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout,
+                            max_bytes=config.core.max_response_bytes)
+    fence = Fence()
+    fence.register_metrics(registry)
+    store = Store(host.storage_backends(), registry=registry, fence=fence)
+    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout,
+                      max_bytes=config.core.max_response_bytes,
+                      max_in_flight=config.core.cluster_max_in_flight)
+    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence,
+                   events=EventRecorder(hub, fence, min_interval=config.core.event_interval))
 
 
 def start_plugins(runtime: Runtime) -> None:

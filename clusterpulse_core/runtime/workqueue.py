@@ -124,6 +124,10 @@ class WorkQueue(Generic[T]):
         self._seq = itertools.count()
         self._shutting_down = False
         self._drain = False
+        if metrics is not None:
+            # Scraped live: delayed items whose time has come count as soon as they are due, not
+            # only once a free worker promotes them.
+            metrics.depth.labels(name=name).set_function(self.due)
 
     # ------------------------------------------------------------------ adding
 
@@ -235,6 +239,12 @@ class WorkQueue(Generic[T]):
         """Items ready to be taken (not counting delayed or in-flight ones)."""
         with self._cond:
             return len(self._queue)
+
+    def due(self) -> int:
+        """Items that could be processed now: queued, plus delayed ones whose time has come."""
+        with self._cond:
+            now = self._clock()
+            return len(self._queue) + sum(1 for ready_at in self._waiting.values() if ready_at <= now)
 
     @property
     def delayed(self) -> int:

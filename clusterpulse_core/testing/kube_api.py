@@ -26,6 +26,7 @@ import json
 import pathlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType, TracebackType
 from typing import Any, Self, TypeVar
@@ -34,7 +35,7 @@ import aiohttp.web
 import kubernetes.client
 import yaml
 
-from .kube_api_http import DEFAULT_VERSION, Backend, Controls, KubeAPIHandler, builtin_resource_types
+from .kube_api_http import DEFAULT_VERSION, Backend, Controls, KubeAPIHandler, WriteRecord, builtin_resource_types
 from .kube_api_store import CRD_GROUP, ObjectStore
 from .kube_api_util import ApiError
 
@@ -86,6 +87,8 @@ class KubeAPI:
     ``port=0`` picks a free port; :meth:`restart` keeps it. ``require_token`` makes every request
     without ``Authorization: Bearer <token>`` fail with 401. ``version`` overrides fields of
     ``/version``. ``history_limit`` bounds the watch history (older versions get 410 Gone).
+    ``first_resource_version`` (default: milliseconds since the epoch) is where the
+    resourceVersion counter starts, so serving the same data again later never goes back.
 
     The test helpers (:meth:`create`, :meth:`get`, ...) work whether or not the server runs; while it
     runs they execute on its loop thread, so they emit watch events exactly like HTTP writes.
@@ -99,9 +102,14 @@ class KubeAPI:
         require_token: str | None = None,
         history_limit: int = 50_000,
         request_log_limit: int = 10_000,
+        first_resource_version: int | None = None,
     ) -> None:
         self._port = port
-        self._store = ObjectStore(builtin_resource_types(), history_limit=history_limit)
+        if first_resource_version is None:
+            # Milliseconds since the epoch: a later start of the same data never goes backwards.
+            first_resource_version = int(time.time() * 1000)
+        self._store = ObjectStore(builtin_resource_types(), history_limit=history_limit,
+                                  first_resource_version=first_resource_version)
         self._controls = Controls(require_token=require_token, request_log_limit=request_log_limit,
                                   version=_version_info(version or {}))
         self._lifecycle = threading.RLock()
@@ -271,6 +279,11 @@ class KubeAPI:
     def requests(self) -> builtins.list[tuple[str, str, dict[str, str]]]:
         """The served requests as (method, path, query), oldest first (bounded)."""
         return self._controls.requests()
+
+    @property
+    def writes(self) -> builtins.list[WriteRecord]:
+        """Every write request (POST/PUT/PATCH/DELETE) with the writer's User-Agent, oldest first."""
+        return self._controls.writes()
 
     def clear_requests(self) -> None:
         """Forget the request log."""

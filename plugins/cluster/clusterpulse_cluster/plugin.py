@@ -61,7 +61,8 @@ class ClusterPlugin:
         the resource lists are left out: the proto has no field for them.
         """
         return [
-            Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now), critical=True),
+            Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now,
+                                                        self.settings.max_annotation_bytes), critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
             Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now,
                                                       agent=where == "agent")),

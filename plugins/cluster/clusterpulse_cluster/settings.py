@@ -20,6 +20,10 @@ class ClusterSettings:
     page_size: int = setting(500, minimum=1, help="items per page when listing nodes and pods")
     agent_silence_limit: float = setting(
         90.0, help="a push agent not heard from for this many seconds is treated as gone (pull fallback)")
+    max_annotation_bytes: int = setting(
+        8192, minimum=64, help="longest stored node annotation value, bytes (longer ones are truncated)")
+    collect_timeout: int = setting(
+        60, minimum=5, help="deadline of one reconcile when spec.monitoring.timeout is unset, seconds")
     # Resource collection (DECISIONS R3): the upstream names, defaults and minimums.
     resource_collection_enabled: bool = setting(
         True, env="RESOURCE_COLLECTION_ENABLED",

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from clusterpulse_core.model import Health
+from clusterpulse_core.model.condition import Condition, ready_condition
 from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"
@@ -16,7 +17,7 @@ PHASE_ERROR = "Error"
 REACHABLE = "Cluster is reachable"
 
 
-@wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces"))
+@wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
 @attrs.frozen
 class ConnectionStatus:
     """The status fields a pull reconcile owns (crds.md §1.3); ``collectorStatus`` is left alone."""
@@ -27,6 +28,7 @@ class ConnectionStatus:
     last_sync_time: datetime | None = None
     nodes: int | None = None
     namespaces: int | None = None
+    conditions: tuple[Condition, ...] = ()
 
     def differs_from(self, current: Mapping[str, Any]) -> bool:
         """Whether writing this status would change anything but ``lastSyncTime``."""
@@ -38,29 +40,39 @@ class ConnectionStatus:
         return {key: value for key, value in unstructure(self).items() if value is not None}
 
 
-def connected(now: datetime, nodes: int, namespaces: int, note: str = "") -> ConnectionStatus:
-    """Status after a successful pull collection (``note`` says why a push cluster was pulled)."""
+def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
+              previous: Mapping[str, Any] | None = None, note: str = "") -> ConnectionStatus:
+    """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled)."""
     message = f"{REACHABLE} ({note})" if note else REACHABLE
-    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces)
+    ready = ready_condition(True, PHASE_CONNECTED, message, generation, now, _conditions(previous))
+    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces, (ready,))
 
 
-def failed(message: str) -> ConnectionStatus:
-    """Status after a failed reconcile (DECISIONS C1)."""
-    return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message)
+def failed(message: str, now: datetime | None = None, generation: int = 0,
+           previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed") -> ConnectionStatus:
+    """Status after a failed reconcile (DECISIONS C1), with ``Ready=False`` when ``now`` is given."""
+    conditions = () if now is None else (
+        ready_condition(False, reason, message, generation, now, _conditions(previous)),)
+    return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message, conditions=conditions)
+
+
+def _conditions(status: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    found = (status or {}).get("conditions")
+    return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
 
 
 PUSH_ACTIVE = "Collector push active"
 
 
-def push_active(version: str, last_heartbeat: datetime) -> dict[str, Any]:
+def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
+                previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Status patch of a push-mode cluster whose agent is connected and heard from (§7.2 step 5)."""
     beat = format_time(last_heartbeat)
-    return {
-        "phase": PHASE_CONNECTED,
-        "health": Health.HEALTHY.value,
-        "message": f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})",
-        "collectorStatus": {"connected": True, "version": version, "lastHeartbeat": beat},
-    }
+    message = f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})"
+    ready = ready_condition(True, PHASE_CONNECTED, PUSH_ACTIVE, generation, now, _conditions(previous))
+    patch = ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, conditions=(ready,)).patch()
+    patch["collectorStatus"] = {"connected": True, "version": version, "lastHeartbeat": beat}
+    return patch
 
 
 def push_fallback_reason(version: str, last_heartbeat: datetime | None) -> str:

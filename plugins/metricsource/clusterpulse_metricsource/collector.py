@@ -36,6 +36,10 @@ class CollectionError(MetricSourceError):
     """A cluster collection failed as a whole (listing, namespace resolution, or the deadline)."""
 
 
+class UnknownKindError(CollectionError):
+    """The cluster's API discovery says the source kind does not exist there."""
+
+
 class DeadlineExceededError(CollectionError):
     """The collection ran past ``timeoutSeconds``."""
 
@@ -103,6 +107,10 @@ class ClusterCollector:
         deadline = Deadline.after(settings.timeout_seconds)
         client = target.client
         source = compiled.source
+        served = self.discovery.serves(client, source.group, source.version, source.kind,
+                                       timeout=deadline.timeout(client))
+        if served is False:
+            raise UnknownKindError(f"kind {source.api_version}/{source.kind} does not exist on cluster {target.name}")
         resource = self._resource_name(client, source, deadline)
         errors: list[str] = []
         tally = FailureTally()

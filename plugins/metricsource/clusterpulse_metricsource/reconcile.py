@@ -13,12 +13,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from clusterpulse_metricsource.catalog import Catalog
 from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiler import compile_metric_source
 from clusterpulse_metricsource.discovery import Discovery
-from clusterpulse_metricsource.errors import MetricSourceError
+from clusterpulse_metricsource.errors import CompileError, MetricSourceError
 from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data
+from clusterpulse_metricsource.settings import MetricSourceSettings
 from clusterpulse_metricsource.status import ERROR_REQUEUE_SECONDS, collected_status, failed_status, requeue_seconds
 from prometheus_client import CollectorRegistry, Counter
 
@@ -37,13 +39,16 @@ from clusterpulse_core.pieces import (
 from clusterpulse_core.serde import unstructure
 
 EVENT_CHANNEL = "metricsource-events"
+#: The shortest collection interval (as ClusterConnection's); shorter ones are raised, with a note.
+MIN_INTERVAL_SECONDS = 30
 DISCOVERY_TIMEOUT_SECONDS = 5.0
 
 
 class MetricSourceReconciler:
     """Holds what outlives one reconcile: compiled programs by source id and discovery answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: MetricSourceSettings | None = None) -> None:
+        self.settings = settings or MetricSourceSettings()
         self.discovery = Discovery()
         self._lock = threading.Lock()
         self._collectors: dict[str, ClusterCollector] = {}
@@ -74,8 +79,12 @@ class MetricSourceReconciler:
                 self._collectors[source_id] = collector
             clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
         except Exception as exc:
-            return self._fail(obj, ctx, str(exc) if isinstance(exc, MetricSourceError) else _describe(exc),
-                              generation)
+            message = str(exc) if isinstance(exc, MetricSourceError) else _describe(exc)
+            previous = obj.get("status") or {}
+            if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
+                                                       or previous.get("message") != message):
+                ctx.event("CompileError", message, warning=True, uid=str(meta.get("uid") or ""))
+            return self._fail(obj, ctx, message, generation)
 
         outcome = collect_fleet(ctx.runtime, collector, clusters)
         detail = self._report_function_failures(outcome, source_id, ctx)
@@ -88,8 +97,17 @@ class MetricSourceReconciler:
             except Exception as exc:
                 ctx.log.error("storing the collection of cluster %s failed: %s", cluster, exc)
 
+        if outcome.unknown_kind:
+            source = compiled.source
+            return self._fail(obj, ctx, f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
+                                        f"{', '.join(outcome.unknown_kind)}", generation)
+        interval = compiled.collection.interval_seconds
         status = collected_status(utcnow(), time.monotonic() - started, outcome.resources, outcome.clusters,
                                   outcome.errors, generation, detail)
+        if interval < MIN_INTERVAL_SECONDS:
+            status = attrs.evolve(status, message=f"{status.message}; intervalSeconds {interval} raised to "
+                                                  f"the minimum {MIN_INTERVAL_SECONDS}")
+            interval = MIN_INTERVAL_SECONDS
         try:
             ctx.patch_status(unstructure(status))
         except Exception as exc:
@@ -99,8 +117,7 @@ class MetricSourceReconciler:
                       EventPiece("reconciled", source_id, event_data(outcome), channel=EVENT_CHANNEL))
         except Exception as exc:
             ctx.log.error("publishing the reconciled event failed: %s", exc)
-        return ReconcileResult(requeue_after=requeue_seconds(compiled.collection.interval_seconds,
-                                                             outcome.errors))
+        return ReconcileResult(requeue_after=requeue_seconds(interval, outcome.errors))
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the cached program, remove the stored state and publish ``deleted``."""
@@ -142,7 +159,12 @@ class MetricSourceReconciler:
         def discover(group: str, version: str, kind: str) -> str | None:
             return self.discovery.resource_for(ctx.hub, group, version, kind, timeout=DISCOVERY_TIMEOUT_SECONDS)
 
-        return ClusterCollector(compile_metric_source(obj, catalog, discover=discover), self.discovery)
+        program = compile_metric_source(obj, catalog, discover=discover)
+        source = program.compiled.source
+        refusal = self.settings.refusal(source.api_version, source.kind)
+        if refusal:
+            raise CompileError(refusal)
+        return ClusterCollector(program, self.discovery)
 
     def _catalog(self, contributions: Contributions) -> Catalog:
         key = id(contributions)

@@ -111,7 +111,9 @@ class Agent:
         # and the rest of the batch is still sent (§10.3).
         self.collectors: Sequence[Collector] = [attrs.evolve(c, critical=False)
                                                 for c in host.collectors(where="agent")]
-        self.target = ClusterTarget(settings.cluster_name, "", client)
+        self.client = client
+        #: Collector state kept across cycles (e.g. the last OLM scan), as the hub keeps it per cluster.
+        self.state: dict[str, Any] = {}
         self.buffer: BatchBuffer[pb.MetricsBatch] = BatchBuffer(settings.buffer_size)
         self.backoff = Backoff(cap=settings.backoff_cap)
         self.metrics = AgentMetrics.create(registry or CollectorRegistry())
@@ -127,8 +129,13 @@ class Agent:
     def collect_once(self) -> pb.MetricsBatch:
         """Run every collector once and build the batch (blocking)."""
         collected_at = self.clock()
-        report = run_collectors(self.collectors, self.target, self._executor)
-        return batch_from_pieces(self.settings.cluster_name, report.pieces, collected_at)
+        target = ClusterTarget(self.settings.cluster_name, "", self.client, self.state)
+        report = run_collectors(self.collectors, target, self._executor)
+        batch = batch_from_pieces(self.settings.cluster_name, report.pieces, collected_at)
+        # The batch is kept from here on (buffered until acked): what collectors wait for "after store".
+        for stored in target.after_store:
+            stored()
+        return batch
 
     def enqueue(self, batch: pb.MetricsBatch) -> None:
         """Buffer a batch (the oldest is dropped and counted when full; an oversized one is refused)."""
