@@ -1,0 +1,116 @@
+"""End to end: the hub deploys a push-mode agent, and that agent reports.
+
+A real Manager (redis, cluster, metricsource, ingester plugins) reconciles a push-mode
+ClusterConnection whose cluster is a kube_api emulator. The hub creates the agent's objects
+there; an emulator runs no pods, so this test runs the deployed agent as a local
+``clusterpulse agent`` process **in place of the Deployment's pod**, configured from what the
+hub wrote: the Deployment's environment and the token from the Secret it created. The agent
+connects, the status says so, a version change rolls the Deployment under the running agent,
+and deleting the ClusterConnection removes everything the hub created.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
+from push_support import (
+    CC_API,
+    HUB_NAMESPACE,
+    AgentProcess,
+    cluster_connection,
+    managed_objects,
+    secret,
+    wait_for,
+    write_config,
+)
+
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.runtime.bootstrap import build_runtime, load
+from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.servers import free_port
+
+MANAGED_TOKEN = "lab-cluster-token"
+AGENT_NS = "clusterpulse-system"
+
+
+@pytest.fixture
+def manager(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[tuple[Manager, int]]:
+    port = free_port()
+    config_file = write_config(
+        tmp_path / "hub.toml", ["redis", "cluster", "metricsource", "ingester"],
+        {"redis": {"url": redis_url}, "cluster": {"agent_silence_limit": 5.0},
+         "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0}})
+    config, host = load(str(config_file), env={})
+    manager = Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity="deploy-test")
+    manager.start()
+    try:
+        yield manager, port
+    finally:
+        manager.stop()
+
+
+def test_the_hub_deploys_the_agent_which_then_reports(
+        hub: Any, kube_api: Callable[..., Any], manager: tuple[Manager, int], redis_url: str,
+        tmp_path: Path) -> None:
+    _running, port = manager
+    lab = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
+    hub.create(secret("lab-token", MANAGED_TOKEN))
+    hub.create(cluster_connection("lab", lab.url, push=True, ingester=f"127.0.0.1:{port}"))
+
+    deployment = wait_for(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+                          "the hub to create the agent Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["clusterpulse", "agent"]
+    token_secret = lab.get("v1", "secrets", "clusterpulse-collector-token", AGENT_NS)
+    env = {item["name"]: item.get("value", "") for item in container["env"]}
+    env["COLLECTOR_TOKEN"] = base64.b64decode(token_secret["data"]["token"]).decode()
+    assert env["CLUSTER_NAME"] == "lab" and env["INGESTER_ADDRESS"] == f"127.0.0.1:{port}"
+    cr = hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
+    assert cr["status"]["agent"]["connected"] is False
+
+    # No kubelet here: run what the Deployment describes as a local process in place of its pod,
+    # with the Deployment's environment; the kubeconfig stands in for the pod's service account.
+    print("running the hub-deployed agent as a local `clusterpulse agent` process in place of its pod")
+    kubeconfig = lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN)
+    agent_port = free_port()
+    config = write_config(tmp_path / "agent.toml", ["cluster", "metricsource", "ingester"],
+                          {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
+                          core={"metrics_bind_address": f"127.0.0.1:{agent_port}"})
+    agent = AgentProcess(config, kubeconfig, agent_port, tmp_path / "agent.log", env=env)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        wait_for(lambda: client.get("cluster:lab:metrics"), "a batch from the deployed agent")
+        status = wait_for(lambda: (hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE).get("status") or {})
+                          .get("agent", {}).get("connected") and
+                          hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)["status"],
+                          "status.agent.connected", timeout=60)
+        assert status["agent"]["deployed"] is True
+        assert status["agent"]["lastHeartbeat"]
+        assert status["collectorStatus"]["connected"] is True
+
+        # Upgrade under the running agent: the Deployment is patched once, with the new image.
+        lab.clear_requests()
+        cr = hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
+        cr["spec"]["collectorVersion"] = "9.9.9"
+        hub.update(cr)
+        wait_for(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
+                 ["spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:9.9.9",
+                 "the Deployment to roll to 9.9.9")
+        writes = [(m, p) for m, p, _ in lab.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
+        assert writes == [("PATCH", f"/apis/apps/v1/namespaces/{AGENT_NS}/deployments/clusterpulse-collector")]
+    finally:
+        agent.stop()
+        client.close()
+
+    hub.delete(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
+    wait_for(lambda: hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE) is None,
+             "the ClusterConnection to go (finalizer " + FINALIZER + ")")
+    assert lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None
+    assert lab.get("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None) is None
+    assert lab.get("v1", "namespaces", AGENT_NS, None) is None
