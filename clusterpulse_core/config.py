@@ -71,6 +71,9 @@ class CoreSettings:
     shutdown_grace: float = setting(30.0, help="seconds to let in-flight reconciles finish on SIGTERM")
     request_timeout: float = setting(30.0, help="timeout of every Kubernetes API call, seconds")
     client_max_idle: float = setting(1800.0, help="close managed-cluster clients unused this long, seconds")
+    workers: dict[str, int] = setting(  # noqa: RUF009 (a fresh dict per instance; never mutated)
+        factory=dict, help="reconcile workers per kind, e.g. {ClusterConnection = 16}; "
+        "a kind not listed uses the count its plugin declares")
 
 
 @attrs.frozen

@@ -15,11 +15,13 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any
 
+from clusterpulse_core.config import ConfigError
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.runtime.bootstrap import start_plugins, stop_plugins
 from clusterpulse_core.runtime.controller import Controller, ControllerMetrics
 from clusterpulse_core.runtime.informer import Informer
@@ -41,6 +43,23 @@ REAP_INTERVAL = 300.0
 #: Exit code of :meth:`Manager.run` after losing the leader Lease.
 EXIT_LEADERSHIP_LOST = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: The share of the resync period over which a resync's reconciles are spread.
+RESYNC_SPREAD = 0.1
+
+
+def kind_workers(configured: Mapping[str, int], kinds: Sequence[ResourceKind]) -> dict[str, int]:
+    """Workers per kind: the ``workers`` setting, else the count the kind declares.
+
+    Raises :class:`ConfigError` for a kind nobody declares or a count below 1.
+    """
+    declared = {kind.kind: kind.workers for kind in kinds}
+    for name, count in configured.items():
+        if name not in declared:
+            raise ConfigError(f"clusterpulse.workers.{name}: no enabled plugin declares this kind "
+                              f"(kinds: {', '.join(sorted(declared)) or 'none'})")
+        if count < 1:
+            raise ConfigError(f"clusterpulse.workers.{name}: expected a value >= 1, got {count!r}")
+    return {name: configured.get(name, count) for name, count in declared.items()}
 
 
 class Manager:
@@ -111,7 +130,7 @@ class Manager:
         queued = 0
         for name, controller in self.controllers.items():
             for obj in self.informers[name].items():
-                controller.on_resync(obj)
+                controller.queue.add(controller.ref_of(obj))
                 queued += 1
         return queued
 
@@ -203,6 +222,7 @@ class Manager:
     # ------------------------------------------------------------------ parts
 
     def _build_controllers(self) -> None:
+        workers = kind_workers(self.core.workers, [kind for _owner, kind in self.runtime.plugins.kinds.values()])
         for name, (owner, kind) in self.runtime.plugins.kinds.items():
             namespace = self.runtime.namespace if kind.namespaced else None
             informer = Informer.from_settings(self.runtime.hub, kind, namespace, self.core)
@@ -211,7 +231,8 @@ class Manager:
                 qps=self.core.queue_qps, burst=self.core.queue_burst, metrics=self._queue_metrics)
             self.informers[name] = informer
             self.controllers[name] = Controller(self.runtime, owner, kind, informer, queue,
-                                                self._controller_metrics)
+                                                self._controller_metrics, workers=workers[kind.kind],
+                                                resync_spread=self.core.resync_period * RESYNC_SPREAD)
 
     def _start_controllers(self) -> None:
         if self._stopped.is_set():

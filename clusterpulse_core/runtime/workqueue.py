@@ -236,6 +236,11 @@ class WorkQueue(Generic[T]):
         with self._cond:
             return len(self._queue)
 
+    def scheduled(self, item: T) -> bool:
+        """Whether ``item`` is queued, waiting for its delay, or being processed."""
+        with self._cond:
+            return item in self._dirty or item in self._processing or item in self._waiting
+
     @property
     def delayed(self) -> int:
         """Items waiting for their delay."""

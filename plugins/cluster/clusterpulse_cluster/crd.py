@@ -88,5 +88,5 @@ CLUSTER_CONNECTION = ResourceKind(
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
     status_subresource=True,
-    workers=3,
+    workers=10,
 )

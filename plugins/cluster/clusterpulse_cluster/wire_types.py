@@ -134,6 +134,7 @@ class PodList(msgspec.Struct):
     """One page of ``GET /api/v1/pods``."""
 
     items: list[PodDoc] | None = None
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
 class NamespaceMeta(msgspec.Struct):
@@ -152,12 +153,14 @@ class NamespaceList(msgspec.Struct):
     """One page of ``GET /api/v1/namespaces``."""
 
     items: list[NamespaceDoc] | None = None
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
 class CountedList(msgspec.Struct):
     """One page of any list whose items are only counted."""
 
     items: list[_Empty] | None = None
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
 node_list_decoder = msgspec.json.Decoder(NodeList)
