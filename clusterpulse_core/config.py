@@ -59,6 +59,8 @@ class CoreSettings:
     lease_duration: float = setting(15.0, help="leader lease duration, seconds")
     renew_deadline: float = setting(10.0, help="leader renew deadline, seconds")
     retry_period: float = setting(2.0, help="leader election retry period, seconds")
+    sharding: bool = setting(False, help="split sharded kinds between replicas by member Leases "
+                                         "(clusterpulse-shard-<identity>); other kinds run on the leader")
     metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables")
     health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables")
     resync_period: float = setting(300.0, help="informer full relist period, seconds")

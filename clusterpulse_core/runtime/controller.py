@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from clusterpulse_core.context import ObjectLogger, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
 from clusterpulse_core.runtime.informer import Informer, Obj
+from clusterpulse_core.runtime.sharding import Admission
 from clusterpulse_core.runtime.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,10 @@ class Controller:
         self.metrics = metrics
         self.workers = max(1, workers if workers is not None else kind.workers)
         self.resync_spread = resync_spread
+        #: With sharding, says whether this replica may reconcile an object now (None: always).
+        self.gate: Callable[[ObjectRef], Admission] | None = None
+        #: How long an object the gate holds back (a handover under way) waits before it asks again.
+        self.gate_retry = 1.0
         self._threads: list[threading.Thread] = []
         informer.add_handler(self)
 
@@ -177,6 +182,14 @@ class Controller:
 
     def process(self, ref: ObjectRef) -> None:
         """Reconcile (or forget) one object and schedule what comes next."""
+        if self.gate is not None:
+            admission = self.gate(ref)
+            if admission is Admission.WAIT:
+                self.queue.add_after(ref, self.gate_retry)
+                return
+            if admission is Admission.DROP:
+                self.queue.forget(ref)  # another replica owns it
+                return
         ctx = self.runtime.context(self.kind, ref)
         obj = self.informer.get(ref.namespace, ref.name)
         started = time.perf_counter()

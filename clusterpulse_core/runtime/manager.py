@@ -34,6 +34,7 @@ from clusterpulse_core.runtime.probes import (
     parse_bind_address,
     ready_reply,
 )
+from clusterpulse_core.runtime.sharding import ShardMember, ShardMetrics, sharded_controllers
 from clusterpulse_core.runtime.workqueue import QueueMetrics, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class Manager:
         self.informers: dict[str, Informer] = {}
         self.controllers: dict[str, Controller] = {}
         self.elector: LeaderElector | None = None
+        self.shard: ShardMember | None = None
         self.servers: dict[str, ProbeServer] = {}
         self._queue_metrics = QueueMetrics(runtime.metrics)
         self._controller_metrics = ControllerMetrics(runtime.metrics)
@@ -158,7 +160,9 @@ class Manager:
                 informer.start()
             self._start_servers()
             self._running.set()
-            if self.core.leader_elect:
+            if self.core.sharding:
+                self._start_sharding()
+            if self.core.leader_elect or self.core.sharding:
                 self.elector = LeaderElector(
                     self.runtime.hub, self.runtime.namespace, self.identity,
                     lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
@@ -207,6 +211,8 @@ class Manager:
         self._running.clear()
         log.info("manager %s stopping", self.identity)
         self._stop_controllers(self.core.shutdown_grace)
+        if self.shard is not None:
+            self.shard.stop(release=True)
         if self.elector is not None:
             self.elector.stop(release=True)
         for informer in self.informers.values():
@@ -233,6 +239,21 @@ class Manager:
             self.controllers[name] = Controller(self.runtime, owner, kind, informer, queue,
                                                 self._controller_metrics, workers=workers[kind.kind],
                                                 resync_spread=self.core.resync_period * RESYNC_SPREAD)
+
+    def _start_sharding(self) -> None:
+        """Join the shard ring and start the sharded kinds' workers (their gate picks the objects)."""
+        sharded = sharded_controllers(self.controllers)
+        self.shard = ShardMember(
+            self.runtime.hub, self.runtime.namespace, self.identity, sharded,
+            lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
+            retry_period=self.core.retry_period, metrics=ShardMetrics(self.runtime.metrics),
+            on_lost=self._leadership_lost)
+        for controller in sharded.values():
+            controller.gate = self.shard.gate
+            controller.gate_retry = self.core.retry_period
+        self.shard.start()
+        for controller in sharded.values():
+            controller.start()
 
     def _start_controllers(self) -> None:
         if self._stopped.is_set():

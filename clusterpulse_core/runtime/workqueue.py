@@ -241,6 +241,11 @@ class WorkQueue(Generic[T]):
         with self._cond:
             return item in self._dirty or item in self._processing or item in self._waiting
 
+    def in_progress(self, item: T) -> bool:
+        """Whether a worker is processing ``item`` right now."""
+        with self._cond:
+            return item in self._processing
+
     @property
     def delayed(self) -> int:
         """Items waiting for their delay."""

@@ -89,4 +89,5 @@ CLUSTER_CONNECTION = ResourceKind(
     ),
     status_subresource=True,
     workers=10,
+    sharded=True,
 )

@@ -89,4 +89,5 @@ REGISTRY_CONNECTION = ResourceKind(
     ),
     status_subresource=True,
     workers=5,
+    sharded=True,
 )
