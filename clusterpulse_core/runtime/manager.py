@@ -2,7 +2,10 @@
 
 Start-up order: plugins (``clusterpulse_start``), one informer and one controller per
 declared kind, the probe and metrics servers, then either the controllers' workers directly or
-leader election (the informers run on every replica; only the leader runs workers).
+leader election (the informers run on every replica; only the leader runs workers). With
+``sharding`` every replica also joins the shard ring (:mod:`clusterpulse_core.runtime.sharding`)
+and runs the sharded kinds' workers at once, each reconciling only the objects it owns; the
+other kinds stay with the leader.
 
 Shutdown (:meth:`Manager.stop`, or SIGTERM/SIGINT under :meth:`Manager.run`): the queues stop
 handing out work, in-flight reconciles get ``shutdown_grace`` seconds to finish, the Lease is

@@ -308,9 +308,12 @@ class ShardMember:
         """Let go of the held objects the current ring gives to others; True once none is in flight."""
         busy = False
         for key, ref in list(self._held.items()):
-            if self._ring.owner(key) == self.identity:
-                continue
             controller = self.controllers.get(ref.kind)
+            if self._ring.owner(key) == self.identity:
+                if controller is not None and self._deleted(controller, ref):
+                    del self._held[key]  # deleted and forgotten: nothing left to hand over
+                    self.metrics.owned.labels(controller=ref.kind.lower()).dec()
+                continue
             if controller is not None and controller.queue.in_progress(ref):
                 busy = True
                 continue
@@ -318,6 +321,11 @@ class ShardMember:
             self.metrics.handovers.labels(direction="out").inc()
             self.metrics.owned.labels(controller=ref.kind.lower()).dec()
         return not busy
+
+    @staticmethod
+    def _deleted(controller: Controller, ref: ObjectRef) -> bool:
+        """Gone from the cache and from the queue (its forget has run)."""
+        return controller.informer.get(ref.namespace, ref.name) is None and not controller.queue.scheduled(ref)
 
     def _gained(self) -> list[tuple[Controller, ObjectRef]]:
         """Cached objects this member owns and does not hold yet (to queue)."""
