@@ -61,6 +61,8 @@ class CoreSettings:
     retry_period: float = setting(2.0, help="leader election retry period, seconds")
     sharding: bool = setting(False, help="split sharded kinds between replicas by member Leases "
                                          "(clusterpulse-shard-<identity>); other kinds run on the leader")
+    shard_handover_delay: float = setting(30.0, help="an object taken over from another replica is first "
+                                                     "reconciled this long after it was let go (the interval)")
     metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables")
     health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables")
     resync_period: float = setting(300.0, help="informer full relist period, seconds")

@@ -93,9 +93,8 @@ class Controller:
         self.workers = max(1, workers if workers is not None else kind.workers)
         self.resync_spread = resync_spread
         #: With sharding, says whether this replica may reconcile an object now (None: always).
-        self.gate: Callable[[ObjectRef], Admission] | None = None
-        #: How long an object the gate holds back (a handover under way) waits before it asks again.
-        self.gate_retry = 1.0
+        #: The gate also says how long to wait before asking again about an object it holds back.
+        self.gate: Callable[[ObjectRef], tuple[Admission, float]] | None = None
         self._threads: list[threading.Thread] = []
         informer.add_handler(self)
 
@@ -183,9 +182,9 @@ class Controller:
     def process(self, ref: ObjectRef) -> None:
         """Reconcile (or forget) one object and schedule what comes next."""
         if self.gate is not None:
-            admission = self.gate(ref)
+            admission, wait = self.gate(ref)
             if admission is Admission.WAIT:
-                self.queue.add_after(ref, self.gate_retry)
+                self.queue.add_after(ref, wait)
                 return
             if admission is Admission.DROP:
                 self.queue.forget(ref)  # another replica owns it

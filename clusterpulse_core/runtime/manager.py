@@ -249,11 +249,10 @@ class Manager:
         self.shard = ShardMember(
             self.runtime.hub, self.runtime.namespace, self.identity, sharded,
             lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
-            retry_period=self.core.retry_period, metrics=ShardMetrics(self.runtime.metrics),
-            on_lost=self._leadership_lost)
+            retry_period=self.core.retry_period, handover_delay=self.core.shard_handover_delay,
+            metrics=ShardMetrics(self.runtime.metrics), on_lost=self._leadership_lost)
         for controller in sharded.values():
             controller.gate = self.shard.gate
-            controller.gate_retry = self.core.retry_period
         self.shard.start()
         for controller in sharded.values():
             controller.start()

@@ -15,7 +15,8 @@ Lease (annotation :data:`VIEW_ANNOTATION`) the member list its ownership follows
   until none of them is still being reconciled, and only then publishes the new view;
 * it starts an object it did not hold before only once every live member has published the
   same view as its own (so that, under that one ring, nobody else owns it, and everybody has
-  already let go of what they lost in it);
+  already let go of what they lost in it), and then only ``handover_delay`` (the reconcile
+  interval) later, so the old and the new owner do not both reconcile it in one interval;
 * a member whose renewals fail for ``renew_deadline`` stops everything (the manager exits),
   before its Lease expires at ``lease_duration``: only then do the others count it gone and
   take its objects. A clean stop releases the Lease, so the others take over at once.
@@ -162,6 +163,7 @@ class ShardMember:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
+        handover_delay: float = 30.0,
         metrics: ShardMetrics | None = None,
         on_lost: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
@@ -179,6 +181,7 @@ class ShardMember:
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
+        self.handover_delay = handover_delay
         self.metrics = metrics or ShardMetrics()
         self._on_lost = on_lost
         self._clock = clock
@@ -191,6 +194,9 @@ class ShardMember:
         self._others: dict[str, View | None] = {}
         self._held: dict[str, ObjectRef] = {}
         self._started = False
+        #: Alone since the start: nobody held anything before, so nothing waits for a handover.
+        self._alone = True
+        self._not_before: dict[str, float] = {}
         self._lost = False
         self._last_renewal = clock()  # the renew deadline of the very first renewal counts from here
         self._renewed = False
@@ -221,25 +227,37 @@ class ShardMember:
         with self._lock:
             return self._ring.owner(object_key(ref)) == self.identity
 
-    def gate(self, ref: ObjectRef) -> Admission:
-        """May this replica reconcile ``ref`` now? (Called by a sharded controller's worker.)"""
+    def gate(self, ref: ObjectRef) -> tuple[Admission, float]:
+        """May this replica reconcile ``ref`` now, and if it must wait, for how long at most?
+
+        Called by a sharded controller's worker before each reconcile. An object taken over
+        from another member is first reconciled ``handover_delay`` seconds after everyone let
+        go of it, so it is not reconciled twice (by the old and the new owner) in one interval.
+        """
         key = object_key(ref)
         with self._lock:
             if self._lost or self._stopping.is_set():
-                return Admission.DROP
+                return Admission.DROP, 0.0
             if not self._started:
-                return Admission.WAIT
+                return Admission.WAIT, self.retry_period
             mine = self._ring.owner(key) == self.identity
             if key in self._held:
-                return Admission.RUN if mine else Admission.DROP
+                return (Admission.RUN if mine else Admission.DROP), 0.0
             if not mine:
-                return Admission.DROP
+                self._not_before.pop(key, None)
+                return Admission.DROP, 0.0
             if self._published != self._working or any(view != self._working for view in self._others.values()):
-                return Admission.WAIT  # a handover is under way: start new objects once all agree
+                return Admission.WAIT, self.retry_period  # a handover is under way: start once all agree
+            now = self._clock()
+            if not self._alone and self.handover_delay > 0:
+                not_before = self._not_before.setdefault(key, now + self.handover_delay)
+                if now < not_before:
+                    return Admission.WAIT, not_before - now
+            self._not_before.pop(key, None)
             self._held[key] = ref
             self.metrics.handovers.labels(direction="in").inc()
             self.metrics.owned.labels(controller=ref.kind.lower()).inc()
-            return Admission.RUN
+            return Admission.RUN, 0.0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -292,6 +310,8 @@ class ShardMember:
             view = tuple(sorted({self.identity, *others} if holding else set(others)))
             self._others = {member: self._seen_view(member) for member in others}
             changed = view != self._working or not self._started
+            if others:
+                self._alone = False
             if changed:
                 log.info("sharding: %s sees members %s", self.identity, ", ".join(view))
                 self._working = view

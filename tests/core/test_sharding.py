@@ -116,7 +116,7 @@ def replica_main(url: str, redis_port: int, identity: str) -> int:
     configuration.host = url
     core = CoreSettings(plugins=(), namespace=NAMESPACE, sharding=True, lease_duration=LEASE_DURATION,
                         renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, metrics_bind_address="0",
-                        health_probe_bind_address="0", shutdown_grace=5.0)
+                        health_probe_bind_address="0", shutdown_grace=5.0, shard_handover_delay=INTERVAL)
     host = PluginHost([], extra={"tickets": TicketPlugin(identity, redis_port)})
     runtime = build_runtime(Config(core=core), host, hub=KubeClient(kubernetes.client.ApiClient(configuration)))
     return Manager(runtime, identity).run()
@@ -175,6 +175,16 @@ def overlaps(found: Mapping[str, list[Record]]) -> list[str]:
     for name, rows in found.items():
         for first, second in itertools.combinations(rows, 2):
             if first[0] != second[0] and first[1] < second[2] and second[1] < first[2]:
+                bad.append(f"{name}: {first} / {second}")
+    return bad
+
+
+def handed_over_too_soon(found: Mapping[str, list[Record]], interval: float) -> list[str]:
+    """Objects two replicas reconciled within one interval of each other (a handover too early)."""
+    bad = []
+    for name, rows in found.items():
+        for first, second in itertools.combinations(rows, 2):
+            if first[0] != second[0] and abs(first[1] - second[1]) < interval * 0.95:
                 bad.append(f"{name}: {first} / {second}")
     return bad
 
@@ -272,8 +282,10 @@ def test_replicas_share_the_fleet_hand_over_on_failure_and_rebalance_on_join(
     assert all(len(w) == 1 for w in writers.values()), writers
     assert {w for ws in writers.values() for w in ws} == {"replica-a", "replica-c", "replica-d"}
 
-    # Never, in the whole run, did two replicas reconcile one object at the same time.
+    # Never, in the whole run, did two replicas reconcile one object at the same time, nor
+    # within one interval of each other (the new owner waits the handover delay).
     assert overlaps(records(client)) == [], logs()
+    assert handed_over_too_soon(records(client), INTERVAL) == [], logs()
 
 
 if __name__ == "__main__":
