@@ -8,8 +8,8 @@ for one interval to warm up, then for a measured window; printed per run:
 
 * reconciles completed in the window against those due (N per interval),
 * controller CPU per reconcile (``/proc`` of the controller processes) against a bare
-  fetch-and-decode of the same pages (the same GETs with urllib3 and a generic msgspec
-  decode, in this process, in the same run): the lower bound of a reconcile,
+  fetch-and-decode of the same pages (the same GETs with urllib3, decoded with the same typed
+  decoders, in this process, in the same run): the lower bound of a reconcile,
 * the controllers' peak RSS, and the emulators' CPU separately (not blamed on the controller).
 
 Target: each replica's CPU per reconcile unchanged by sharding; the fleet kept on schedule
@@ -38,7 +38,14 @@ from typing import Any
 import msgspec
 import urllib3
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.wire_types import (
+    counted_list_decoder,
+    namespace_list_decoder,
+    node_list_decoder,
+    pod_list_decoder,
+)
 
+from clusterpulse_core.kube.client import continue_of
 from clusterpulse_core.testing.servers import free_port, redis_process, require_binary
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -119,18 +126,24 @@ def reconciles_done(port: int) -> float:
 
 
 def bare_fetch_and_decode(url: str, rounds: int) -> float:
-    """CPU seconds of one reconcile's GETs fetched and decoded with nothing else (best of rounds)."""
+    """CPU seconds of one reconcile's GETs, fetched with urllib3 and decoded with the plugin's typed
+    decoders (as the controller decodes them), with nothing else: no store, no status, no
+    queue (best of ``rounds``)."""
     pool = urllib3.PoolManager()
-    decoder = msgspec.json.Decoder()
+    generic = msgspec.json.Decoder()
+    decoders = {"/api/v1/nodes": node_list_decoder, "/api/v1/pods": pod_list_decoder,
+                "/api/v1/namespaces?limit=500": namespace_list_decoder,
+                "/apis/apps/v1/deployments": counted_list_decoder}
     best = float("inf")
     for _ in range(rounds):
         start = time.process_time()
         for path in PAGE_PATHS:
+            decoder = next((d for prefix, d in decoders.items() if path.startswith(prefix)), generic)
             token = ""
             while True:
                 full = url + path + (f"&continue={token}" if token else "")
                 page = decoder.decode(pool.request("GET", full, headers={"Authorization": "Bearer bench"}).data)
-                token = (page.get("metadata") or {}).get("continue") or "" if isinstance(page, dict) else ""
+                token = continue_of(page)
                 if not token:
                     break
         best = min(best, time.process_time() - start)
@@ -213,7 +226,7 @@ def main() -> None:
             bare = bare_fetch_and_decode(urls[0], 20)
             print(f"fleet benchmark: {CLUSTERS} emulated clusters of {args.nodes} nodes / {args.pods} pods, "
                   f"{INTERVAL} s interval, {window:.0f} s measured per run, {workers} workers per replica")
-            print(f"bare fetch-and-decode of one reconcile's pages (urllib3 + msgspec, this process): "
+            print(f"bare fetch-and-decode of one reconcile's pages (urllib3 + typed decoders, this process): "
                   f"{bare * 1000:.1f} ms CPU")
             print(f"{'N':>6} {'replicas':>8} {'done/due':>14} {'ctrl cores':>10} {'ms/reconcile':>12} "
                   f"{'x bare':>7} {'max ms/rec':>10} {'RSS MiB':>8} {'emulator cores':>14}")
