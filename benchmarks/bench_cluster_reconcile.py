@@ -1,13 +1,22 @@
-"""One ClusterConnection reconcile of a 500-node, 10,000-pod cluster served by the emulator.
+"""One ClusterConnection reconcile of a 500-node, 10,000-pod, 2,000-service cluster served by the emulator.
 
 Prints the CPU seconds of one reconcile cycle (``time.process_time`` of ``reconcile_object``;
 the emulator runs in a subprocess so its CPU is not counted; Redis is a real redis-server)
 and, measured in the same run on the same list payloads, the time to decode them with the
 plugin's typed partial decoders and with plain ``json.loads``, and the ratios.
 
-Target: <= 0.5 s CPU per cycle.
+It also prints what the readers' data adds (DECISIONS R1, R3), measured in the same run: the
+cluster-wide counts (services, statefulsets, daemonsets, PVCs, deployments: ``limit=1`` lists
+with ``remainingItemCount``), against counting by listing every service; and the capped resource
+lists, as the difference with cycles run with ``RESOURCE_COLLECTION_ENABLED=false``.
 
-    .venv/bin/python benchmarks/bench_cluster_reconcile.py [--nodes 500] [--pods 10000] [--cycles 3]
+Target: <= 0.5 s CPU per cycle, everything included.
+
+Then the same cycles with the ``alerts`` plugin enabled: the CPU its backend spends evaluating
+the built-in rules after each reconcile (``time.thread_time`` around its ``store``, plus one
+periodic re-evaluation), compared with the reconcile CPU without alerts. Target: < 5 %.
+
+    .venv/bin/python benchmarks/bench_cluster_reconcile.py [--nodes 500] [--pods 10000] [--services 2000]
 """
 
 from __future__ import annotations
@@ -19,18 +28,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.inventory import COUNTED_PATHS
 from clusterpulse_cluster.nodes import PodTally, tally_pods
 from clusterpulse_cluster.wire_types import node_list_decoder, pod_list_decoder
 
 from clusterpulse_core.kube.client import KubeClient, make_api_client
-from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object
+from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
 from clusterpulse_core.testing.servers import redis_process, require_binary
 
 TARGET_CPU_SECONDS = 0.5
+TARGET_ALERTS_SHARE = 0.05
 NAMESPACE = "clusterpulse"
 PAGE_SIZE = 500
 
@@ -105,7 +117,23 @@ def pod(index: int, nodes: int) -> dict[str, Any]:
     }
 
 
-def write_objects(folder: Path, nodes: int, pods: int) -> None:
+def service(index: int) -> dict[str, Any]:
+    """A ClusterIP service with labels, a selector and two ports."""
+    name = f"svc-{index:05d}"
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": f"team-{index % 40}", "labels": {"app": name, "tier": "web"},
+                     "annotations": {"service.beta.kubernetes.io/description": "bench service " * 4}},
+        "spec": {"type": "ClusterIP", "clusterIP": f"172.30.{index // 250}.{index % 250}",
+                 "clusterIPs": [f"172.30.{index // 250}.{index % 250}"], "selector": {"app": name},
+                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+                           {"name": "metrics", "port": 9090, "targetPort": 9090, "protocol": "TCP"}],
+                 "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"},
+        "status": {"loadBalancer": {}},
+    }
+
+
+def write_objects(folder: Path, nodes: int, pods: int, services: int = 0) -> None:
     """The emulator's objects: the hub part (CRD, namespace, Secret, ClusterConnection) and the cluster."""
     kind = CLUSTER_CONNECTION
     hub = [
@@ -125,6 +153,8 @@ def write_objects(folder: Path, nodes: int, pods: int) -> None:
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": hub + namespaces}))
     (folder / "nodes.json").write_text(json.dumps({"kind": "List", "items": [node(i) for i in range(nodes)]}))
     (folder / "pods.json").write_text(json.dumps({"kind": "List", "items": [pod(i, nodes) for i in range(pods)]}))
+    (folder / "services.json").write_text(json.dumps({"kind": "List",
+                                                      "items": [service(i) for i in range(services)]}))
 
 
 def start_emulator(folder: Path) -> tuple[subprocess.Popen[str], str]:
@@ -160,55 +190,151 @@ def decode_times(client: KubeClient, repeat: int = 3) -> tuple[float, float, int
     return min(typed), min(plain), sum(len(p) for p in pages)
 
 
+def count_times(client: KubeClient, repeat: int = 5) -> tuple[float, float, int]:
+    """Best-of CPU seconds of the R1 counts (``KubeClient.count`` of every counted kind) and of
+    counting the services alone by listing them all (items decoded only to be counted)."""
+    counted, listed = [], []
+    services = 0
+    for _ in range(repeat):
+        start = time.process_time()
+        for path in COUNTED_PATHS.values():
+            client.count(path)
+        counted.append(time.process_time() - start)
+        start = time.process_time()
+        services = sum(len(json.loads(body).get("items") or ()) for body in
+                       client.list_pages("/api/v1/services", limit=PAGE_SIZE))
+        listed.append(time.process_time() - start)
+    return min(counted), min(listed), services
+
+
+class AlertsCost:
+    """CPU the alerts backend spends in ``store`` (rule evaluation + storing alert pieces)."""
+
+    def __init__(self) -> None:
+        self.per_cycle: list[float] = []
+        self.current = 0.0
+        self.tick = 0.0
+
+
+class Runner:
+    """A runtime reconciling the big cluster, with or without the alerts plugin (``env``: overrides)."""
+
+    def __init__(self, folder: Path, hub: KubeClient, redis_url: str, alerts: bool,
+                 env: Mapping[str, str] | None = None) -> None:
+        plugins = '["redis", "cluster", "alerts"]' if alerts else '["redis", "cluster"]'
+        config_file = folder / f"clusterpulse-{'alerts' if alerts else 'plain'}-{len(env or {})}.toml"
+        config_file.write_text(
+            f'[clusterpulse]\nplugins = {plugins}\nnamespace = "{NAMESPACE}"\n'
+            f'[plugins.redis]\nurl = "{redis_url}"\n'
+            + ('[plugins.alerts]\nevaluation_interval = 3600.0\ndefault_for = 0.0\n' if alerts else ''))
+        config, host = load(str(config_file), env=dict(env or {}))
+        self.hub = hub
+        self.runtime = build_runtime(config, host, hub=hub)
+        self.runtime.pool.timeout = 120
+        self.cycles: list[tuple[float, float]] = []
+        self.cost = AlertsCost()
+        self.backend: Any = next((b for b in self.runtime.store.backends if b.name == "alerts"), None)
+        if self.backend is not None:
+            original = self.backend.store
+            cost = self.cost
+
+            def timed_store(pieces: Any) -> None:
+                start = time.thread_time()
+                try:
+                    original(pieces)
+                finally:
+                    cost.current += time.thread_time() - start
+
+            self.backend.store = timed_store
+            start_plugins(self.runtime)
+
+    def cycle(self) -> None:
+        """One reconcile, timed."""
+        obj = self.hub.get(CLUSTER_CONNECTION.api_path(NAMESPACE, "big"))
+        self.cost.current = 0.0
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        outcome = reconcile_object(self.runtime, "cluster", CLUSTER_CONNECTION, obj)
+        self.cycles.append((time.process_time() - start_cpu, time.perf_counter() - start_wall))
+        self.cost.per_cycle.append(self.cost.current)
+        if not outcome.ok:
+            raise SystemExit(f"reconcile failed: {outcome.detail}")
+
+    def close(self) -> None:
+        """Time one periodic re-evaluation (alerts), then stop."""
+        if self.backend is not None:
+            start = time.thread_time()
+            self.backend.engine.evaluate_all()
+            self.cost.tick = time.thread_time() - start
+            stop_plugins(self.runtime)
+        else:
+            self.runtime.store.close()
+            self.runtime.pool.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--services", type=int, default=2_000)
     parser.add_argument("--cycles", type=int, default=3)
     args = parser.parse_args()
     redis_server = redis_process(require_binary("redis-server", "redis-server"))
     redis_server.start()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        write_objects(folder, args.nodes, args.pods)
+        write_objects(folder, args.nodes, args.pods, args.services)
         emulator, url = start_emulator(folder)
         try:
-            config_file = folder / "clusterpulse.toml"
-            config_file.write_text(
-                f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
-                f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_server.port}/0"\n')
-            config, host = load(str(config_file), env={})
             hub = KubeClient(make_api_client(url), timeout=120)
-            runtime = build_runtime(config, host, hub=hub)
-            runtime.pool.timeout = 120
             cc = {"apiVersion": CLUSTER_CONNECTION.api_version, "kind": "ClusterConnection",
                   "metadata": {"name": "big", "namespace": NAMESPACE},
                   "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}}}
             hub.request("POST", CLUSTER_CONNECTION.api_path(NAMESPACE), body=cc)
-            cycles = []
-            for _ in range(args.cycles):
-                obj = hub.get(CLUSTER_CONNECTION.api_path(NAMESPACE, "big"))
-                start_cpu, start_wall = time.process_time(), time.perf_counter()
-                outcome = reconcile_object(runtime, "cluster", CLUSTER_CONNECTION, obj)
-                cycles.append((time.process_time() - start_cpu, time.perf_counter() - start_wall))
-                if not outcome.ok:
-                    raise SystemExit(f"reconcile failed: {outcome.detail}")
-            typed, plain, size = decode_times(hub)
-            runtime.store.close()
-            runtime.pool.close()
+            redis_url = f"redis://127.0.0.1:{redis_server.port}/0"
+            # Alternate the runtimes cycle by cycle, so machine load affects them alike.
+            plain, with_alerts = Runner(folder, hub, redis_url, False), Runner(folder, hub, redis_url, True)
+            no_lists = Runner(folder, hub, redis_url, False, {"RESOURCE_COLLECTION_ENABLED": "false"})
+            try:
+                for _ in range(args.cycles):
+                    plain.cycle()
+                    with_alerts.cycle()
+                    no_lists.cycle()
+            finally:
+                plain.close()
+                with_alerts.close()
+                no_lists.close()
+            cycles, alert_cycles, alerts = plain.cycles, with_alerts.cycles, with_alerts.cost
+            typed, plain_decode, size = decode_times(hub)
+            counts, listed, services = count_times(hub)
         finally:
             emulator.terminate()
             emulator.wait(30)
             redis_server.cleanup()
     cpu = min(c for c, _ in cycles)
-    print(f"cluster: {args.nodes} nodes, {args.pods} pods, pages of {PAGE_SIZE}, {size / 1e6:.1f} MB of list JSON")
+    without_lists = min(c for c, _ in no_lists.cycles)
+    print(f"cluster: {args.nodes} nodes, {args.pods} pods, {services} services, pages of {PAGE_SIZE}, "
+          f"{size / 1e6:.1f} MB of node+pod list JSON (busy shared machine: figures vary run to run)")
     for index, (c, w) in enumerate(cycles, 1):
         print(f"cycle {index}: {c:.3f} s CPU, {w:.3f} s wall")
     print(f"reconcile CPU per cycle (best): {cpu:.3f} s  (target <= {TARGET_CPU_SECONDS} s: "
           f"{'met' if cpu <= TARGET_CPU_SECONDS else 'NOT met'})")
     print(f"decode node+pod pages, typed partial decode + tally: {typed:.3f} s")
-    print(f"decode node+pod pages, plain json.loads:             {plain:.3f} s")
-    print(f"ratio json.loads / typed decode: {plain / typed:.1f}x; reconcile CPU / json.loads: {cpu / plain:.2f}")
+    print(f"decode node+pod pages, plain json.loads:             {plain_decode:.3f} s")
+    print(f"ratio json.loads / typed decode: {plain_decode / typed:.1f}x; "
+          f"reconcile CPU / json.loads: {cpu / plain_decode:.2f}")
+    print(f"added by R1 counts ({len(COUNTED_PATHS)} kinds, limit=1 + remainingItemCount): {counts * 1000:.1f} ms CPU"
+          f"  vs counting the {services} services by listing them: {listed * 1000:.1f} ms CPU")
+    print(f"added by R3 resource lists (capped): {(cpu - without_lists) * 1000:.0f} ms CPU per cycle "
+          f"(best cycle {without_lists:.3f} s without them, {cpu:.3f} s with)")
+    evaluation = min(alerts.per_cycle)
+    share = evaluation / cpu
+    print(f"alerts: built-in rules evaluated after each reconcile (best): {evaluation * 1000:.2f} ms CPU = "
+          f"{share * 100:.2f} % of the reconcile CPU without alerts (target < {TARGET_ALERTS_SHARE * 100:.0f} %: "
+          f"{'met' if share < TARGET_ALERTS_SHARE else 'NOT met'}); one periodic re-evaluation: "
+          f"{alerts.tick * 1000:.2f} ms")
+    with_alerts = min(c for c, _ in alert_cycles)
+    print(f"reconcile CPU per cycle with alerts enabled (best): {with_alerts:.3f} s "
+          f"({(with_alerts / cpu - 1) * 100:+.1f} % end to end, includes run-to-run noise)")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
     contributed: dict[str, dict[str, list[str]]] = {}
     if host is not None:
         try:
-            for kind in ("functions", "aggregations", "field_types", "filter_operators"):
+            for kind in ("functions", "aggregations", "field_types", "filter_operators", "alert_rules"):
                 for name, contribution in sorted(host.contributions.table(kind).items()):
                     contributed.setdefault(contribution.plugin, {}).setdefault(kind, []).append(name)
         except PluginError as exc:

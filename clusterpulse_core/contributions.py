@@ -1,4 +1,4 @@
-"""Named contributions from the registry hooks (functions, aggregations, field types, filters)."""
+"""Named contributions from the registry hooks (functions, aggregations, field types, filters, alert rules)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ class Contributions:
     field_types: ContributionTable = attrs.field(factory=lambda: ContributionTable("field_types"))
     filter_operators: ContributionTable = attrs.field(
         factory=lambda: ContributionTable("filter_operators"))
+    alert_rules: ContributionTable = attrs.field(factory=lambda: ContributionTable("alert_rules"))
 
     def table(self, kind: str) -> ContributionTable:
         """The table named ``kind`` (``functions``, ``aggregations``...)."""

@@ -11,7 +11,8 @@ Hooks come in five groups, called in this order during a run:
 
 1. **Lifecycle** — ``clusterpulse_settings_class``, ``clusterpulse_configure``,
    ``clusterpulse_add_commands``, ``clusterpulse_start`` ... ``clusterpulse_stop``.
-2. **Aggregate** — registry callbacks for functions used by MetricSources.
+2. **Aggregate** — registry callbacks for functions used by MetricSources, alert rules,
+   and the expression compiler other plugins reuse.
 3. **Store** — ``clusterpulse_storage_backends``: every backend gets every piece.
 4. **Collect** — ``clusterpulse_collectors``: named pieces of state per managed cluster.
 5. **Reconcile** — ``clusterpulse_resource_kinds``, ``clusterpulse_reconcile``,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+    from clusterpulse_core.model import Alert
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -51,6 +53,22 @@ class Register(Protocol):
     """
 
     def __call__(self, name: str, impl: Any, /, **meta: Any) -> None: ...
+
+
+class CompiledExpression(Protocol):
+    """A compiled expression, as returned by the compiler of ``clusterpulse_expression_compiler``."""
+
+    #: The identifiers the expression reads, unique, in order of first appearance.
+    references: tuple[str, ...]
+
+    def evaluate(self, values: Mapping[str, Any] | None) -> Any:
+        """The expression's value with identifiers looked up in ``values`` (missing ones are null)."""
+
+
+class ExpressionCompiler(Protocol):
+    """``compile(text, functions)``: what ``clusterpulse_expression_compiler`` returns."""
+
+    def __call__(self, text: str, functions: Mapping[str, Any], /) -> CompiledExpression: ...
 
 
 # --------------------------------------------------------------------------- lifecycle
@@ -145,6 +163,36 @@ def clusterpulse_register_filter_operators(register: Register) -> None:
     """
 
 
+@hookspec
+def clusterpulse_register_alert_rules(register: Register) -> None:
+    r"""Register alert rules, evaluated by the alerts plugin against every stored state.
+
+    ``register(name, evaluate, severity="warning", target="cluster", for_seconds=60.0,
+    threshold=None, summary="")``: ``name`` is the alert name (``NodeNotReady``);
+    ``evaluate(view, threshold)`` receives a :class:`clusterpulse_core.alerting.ClusterView`
+    (or a ``RegistryView`` for ``target="registry"``) and the rule's threshold (its default
+    or the one set in ``[plugins.alerts.rules.<name>]``), and returns the objects it fires on
+    as :class:`clusterpulse_core.alerting.Finding`\ s, or ``None`` when the view lacks what
+    it needs. It is called often (after every cluster reconcile) and must be cheap and pure.
+    ``severity`` is ``critical``, ``warning`` or ``info``; ``for_seconds`` is how long the
+    condition must hold before the alert fires. Called once at start-up.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_expression_compiler() -> ExpressionCompiler | None:
+    """Return the compiler of the MetricSource expression language, for other plugins to reuse.
+
+    The first plugin that answers wins (the ``metricsource`` plugin provides it). The
+    returned callable is ``compile(text, functions)``: ``functions`` maps function names to
+    contributions (``plugins.contributions.functions``, plus any the caller adds, each with
+    ``.impl`` and ``.meta`` holding ``min_args``/``max_args``). It returns a
+    :class:`CompiledExpression` (``.references``, ``.evaluate(values)``) and raises an
+    exception with an integer ``position`` attribute (0-based character offset, or ``None``)
+    for a syntax error, an unknown function or a wrong number of arguments.
+    """
+
+
 # --------------------------------------------------------------------------- store
 
 
@@ -156,6 +204,17 @@ def clusterpulse_storage_backends() -> Sequence[StorageBackend]:
     ``StorageBackend.store``. A backend that fails does not stop the others; its error is
     logged, counted in ``clusterpulse_store_errors_total`` and raised to the caller, so the
     reconcile is retried.
+    """
+
+
+@hookspec
+def clusterpulse_stored_alerts() -> Sequence[Alert]:
+    """Return the alerts a storage plugin holds as firing (read back, e.g. after a restart).
+
+    The alerts plugin calls it at start so that alerts already firing before a restart
+    continue firing without being announced again; ``clusterpulse alerts`` lists them.
+    A plugin whose backend keeps no alerts does not implement it. May raise when the store
+    cannot be read.
     """
 
 
@@ -222,4 +281,5 @@ REGISTRY_HOOKS: Mapping[str, str] = {
     "clusterpulse_register_aggregations": "aggregations",
     "clusterpulse_register_field_types": "field_types",
     "clusterpulse_register_filter_operators": "filter_operators",
+    "clusterpulse_register_alert_rules": "alert_rules",
 }

@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from clusterpulse_core.openapi import apply_defaults
+
 
 @attrs.frozen
 class PrinterColumn:
@@ -54,6 +56,14 @@ class ResourceKind:
     def crd_name(self) -> str:
         """``<plural>.<group>``, the CRD's metadata.name."""
         return f"{self.plural}.{self.group}"
+
+    def with_defaults(self, obj: Mapping[str, Any]) -> Any:
+        """``obj`` with the schema's defaults applied where a field is absent (DECISIONS R5).
+
+        The runtime calls this before every reconcile, so an object created before its CRD
+        had a default (or served by an API server that does not default) reads the same.
+        """
+        return apply_defaults(self.schema, obj)
 
     def api_path(self, namespace: str | None = None, name: str | None = None) -> str:
         """The REST path of the collection (or of one object when ``name`` is given)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,3 +40,66 @@ def resource_schema(description: str, spec: Mapping[str, Any], status: Mapping[s
             "status": dict(status),
         },
     }
+
+
+def apply_defaults(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` with the ``default``s of a structural schema applied, as an API server does.
+
+    Walks ``properties``, ``items`` and ``additionalProperties``: a property that is absent
+    (or ``null`` where the schema is not ``nullable``) takes a deep copy of its ``default``,
+    and defaults inside the defaulted value apply too. A ``null`` without a default is
+    dropped (pruned), as the API server does for non-nullable fields. The input is never
+    modified: changed parts are copies, unchanged parts are shared.
+    """
+    defaulted, _changed = _defaulted(schema, value)
+    return defaulted
+
+
+def _defaulted(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
+    if isinstance(value, Mapping):
+        return _defaulted_object(schema, value)
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        changed = False
+        out = []
+        for item in value:
+            new, item_changed = _defaulted(items, item)
+            out.append(new)
+            changed = changed or item_changed
+        return (out, True) if changed else (value, False)
+    return value, False
+
+
+def _defaulted_object(schema: Mapping[str, Any], value: Mapping[str, Any]) -> tuple[Any, bool]:
+    properties = schema.get("properties")
+    extra = schema.get("additionalProperties")
+    if not isinstance(properties, Mapping) and not isinstance(extra, Mapping):
+        return value, False
+    out: dict[str, Any] | None = None
+    for key, sub in (properties or {}).items():
+        if not isinstance(sub, Mapping):
+            continue
+        current = value.get(key)
+        absent = key not in value
+        if absent or (current is None and not sub.get("nullable", False)):
+            if "default" in sub:
+                new, _ = _defaulted(sub, copy.deepcopy(sub["default"]))
+                out = dict(value) if out is None else out
+                out[key] = new
+            elif not absent:
+                out = dict(value) if out is None else out
+                del out[key]
+            continue
+        new, changed = _defaulted(sub, current)
+        if changed:
+            out = dict(value) if out is None else out
+            out[key] = new
+    if isinstance(extra, Mapping):
+        for key, current in value.items():
+            if isinstance(properties, Mapping) and key in properties:
+                continue
+            new, changed = _defaulted(extra, current)
+            if changed:
+                out = dict(value) if out is None else out
+                out[key] = new
+    return (out, True) if out is not None else (value, False)

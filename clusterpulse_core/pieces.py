@@ -16,6 +16,7 @@ import attrs
 
 from clusterpulse_core.model import (
     AggregationResults,
+    Alert,
     ClusterMetrics,
     ClusterOperatorInfo,
     ClusterSpecRecord,
@@ -221,6 +222,44 @@ class MetricSourceClusterDeletion(Piece):
 
     cluster: str
     source_id: str
+
+
+@attrs.frozen
+class MetricSourceOutcomePiece(Piece):
+    """Which clusters one MetricSource run collected from, and why the others failed.
+
+    Stored with the run's ``reconciled`` event; no upstream key holds it (backends that keep
+    only the upstream layout ignore it), the alerts plugin turns ``failures`` into alerts.
+    """
+
+    source_id: str
+    collected: tuple[str, ...] = ()
+    failures: dict[str, str] = attrs.field(factory=dict)
+
+
+# Alerts (DECISIONS.md R4). Kept apart from the generic record piece: ``alerts:<c>:<id>`` is
+# an upstream-contract key that the ClusterPulse API reads.
+
+
+@attrs.frozen
+class AlertPiece(Piece):
+    """An alert that is firing (newly or still): backends write or refresh it.
+
+    ``cluster`` is the cluster (or registry) it belongs to; Redis writes hash
+    ``alerts:<cluster>:<alert.id>`` with a ``CACHE_TTL`` expiry, so every evaluation that
+    finds it still firing stores it again.
+    """
+
+    cluster: str
+    alert: Alert
+
+
+@attrs.frozen
+class AlertResolution(Piece):
+    """A firing alert resolved (or its rule went away): backends remove it."""
+
+    cluster: str
+    alert: Alert
 
 
 # Resource collection (redis.md §6, controllers.md §3.7). Dormant upstream: no collector

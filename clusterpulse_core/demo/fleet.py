@@ -50,11 +50,13 @@ def _folder(path: Path, variables: dict[str, str]) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def running_fleet(kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR) -> Iterator[Fleet]:
+def running_fleet(kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR,
+                  registry_url: str | None = None) -> Iterator[Fleet]:
     """Start one emulator per managed cluster and a hub with the kinds' CRDs and the samples.
 
     Each managed cluster requires its own bearer token; the ClusterConnection endpoints in
-    the hub samples are the clusters' emulator URLs.
+    the hub samples are the clusters' emulator URLs. With ``registry_url`` the hub also gets
+    the sample RegistryConnections, pointing at it.
     """
     spec = yaml.safe_load((fleet_dir / "fleet.yaml").read_text())
     started: list[KubeAPI] = []
@@ -71,6 +73,9 @@ def running_fleet(kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR) ->
         started.append(hub)
         hub.seed([crd_manifest(kind) for kind in kinds])
         hub.seed(_folder(fleet_dir / spec["hub"]["objects"], variables))
+        registries = spec.get("registries")
+        if registry_url and registries:
+            hub.seed(_folder(fleet_dir / registries["objects"], {registries["urlVariable"]: registry_url}))
         yield Fleet(hub, spec["hub"].get("namespace", "clusterpulse"), tuple(clusters))
     finally:
         for api in reversed(started):

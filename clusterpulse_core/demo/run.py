@@ -14,14 +14,26 @@ import redis
 
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
 from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, running_fleet
-from clusterpulse_core.demo.summary import format_fleet, format_sources, key_patterns, read_fleet, read_sources
+from clusterpulse_core.demo.summary import (
+    format_alerts,
+    format_fleet,
+    format_registries,
+    format_sources,
+    key_patterns,
+    read_alerts,
+    read_fleet,
+    read_registries,
+    read_sources,
+)
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.servers import ServerUnavailable, redis_process
+from clusterpulse_core.testing.servers import ServerUnavailable, docker_registry_process, redis_process
 
-#: What the demo enables: storage first, then the kinds it has sample objects for.
-DEMO_PLUGINS = ("redis", "cluster", "metricsource")
+#: What the demo enables: storage first, then the kinds it has sample objects for, then alerts.
+DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts")
+#: Plugin sections of the demo: alerts fire at once (a demo runs for seconds, not the rules' ``for``).
+DEMO_SETTINGS: dict[str, dict[str, object]] = {"alerts": {"default_for": 0.0}}
 CYCLE_TIMEOUT = 120.0
 
 
@@ -46,6 +58,29 @@ def redis_for_demo(redis_url: str | None) -> Iterator[str]:
         raise DemoError(str(exc)) from exc
     try:
         yield f"redis://127.0.0.1:{server.port}/0"
+    finally:
+        server.cleanup()
+
+
+@contextlib.contextmanager
+def registry_for_demo(echo: Callable[[str], None]) -> Iterator[str | None]:
+    """A private docker-registry on a free loopback port, or None (said so) when it cannot run."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        echo("demo: docker-registry is not installed, skipped registries "
+             "(`sudo apt-get install -y docker-registry` adds one)")
+        yield None
+        return
+    server = docker_registry_process(binary)
+    try:
+        server.start()
+    except ServerUnavailable as exc:
+        echo(f"demo: docker-registry did not start ({exc}), skipped registries")
+        server.cleanup()
+        yield None
+        return
+    try:
+        yield f"http://127.0.0.1:{server.port}"
     finally:
         server.cleanup()
 
@@ -85,16 +120,18 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
     """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys."""
     host = PluginHost(DEMO_PLUGINS)
     kinds = [kind for _owner, kind in host.kinds.values()]
-    with redis_for_demo(redis_url) as url, running_fleet(kinds, fleet_dir) as fleet, \
+    with redis_for_demo(redis_url) as url, registry_for_demo(echo) as registry_url, \
+            running_fleet(kinds, fleet_dir, registry_url) as fleet, \
             tempfile.TemporaryDirectory(prefix="clusterpulse-demo-") as tmp:
         kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
         core = CoreSettings(plugins=DEMO_PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                             metrics_bind_address="0", health_probe_bind_address="0")
-        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}}, source="demo")
+        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}, **DEMO_SETTINGS}, source="demo")
         config = finish_config(raw, host.settings_classes(), env={})
         host.configure(config)
         echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
-             f"({', '.join(c.name for c in fleet.clusters)}), redis {url}")
+             f"({', '.join(c.name for c in fleet.clusters)}), redis {url}"
+             + (f", registry {registry_url}" if registry_url else ""))
         manager = Manager(build_runtime(config, host), identity="demo")
         manager.start()
         try:
@@ -103,7 +140,9 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
             manager.stop()
         client = redis.Redis.from_url(url, decode_responses=True)
         try:
-            summary = format_fleet(read_fleet(client)) + "\n\n" + format_sources(read_sources(client))
+            summary = "\n\n".join(part for part in (
+                format_fleet(read_fleet(client)), format_registries(read_registries(client)),
+                format_alerts(read_alerts(client)), format_sources(read_sources(client))) if part)
             keys = key_patterns(client)
         finally:
             client.close()

@@ -105,6 +105,77 @@ def format_fleet(rows: list[ClusterRow]) -> str:
 
 
 @attrs.frozen
+class RegistryRow:
+    """One registry, as ``/registries/status`` reads it."""
+
+    name: str
+    available: bool
+    response_time: int
+    repositories: int
+    error: str
+
+
+def read_registries(client: redis.Redis) -> list[RegistryRow]:
+    """One row per registry in ``registries:all``, from its status."""
+    rows = []
+    for name in sorted(_members(client, "registries:all")):
+        status = _json(client, f"registry:{name}:status") or {}
+        rows.append(RegistryRow(name, bool(status.get("available")),
+                                int(status.get("response_time") or 0),
+                                int(status.get("repository_count") or 0), str(status.get("error") or "")))
+    return rows
+
+
+def format_registries(rows: list[RegistryRow]) -> str:
+    """One line per registry (empty when there are none)."""
+    lines = [f"Registry {row.name}: " + ("available" if row.available else "unavailable")
+             + f", {row.response_time} ms, {row.repositories} repositories"
+             + (f" ({row.error})" if row.error else "") for row in rows]
+    return "\n".join(lines)
+
+
+@attrs.frozen
+class AlertRow:
+    """One firing alert, from an ``alerts:<c>:<id>`` hash (DECISIONS.md R4), as the API lists it."""
+
+    cluster: str
+    severity: str
+    name: str
+    resource: str
+    message: str
+
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+def read_alerts(client: redis.Redis) -> list[AlertRow]:
+    """Every ``alerts:<c>:<id>`` hash of the clusters in ``clusters:all``, most severe first."""
+    rows = []
+    for name in sorted(_members(client, "clusters:all")):
+        for key in client.scan_iter(match=f"alerts:{name}:*", count=1000):
+            fields: dict[str, str] = client.hgetall(key)  # type: ignore[assignment]
+            if not fields:
+                continue
+            resource = fields.get("resource_name", "")
+            if fields.get("namespace"):
+                resource = f"{fields['namespace']}/{resource}"
+            rows.append(AlertRow(name, fields.get("severity", ""), fields.get("name", ""),
+                                 f"{fields.get('resource_type', '')}/{resource}", fields.get("message", "")))
+    return sorted(rows, key=lambda r: (_SEVERITY_ORDER.get(r.severity, 9), r.cluster, r.name, r.resource))
+
+
+def format_alerts(rows: list[AlertRow]) -> str:
+    """One line per firing alert."""
+    if not rows:
+        return "Alerts: none firing"
+    width = max(len(row.cluster) for row in rows)
+    lines = [f"Alerts ({len(rows)} firing):"]
+    for row in rows:
+        lines.append(f"  {row.severity:<8}  {row.cluster:<{width}}  {row.name} {row.resource}: {row.message}")
+    return "\n".join(lines)
+
+
+@attrs.frozen
 class SourceRow:
     """One MetricSource's aggregation results on one cluster."""
 
@@ -155,10 +226,15 @@ def key_patterns(client: redis.Redis) -> list[tuple[str, int]]:
     """Every key written, with cluster, node and source names folded into ``<...>`` patterns."""
     counts: Counter[str] = Counter()
     clusters = set(_members(client, "clusters:all"))
+    registries = set(_members(client, "registries:all"))
     for raw in client.scan_iter(count=1000):
         parts = str(raw).split(":")
-        if len(parts) > 1 and parts[0] in ("cluster", "events") and parts[1] in clusters:
+        if len(parts) > 1 and parts[0] in ("cluster", "events", "alerts") and parts[1] in clusters:
             parts[1] = "<cluster>"
+        elif len(parts) > 1 and parts[0] in ("registry", "events") and parts[1] in registries:
+            parts[1] = "<registry>"
+        if len(parts) > 2 and parts[0] == "alerts":
+            parts[2] = "<id>"
         if len(parts) > 3 and parts[0] == "cluster" and parts[2] == "node":
             parts[3] = "<node>"
         if len(parts) > 3 and parts[2] in ("cluster_operator", "custom"):

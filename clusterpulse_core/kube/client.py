@@ -235,6 +235,28 @@ class KubeClient:
         for page in self.list_decoded(path, decode, limit, timeout, **query):
             yield from page.get("items") or ()
 
+    def count(self, path: str, timeout: float | None = None, page_size: int = 500, **query: Any) -> int:
+        """How many objects a list holds, without decoding them.
+
+        One ``limit=1`` call: its item plus the server's ``remainingItemCount``. A server that
+        does not report the remainder (or a selector, which disables it) is paged through, the
+        items only counted.
+        """
+        body = self.get_bytes(path, timeout=timeout, **dict(query, limit=1))
+        page = _counted_page.decode(body)
+        found = len(page.items or ())
+        token = page.metadata.continue_
+        if not token:
+            return found
+        if page.metadata.remaining_item_count is not None:
+            return found + page.metadata.remaining_item_count
+        while token:
+            body = self.get_bytes(path, timeout=timeout, **dict(query, limit=page_size, **{"continue": token}))
+            page = _counted_page.decode(body)
+            found += len(page.items or ())
+            token = page.metadata.continue_
+        return found
+
     def merge_patch(self, path: str, patch: Mapping[str, Any], timeout: float | None = None) -> Any:
         """``PATCH`` with ``application/merge-patch+json``."""
         return self.request("PATCH", path, body=dict(patch), content_type="application/merge-patch+json",
@@ -250,6 +272,23 @@ class _ListHead(msgspec.Struct):
 
 
 _list_head = msgspec.json.Decoder(_ListHead)
+
+
+class _Skipped(msgspec.Struct):
+    """Any object, its content skipped by the decoder."""
+
+
+class _CountedMeta(msgspec.Struct, rename="camel"):
+    continue_: str = msgspec.field(default="", name="continue")
+    remaining_item_count: int | None = None
+
+
+class _CountedPage(msgspec.Struct):
+    items: list[_Skipped] | None = None
+    metadata: _CountedMeta = msgspec.field(default_factory=_CountedMeta)
+
+
+_counted_page = msgspec.json.Decoder(_CountedPage)
 
 
 def _continue_token(body: bytes) -> str:

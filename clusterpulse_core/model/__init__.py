@@ -4,6 +4,7 @@ Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
 """
 
+from clusterpulse_core.model.alert import Alert, Severity
 from clusterpulse_core.model.cluster import (
     ClusterMetrics,
     ClusterSpecRecord,
@@ -11,6 +12,10 @@ from clusterpulse_core.model.cluster import (
     CredentialsRef,
     Health,
     MonitoringRecord,
+    ObjectCounts,
+    PodPhaseCounts,
+    cluster_metrics,
+    usage_percent,
 )
 from clusterpulse_core.model.metricsource import (
     AggregationResults,
@@ -35,6 +40,7 @@ from clusterpulse_core.model.registry import (
 
 __all__ = [
     "AggregationResults",
+    "Alert",
     "ClusterMetrics",
     "ClusterOperatorCondition",
     "ClusterOperatorInfo",
@@ -49,12 +55,17 @@ __all__ = [
     "NodeCondition",
     "NodeMetrics",
     "NodeStatus",
+    "ObjectCounts",
     "OperatorInfo",
+    "PodPhaseCounts",
     "RegistryCredentialsRef",
     "RegistryMetricsRecord",
     "RegistryMonitoringRecord",
     "RegistrySpecRecord",
     "RegistryStatusRecord",
     "RelatedObject",
+    "Severity",
     "Taint",
+    "cluster_metrics",
+    "usage_percent",
 ]

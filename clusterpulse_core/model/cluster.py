@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 
 import attrs
 
+from clusterpulse_core.model.node import NodeMetrics, NodeStatus
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.serde import wire
 
@@ -59,7 +61,11 @@ class ClusterStatusRecord:
 
 @attrs.frozen
 class ClusterMetrics:
-    """Cluster totals (controllers.md §3.3); ``namespace_list`` is stored separately."""
+    """Cluster totals: the 24 fields of DECISIONS R1 plus ``namespace_list`` (stored separately).
+
+    Pull mode and push batches both build it with :func:`cluster_metrics`, so the stored
+    totals mean the same whichever way a cluster is collected.
+    """
 
     timestamp: datetime = ZERO_TIME
     nodes: int = 0
@@ -71,3 +77,92 @@ class ClusterMetrics:
     cpu_capacity: float = 0.0
     memory_capacity: int = 0
     deployments: int = 0
+    nodes_not_ready: int = 0
+    pods_pending: int = 0
+    pods_failed: int = 0
+    cpu_allocatable: float = 0.0
+    cpu_requested: float = 0.0
+    cpu_usage_percent: float = 0.0
+    memory_allocatable: int = 0
+    memory_requested: int = 0
+    memory_usage_percent: float = 0.0
+    storage_capacity: int = 0
+    storage_used: int = 0
+    pvcs: int = 0
+    services: int = 0
+    statefulsets: int = 0
+    daemonsets: int = 0
+
+
+@attrs.frozen
+class PodPhaseCounts:
+    """Pods of a whole cluster by phase (bound to a node or not)."""
+
+    total: int = 0
+    running: int = 0
+    pending: int = 0
+    failed: int = 0
+
+
+@attrs.frozen
+class ObjectCounts:
+    """Cluster-wide object counts; a count that could not be listed is 0 (DECISIONS R1)."""
+
+    deployments: int = 0
+    services: int = 0
+    statefulsets: int = 0
+    daemonsets: int = 0
+    pvcs: int = 0
+
+
+def usage_percent(part: float, whole: float) -> float:
+    """``part / whole * 100``, 0 when ``whole`` is not positive (requests, not live usage)."""
+    return part / whole * 100 if whole > 0 else 0.0
+
+
+def cluster_metrics(nodes: Sequence[NodeMetrics], namespaces: Sequence[str], now: datetime,
+                    pods: PodPhaseCounts | None = None, counts: ObjectCounts = ObjectCounts()) -> ClusterMetrics:
+    """The R1 totals of one collection.
+
+    Node fields are summed over ``nodes``; ``nodes_not_ready`` counts every node whose status
+    is not ``Ready``. ``pods`` are the cluster's pods by phase; without them (a producer that
+    only saw nodes) the node tallies are summed instead, which leaves out unbound pods.
+    """
+    if pods is None:
+        pods = PodPhaseCounts(
+            total=sum(node.pods_total for node in nodes),
+            running=sum(node.pods_running for node in nodes),
+            pending=sum(node.pods_pending for node in nodes),
+            failed=sum(node.pods_failed for node in nodes),
+        )
+    ready = sum(1 for node in nodes if node.status == NodeStatus.READY.value)
+    cpu_allocatable = sum((node.cpu_allocatable for node in nodes), 0.0)
+    cpu_requested = sum((node.cpu_requested for node in nodes), 0.0)
+    memory_allocatable = sum(node.memory_allocatable for node in nodes)
+    memory_requested = sum(node.memory_requested for node in nodes)
+    return ClusterMetrics(
+        timestamp=now,
+        nodes=len(nodes),
+        nodes_ready=ready,
+        nodes_not_ready=len(nodes) - ready,
+        namespaces=len(namespaces),
+        namespace_list=tuple(namespaces),
+        pods=pods.total,
+        pods_running=pods.running,
+        pods_pending=pods.pending,
+        pods_failed=pods.failed,
+        cpu_capacity=sum((node.cpu_capacity for node in nodes), 0.0),
+        cpu_allocatable=cpu_allocatable,
+        cpu_requested=cpu_requested,
+        cpu_usage_percent=usage_percent(cpu_requested, cpu_allocatable),
+        memory_capacity=sum(node.memory_capacity for node in nodes),
+        memory_allocatable=memory_allocatable,
+        memory_requested=memory_requested,
+        memory_usage_percent=usage_percent(memory_requested, memory_allocatable),
+        storage_capacity=sum(node.storage_capacity for node in nodes),
+        deployments=counts.deployments,
+        services=counts.services,
+        statefulsets=counts.statefulsets,
+        daemonsets=counts.daemonsets,
+        pvcs=counts.pvcs,
+    )

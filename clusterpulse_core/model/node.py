@@ -78,3 +78,5 @@ class NodeMetrics:
     hostname: str = ""
     images_count: int = 0
     volumes_attached: int = 0
+    #: ``metadata.creationTimestamp`` (DECISIONS R6: the UI shows the node's age from it).
+    creation_timestamp: datetime = ZERO_TIME

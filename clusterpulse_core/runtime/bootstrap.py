@@ -110,7 +110,8 @@ def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapp
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             runtime.plugins.call_owner("clusterpulse_forget", owner, kind=kind, ref=ref, ctx=ctx)
             return Outcome(ref, True, "deleted")
-        result = runtime.plugins.call_owner("clusterpulse_reconcile", owner, kind=kind, obj=obj, ctx=ctx)
+        result = runtime.plugins.call_owner("clusterpulse_reconcile", owner, kind=kind,
+                                            obj=kind.with_defaults(obj), ctx=ctx)
     except Exception as exc:
         ctx.log.error("reconcile failed: %s", exc)
         return Outcome(ref, False, f"{type(exc).__name__}: {exc}")

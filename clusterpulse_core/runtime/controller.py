@@ -8,7 +8,8 @@ Each worker takes a reference, reads the object from the informer cache and call
 plugin:
 
 * object missing, or being deleted -> ``clusterpulse_forget``;
-* otherwise -> ``clusterpulse_reconcile``, whose :class:`ReconcileResult` says when to come back.
+* otherwise -> ``clusterpulse_reconcile`` with the CRD schema's defaults applied (DECISIONS R5),
+  whose :class:`ReconcileResult` says when to come back.
 
 An exception is retried with the item's exponential backoff; a :class:`TerminalError` is
 logged and not retried; a success resets the backoff.
@@ -201,7 +202,7 @@ class Controller:
                 result: Any = None
             else:
                 result = self.runtime.plugins.call_owner("clusterpulse_reconcile", self.owner, kind=self.kind,
-                                                         obj=obj, ctx=ctx)
+                                                         obj=self.kind.with_defaults(obj), ctx=ctx)
         except TerminalError as exc:
             ctx.log.error("reconcile failed permanently, not retrying: %s", exc)
             self.queue.forget(ref)

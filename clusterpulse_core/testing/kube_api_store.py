@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterpulse_core.openapi import apply_defaults
+
 from .kube_api_util import ApiError, ObjectPredicate, bad_request, now_rfc3339, spec_changed
 
 Obj = dict[str, Any]
@@ -49,6 +51,8 @@ class ResourceType:
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     from_crd: bool = False
+    #: The version's ``openAPIV3Schema`` (CRD-backed types only): its defaults apply on writes.
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -125,9 +129,21 @@ def crd_resource_types(crd: Mapping[str, Any]) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 subresources=subresources,
                 from_crd=True,
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             )
         )
     return result
+
+
+def apply_schema_defaults(resource_type: ResourceType, obj: Obj) -> Obj:
+    """A custom resource with its structural schema's defaults applied, as an API server does on writes.
+
+    Defaulting only: schema *validation* is a separate step.
+    """
+    if not resource_type.schema:
+        return obj
+    defaulted: Obj = apply_defaults(resource_type.schema, obj)
+    return defaulted
 
 
 def _encode_continue(rv: int, key: ObjectKey) -> str:
@@ -335,6 +351,7 @@ class ObjectStore:
             new.pop("status", None)
         if resource_type.store_key == (CRD_GROUP, CRD_PLURAL):
             new = self._accept_crd(new)
+        new = apply_schema_defaults(resource_type, new)
         meta["resourceVersion"] = self._next_rv()  # only once nothing can fail: one rv, one event
         self._store(resource_type, key, new)
         self._emit("ADDED", resource_type, new, None)
@@ -368,7 +385,7 @@ class ObjectStore:
                 new["status"] = body["status"]
         else:
             new = self._replace_main(resource_type, old, body)
-        return self._commit(resource_type, old, new)
+        return self._commit(resource_type, old, apply_schema_defaults(resource_type, new))
 
     def _replace_main(self, resource_type: ResourceType, old: Obj, body: Mapping[str, Any]) -> Obj:
         old_meta = old["metadata"]

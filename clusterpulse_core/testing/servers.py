@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import secrets
 import shutil
 import socket
 import subprocess
@@ -238,3 +240,21 @@ class RedisClusterProcesses:
         """Stop every node and remove the work directories."""
         for node in self.nodes:
             node.cleanup()
+
+
+def docker_registry_process(binary: str, port: int | None = None) -> ServerProcess:
+    """An anonymous, plain-HTTP docker-registry (CNCF distribution) with storage in its work dir."""
+
+    def command(p: int, workdir: Path) -> list[str]:
+        config = workdir / "config.yml"
+        # JSON is YAML: no YAML writer needed for this fixed shape.
+        config.write_text(json.dumps({
+            "version": 0.1,
+            "log": {"level": "warn", "accesslog": {"disabled": True}},
+            "storage": {"filesystem": {"rootdirectory": str(workdir / "data")}},
+            "http": {"addr": f"127.0.0.1:{p}", "secret": secrets.token_hex(16)},
+            "health": {"storagedriver": {"enabled": False}},
+        }))
+        return [binary, "serve", str(config)]
+
+    return ServerProcess("docker-registry", command, port=port)

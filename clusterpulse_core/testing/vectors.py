@@ -132,3 +132,48 @@ def same_value(got: Any, want: Any, *, strict_types: bool = True) -> bool:
         return (isinstance(got, list | tuple) and len(got) == len(want)
                 and all(same_value(g, w, strict_types=strict_types) for g, w in zip(got, want, strict=True)))
     return bool(got == want)
+
+
+# The Redis examples describe redis.md as it was before DECISIONS R1-R3 and R6 (added after
+# running the readers on our Redis). These helpers adapt an example to those decisions, and
+# leave an example that already follows them unchanged.
+
+#: The fields DECISIONS R1 adds to ``cluster:<c>:metrics`` beyond redis.md §2.7's nine, with the
+#: value they hold when the stored ClusterMetrics did not set them.
+R1_ADDED_METRICS: dict[str, int | float] = {
+    "nodes_not_ready": 0, "pods_pending": 0, "pods_failed": 0, "cpu_allocatable": 0.0,
+    "cpu_requested": 0.0, "cpu_usage_percent": 0.0, "memory_allocatable": 0, "memory_requested": 0,
+    "memory_usage_percent": 0.0, "storage_capacity": 0, "storage_used": 0, "pvcs": 0, "services": 0,
+    "statefulsets": 0, "daemonsets": 0,
+}
+#: The R3 resource-collection keys (per cluster) a pull reconcile now writes.
+R3_KEYS = ("pods", "deployments", "services", "statefulsets", "daemonsets", "resource_metadata")
+#: ``creation_timestamp`` of a node value built without one (DECISIONS R6).
+R6_UNKNOWN_CREATION = "0001-01-01T00:00:00Z"
+
+
+def _is_metrics_key(key: str) -> bool:
+    return key.startswith("cluster:") and key.endswith(":metrics") and ":node:" not in key
+
+
+def with_reader_decisions(example: dict[str, Any], creation_timestamp: str = R6_UNKNOWN_CREATION,
+                          metrics_from: Callable[[str], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``example`` with the expectations DECISIONS R1, R3 and R6 add (a deep copy).
+
+    Metrics values gain the R1 fields (``metrics_from(key)`` supplies them when given, else
+    the zeros of :data:`R1_ADDED_METRICS`), node values gain ``creation_timestamp``, and in a
+    reconcile example the R3 keys leave ``absent_keys`` (a reconcile writes them now).
+    """
+    adapted = json.loads(json.dumps(example))
+    for key, want in adapted.get("keys", {}).items():
+        if _is_metrics_key(key) and isinstance(want.get("json"), dict):
+            added = metrics_from(key) if metrics_from else R1_ADDED_METRICS
+            for field, value in added.items():
+                want["json"].setdefault(field, value)
+        current = (want.get("fields") or {}).get("current")
+        if key.count(":node:") == 1 and not key.endswith(":metrics") and isinstance(current, dict):
+            current["json"].setdefault("creation_timestamp", creation_timestamp)
+    if any(op.get("op") == "reconcile_cluster_connection" for op in adapted.get("operations", ())):
+        adapted["absent_keys"] = [key for key in adapted.get("absent_keys", [])
+                                  if not (key.startswith("cluster:") and key.rsplit(":", 1)[-1] in R3_KEYS)]
+    return adapted

@@ -41,7 +41,10 @@ def test_three_node_cluster_every_stored_value(harness: Harness, kube_api: Calla
     assert_same(harness.json("cluster:three:labels"), {"env": "test"}, "labels")
     assert sorted(m.decode() for m in r.smembers("cluster:three:nodes")) == ["cp-0", "worker-0", "worker-1"]
     for name, want in three_node.EXPECTED_NODES.items():
-        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"), want, f"node {name}")
+        # The API server sets creationTimestamp itself (DECISIONS R6: the node value carries it).
+        created = cluster.get("v1", "nodes", name)["metadata"]["creationTimestamp"]
+        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"),
+                    {**want, "creation_timestamp": created}, f"node {name}")
     assert_same(harness.json("cluster:three:metrics"), three_node.EXPECTED_METRICS, "metrics")
     assert_same(harness.json("cluster:three:namespaces"),
                 {"namespaces": three_node.NAMESPACES, "count": 5, "timestamp": three_node.NOW}, "namespaces")
@@ -102,12 +105,16 @@ def test_pages_are_requested_with_the_page_size(make_harness: Callable[..., Harn
 
     assert harness.reconcile("three").ok
 
+    # Two sweeps of 5 pages: the node pass and the resource lists (DECISIONS R3), in parallel.
     pod_pages = [q for m, p, q in cluster.requests if m == "GET" and p == "/api/v1/pods"]
-    assert len(pod_pages) == 5 and all(q["limit"] == "2" for q in pod_pages)
-    assert "continue" not in pod_pages[0] and all(q.get("continue") for q in pod_pages[1:])
+    assert len(pod_pages) == 10 and all(q["limit"] == "2" for q in pod_pages)
+    assert sum(1 for q in pod_pages if "continue" not in q) == 2
     assert len([p for m, p, q in cluster.requests if p == "/api/v1/nodes"]) == 2
     for name, want in three_node.EXPECTED_NODES.items():
-        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"), want, f"node {name}")
+        # The API server sets creationTimestamp itself (DECISIONS R6: the node value carries it).
+        created = cluster.get("v1", "nodes", name)["metadata"]["creationTimestamp"]
+        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"),
+                    {**want, "creation_timestamp": created}, f"node {name}")
 
 
 def test_operators_are_scanned_only_every_scan_interval(harness: Harness, kube_api: Callable[..., Any]) -> None:

@@ -26,7 +26,7 @@ from cluster_support import EXAMPLE_CLOCK, Harness
 from clusterpulse_cluster.info import derive_console_url
 
 from clusterpulse_core.serde import loads, parse_time
-from clusterpulse_core.testing.vectors import cases
+from clusterpulse_core.testing.vectors import cases, with_reader_decisions
 
 CLOCK_TEXT = "2025-01-01T00:00:00Z"
 CLOCK_UNIX = 1735689600
@@ -46,7 +46,7 @@ def numeric(value: Any) -> bool:
 
 def matches(got: Any, want: Any, where: str, problems: list[str]) -> None:
     """Compare as redis.md §14 says; store-clock values only need the right format."""
-    if isinstance(want, str) and want == CLOCK_TEXT:
+    if isinstance(want, str) and want in (CLOCK_TEXT, CREATED):
         try:
             parse_time(got)
         except (TypeError, ValueError, AttributeError):
@@ -168,6 +168,32 @@ def creation_times(api: Any, args: dict[str, Any]) -> dict[str, str]:
     return times
 
 
+#: Stands for any valid time in the node values' ``creation_timestamp`` (the emulator sets it).
+CREATED = "<created>"
+
+
+def r1_metrics(example: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """The DECISIONS R1 totals of a reconcile example, worked out from its own node values and pods."""
+    nodes = [want["fields"]["current"]["json"] for key, want in example["keys"].items()
+             if key.count(":node:") == 1 and not key.endswith(":metrics")]
+    pods = (args.get("managed_cluster") or {}).get("pods", [])
+    cpu_allocatable = sum((n["cpu_allocatable"] for n in nodes), 0.0)
+    cpu_requested = sum((n["cpu_requested"] for n in nodes), 0.0)
+    memory_allocatable = sum(n["memory_allocatable"] for n in nodes)
+    memory_requested = sum(n["memory_requested"] for n in nodes)
+    return {
+        "nodes_not_ready": sum(1 for n in nodes if n["status"] != "Ready"),
+        "pods_pending": sum(1 for p in pods if p["phase"] == "Pending"),
+        "pods_failed": sum(1 for p in pods if p["phase"] == "Failed"),
+        "cpu_allocatable": cpu_allocatable, "cpu_requested": cpu_requested,
+        "cpu_usage_percent": cpu_requested / cpu_allocatable * 100 if cpu_allocatable else 0.0,
+        "memory_allocatable": memory_allocatable, "memory_requested": memory_requested,
+        "memory_usage_percent": memory_requested / memory_allocatable * 100 if memory_allocatable else 0.0,
+        "storage_capacity": sum(n["storage_capacity"] for n in nodes), "storage_used": 0,
+        "pvcs": 0, "services": 0, "statefulsets": 0, "daemonsets": 0,
+    }
+
+
 @pytest.mark.vectors("redis", "examples")
 @pytest.mark.parametrize("example", cluster_examples())
 def test_cluster_example(example: dict[str, Any], harness: Harness, kube_api: Callable[..., Any]) -> None:
@@ -204,6 +230,8 @@ def test_cluster_example(example: dict[str, Any], harness: Harness, kube_api: Ca
     pubsub.get_message(timeout=1.0)
 
     outcome = harness.reconcile(name)
+    example = with_reader_decisions(example, creation_timestamp=CREATED,
+                                    metrics_from=lambda key: r1_metrics(example, args))
 
     expect_success = example["id"] != "cluster-reconcile-failure"
     assert outcome.ok is expect_success, outcome.detail

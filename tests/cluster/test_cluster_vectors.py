@@ -8,13 +8,12 @@ from typing import Any
 import msgspec
 from clusterpulse_cluster.clusteroperators import cluster_operator_info
 from clusterpulse_cluster.info import derive_console_url
-from clusterpulse_cluster.inventory import cluster_metrics
 from clusterpulse_cluster.nodes import PodTally, node_metrics, node_roles, node_status, tally_pods
 from clusterpulse_cluster.olm import operator_info
 from clusterpulse_cluster.spec import error_requeue_seconds, reconcile_interval
 from clusterpulse_cluster.wire_types import node_decoder, pod_decoder
 
-from clusterpulse_core.model import NodeMetrics
+from clusterpulse_core.model import NodeMetrics, ObjectCounts, cluster_metrics
 from clusterpulse_core.serde import camel, unstructure
 from clusterpulse_core.testing.vectors import same_value, vector_test
 
@@ -90,7 +89,8 @@ def test_cluster_metrics(case: dict[str, Any]) -> None:
                          memory_capacity=n["memoryCapacity"], pods_total=n["podsTotal"],
                          pods_running=n["podsRunning"]) for n in case["nodes"]]
 
-    got = unstructure(cluster_metrics(nodes, case["namespaces"], case["deployments"], NOW))
+    got = unstructure(cluster_metrics(nodes, case["namespaces"], NOW,
+                                      counts=ObjectCounts(deployments=case["deployments"])))
 
     assert got["namespace_list"] == case["namespaces"]
     for key, want in case["out"].items():

@@ -117,6 +117,24 @@ DEPLOYMENTS = [
     for ns, name in (("shop", "web"), ("shop", "batch"), ("openshift-console", "console"))
 ]
 
+#: One of each other counted kind (DECISIONS R1 counts, R3 lists).
+WORKLOADS = [
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+     "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.10", "ports": [{"port": 80}]}},
+    {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "shop"},
+     "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+              "template": {"metadata": {"labels": {"app": "db"}},
+                           "spec": {"containers": [{"name": "db", "image": "example/db:1"}]}}},
+     "status": {"replicas": 2, "readyReplicas": 1}},
+    {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "node-exporter", "namespace": "kube-system"},
+     "spec": {"selector": {"matchLabels": {"app": "node-exporter"}},
+              "template": {"metadata": {"labels": {"app": "node-exporter"}},
+                           "spec": {"containers": [{"name": "exporter", "image": "example/exporter:1"}]}}},
+     "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 2}},
+    {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-db-0", "namespace": "shop"},
+     "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+]
+
 OPENSHIFT = [
     crd("config.openshift.io", "ClusterVersion", "clusterversions", "Cluster"),
     crd("config.openshift.io", "ClusterOperator", "clusteroperators", "Cluster"),
@@ -166,7 +184,7 @@ OPENSHIFT = [
 def objects() -> list[dict[str, Any]]:
     """Everything the managed cluster serves."""
     namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in NAMESPACES]
-    return [*namespaces, *OPENSHIFT, *NODES, *PODS, *DEPLOYMENTS]
+    return [*namespaces, *OPENSHIFT, *NODES, *PODS, *DEPLOYMENTS, *WORKLOADS]
 
 
 ZERO = "0001-01-01T00:00:00Z"
@@ -235,9 +253,16 @@ EXPECTED_NODES = {
         labels={"kubernetes.io/hostname": "worker-1"}, internal_ip="10.0.0.21"),
 }
 
+# DECISIONS R1: pods by phase over every pod (unscheduled-1 too); worker-1 is cordoned, so not Ready.
 EXPECTED_METRICS = {
-    "timestamp": NOW, "nodes": 3, "nodes_ready": 2, "namespaces": 5, "pods": 9, "pods_running": 5,
-    "cpu_capacity": 20.0, "memory_capacity": 80 * GI, "deployments": 3,
+    "timestamp": NOW, "nodes": 3, "nodes_ready": 2, "nodes_not_ready": 1, "namespaces": 5,
+    "pods": 10, "pods_running": 5, "pods_pending": 2, "pods_failed": 1,
+    "cpu_capacity": 20.0, "cpu_allocatable": 18.5, "cpu_requested": CP0_CPU + W0_CPU + W1_CPU,
+    "cpu_usage_percent": (CP0_CPU + W0_CPU + W1_CPU) / 18.5 * 100,
+    "memory_capacity": 80 * GI, "memory_allocatable": 77 * GI, "memory_requested": CP0_MEM + W0_MEM + W1_MEM,
+    "memory_usage_percent": (CP0_MEM + W0_MEM + W1_MEM) / (77 * GI) * 100,
+    "storage_capacity": 300 * GI, "storage_used": 0,
+    "pvcs": 1, "services": 1, "deployments": 3, "statefulsets": 1, "daemonsets": 1,
 }
 
 EXPECTED_INFO = {

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 import yaml
 
 from clusterpulse_core.demo.fleet import FLEET_DIR
 from clusterpulse_core.demo.run import run_demo
-from clusterpulse_core.demo.summary import read_fleet, read_sources
+from clusterpulse_core.demo.summary import read_alerts, read_fleet, read_sources
 
 
 def _fixture_objects(cluster: str, kind: str) -> list[dict[str, Any]]:
@@ -28,11 +29,35 @@ def _cluster_names() -> list[str]:
     return [c["name"] for c in yaml.safe_load((FLEET_DIR / "fleet.yaml").read_text())["clusters"]]
 
 
+def _condition(obj: dict[str, Any], kind: str) -> str:
+    return next((c["status"] for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), "")
+
+
+def _expected_alerts(clusters: list[str]) -> set[tuple[str, str, str]]:
+    """The demo fleet's NotReady and cordoned nodes and unavailable or degraded ClusterOperators."""
+    expected = set()
+    for name in clusters:
+        for node in _fixture_objects(name, "Node"):
+            node_name = node["metadata"]["name"]
+            if _condition(node, "Ready") != "True":
+                expected.add((name, "NodeNotReady", f"node/{node_name}"))
+            if node.get("spec", {}).get("unschedulable"):
+                expected.add((name, "NodeUnschedulable", f"node/{node_name}"))
+            for pressure in ("MemoryPressure", "DiskPressure", "PIDPressure"):
+                if _condition(node, pressure) == "True":
+                    expected.add((name, f"Node{pressure}", f"node/{node_name}"))
+        for operator in _fixture_objects(name, "ClusterOperator"):
+            if _condition(operator, "Available") != "True" or _condition(operator, "Degraded") == "True":
+                expected.add((name, "ClusterOperatorDown", f"clusteroperator/{operator['metadata']['name']}"))
+    return expected
+
+
 def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     lines: list[str] = []
     result = run_demo(2, redis_url, echo=lines.append)
     assert [line.split(":")[0] for line in lines if line.startswith("cycle ")] == ["cycle 1", "cycle 2"]
-    assert any(line.startswith("cycle 2: reconciled 4 objects") for line in lines)
+    # Three ClusterConnections, the docker-registry's RegistryConnection and the MetricSource.
+    assert any(line.startswith("cycle 2: reconciled 5 objects") for line in lines)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     rows = {row.name: row for row in read_fleet(client)}
     assert sorted(rows) == sorted(_cluster_names())
@@ -41,9 +66,9 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
         pods = _fixture_objects(name, "Pod")
         assert row.health == "healthy", row.message
         assert row.nodes == len(nodes)
-        assert row.pods == sum(1 for p in pods if p.get("spec", {}).get("nodeName"))
-        assert row.pods_running == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running"
-                                       and p.get("spec", {}).get("nodeName"))
+        # DECISIONS R1: every pod of the cluster, bound to a node or not.
+        assert row.pods == len(pods)
+        assert row.pods_running == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
         assert row.cluster_operators == len(_fixture_objects(name, "ClusterOperator"))
     sources = {row.cluster: row for row in read_sources(client) if row.source == "clusterpulse/pod-phases"}
     assert sorted(sources) == sorted(rows)
@@ -54,7 +79,16 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
         assert source.resources == len(pods)
         assert source.values["pods"] == len(pods)
         assert source.values["running"] == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
+    registry_status = client.get("registry:demo-registry:status")
+    assert client.smembers("registries:all") == {"demo-registry"}
+    assert registry_status is not None and '"available":true' in registry_status.replace(" ", "")
+    assert "Registry demo-registry: available" in result.summary
     assert "ocp-prod-east" in result.summary
+    expected_alerts = _expected_alerts(sorted(rows))
+    assert {name for _c, name, _r in expected_alerts} >= {"NodeNotReady", "NodeUnschedulable", "ClusterOperatorDown"}
+    assert {(a.cluster, a.name, a.resource) for a in read_alerts(client)} == expected_alerts
+    assert f"Alerts ({len(expected_alerts)} firing):" in result.summary
+    assert "NodeNotReady node/" in result.summary
     assert "MetricSource clusterpulse/pod-phases:" in result.summary
     patterns = dict(result.keys)
     assert patterns["clusters:all"] == 1
@@ -76,6 +110,16 @@ def test_demo_command_with_redis_url(redis_url: str, tmp_path: Path) -> None:
                              "demo", "--cycles", "1", "--redis-url", redis_url], cwd=tmp_path,
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr
-    assert "cycle 1: reconciled 4 objects" in result.stdout
+    assert "cycle 1: reconciled 5 objects" in result.stdout
     assert "Redis keys written" in result.stdout
     assert redis.Redis.from_url(redis_url).scard("clusters:all") == len(_cluster_names())
+
+
+def test_demo_without_docker_registry_says_it_skipped_registries(redis_url: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker-registry (Redis comes from redis_url)
+    lines: list[str] = []
+    run_demo(1, redis_url, echo=lines.append)
+    assert any("docker-registry is not installed, skipped registries" in line for line in lines)
+    assert any(line.startswith("cycle 1: reconciled 4 objects") for line in lines)
+    assert not redis.Redis.from_url(redis_url).exists("registries:all")

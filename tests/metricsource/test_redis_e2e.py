@@ -56,6 +56,26 @@ CACTI: dict[str, Any] = {
     "collection": {"intervalSeconds": 120, "timeoutSeconds": 10, "batchSize": 2},
     "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"]},
 }
+# CACTI as the hub's API server stores it: the CRD's schema defaults filled in (DECISIONS R5), keys in
+# the canonical order of metricsource.md §1. The hash is taken over this.
+CACTI_SERVED: dict[str, Any] = {
+    "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "scope": "Namespaced",
+               "namespaces": {"exclude": ["kube-*"]}},
+    "fields": [
+        {"name": "size", "path": ".spec.size", "type": "quantity"},
+        {"name": "arms", "path": ".spec.arms", "type": "integer"},
+        {"name": "phase", "path": ".status.phase", "type": "string"},
+        {"name": "tier", "path": ".metadata.labels.tier", "type": "string", "default": "short"},
+    ],
+    "computed": [
+        {"name": "label", "expression": "concat(tier, '-', lower(phase))", "type": "string"},
+        {"name": "armsPerSize", "expression": "round(arms / size, 1)", "type": "float"},
+    ],
+    "aggregations": CACTI["aggregations"],
+    "collection": {"intervalSeconds": 120, "timeoutSeconds": 10, "maxResources": 5000, "batchSize": 2,
+                   "retryAttempts": 3, "parallelism": 3},
+    "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"], "filterAggregations": True},
+}
 # A second source, whose keys must survive the deletion of the first.
 BLOOMS: dict[str, Any] = {
     "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "namespaces": {"include": ["team-a"]}},
@@ -216,12 +236,12 @@ def check_definition(client: redis.Redis) -> None:
         "aggregations": CACTI["aggregations"],
         "collection": {"intervalSeconds": 120, "timeoutSeconds": 10, "maxResources": 5000, "batchSize": 2,
                        "retryAttempts": 3, "parallelism": 3},
-        "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"], "filterAggregations": False},
-        "hash": spec_hash(CACTI),
+        "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"], "filterAggregations": True},
+        "hash": spec_hash(CACTI_SERVED),
     }), definition
     meta_key = f"metricsource:{NAMESPACE}:cacti:meta"
     assert client.ttl(meta_key) == -1
-    assert client.hgetall(meta_key) == {"compiledAt": compiled_at, "hash": spec_hash(CACTI), "kind": "Cactus",
+    assert client.hgetall(meta_key) == {"compiledAt": compiled_at, "hash": spec_hash(CACTI_SERVED), "kind": "Cactus",
                                         "apiVersion": CUSTOM_API_VERSION, "resourceTypeName": "cactus"}
 
 

@@ -20,7 +20,7 @@ from clusterpulse_core.model import (
     RegistryStatusRecord,
 )
 from clusterpulse_core.serde import loads, parse_time, structure, unstructure
-from clusterpulse_core.testing.vectors import cases, load, same_value, vector_test
+from clusterpulse_core.testing.vectors import cases, load, same_value, vector_test, with_reader_decisions
 
 CLOCK = parse_time(load("redis")["conventions"]["clock"])
 
@@ -57,7 +57,7 @@ def _as_model(json_value: Any, model: type) -> Any:
 
 
 def _expected(example: dict[str, Any], key: str) -> dict[str, Any]:
-    want = dict(example["keys"][key])
+    want = dict(with_reader_decisions(example)["keys"][key])
     model = AD_HOC_VALUES.get(example["id"], {}).get(key)
     if model is not None:
         if "json" in want:

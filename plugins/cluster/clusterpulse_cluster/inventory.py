@@ -1,9 +1,10 @@
-"""The node pass: nodes, their pods, namespaces and deployments in one paginated sweep.
+"""The node pass: nodes, their pods, namespaces and object counts in one paginated sweep.
 
-One critical collector produces the NodesPiece, the ClusterMetricsPiece and the
-NamespacesPiece (DECISIONS C2) from a single listing of nodes and pods. Pages are decoded
-with typed partial decoders and dropped as soon as they are tallied, so memory is bounded
-by the page size, not the cluster size.
+One critical collector produces the NodesPiece, the ClusterMetricsPiece (the 24 totals of
+DECISIONS R1) and the NamespacesPiece (DECISIONS C2) from a single listing of nodes and pods;
+deployments, services, statefulsets, daemonsets and PVCs are counted without being listed.
+Pages are decoded with typed partial decoders and dropped as soon as they are tallied, so
+memory is bounded by the page size, not the cluster size.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import attrs
 from clusterpulse_cluster.nodes import PodTally, node_metrics, tally_pods
 from clusterpulse_cluster.wire_types import (
     NodeDoc,
-    counted_list_decoder,
     namespace_list_decoder,
     node_list_decoder,
     pod_list_decoder,
 )
+from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeApiError
-from clusterpulse_core.model import ClusterMetrics, NodeMetrics, NodeStatus
+from clusterpulse_core.model import ObjectCounts, PodPhaseCounts, cluster_metrics
 from clusterpulse_core.pieces import ClusterMetricsPiece, NamespacesPiece, NodesPiece, Piece
 
 log = logging.getLogger(__name__)
@@ -73,32 +74,37 @@ def list_namespaces(target: ClusterTarget, page_size: int) -> list[str]:
     return names
 
 
-def count_deployments(target: ClusterTarget, page_size: int) -> int:
-    """Deployments in all namespaces; 0 when listing fails (controllers.md §5.4)."""
-    count = 0
+#: Cluster-wide counts of DECISIONS R1: ObjectCounts field -> list path.
+COUNTED_PATHS: dict[str, str] = {
+    "deployments": DEPLOYMENTS_PATH,
+    "services": "/api/v1/services",
+    "statefulsets": "/apis/apps/v1/statefulsets",
+    "daemonsets": "/apis/apps/v1/daemonsets",
+    "pvcs": "/api/v1/persistentvolumeclaims",
+}
+
+
+def count_objects(target: ClusterTarget, what: str, path: str) -> int:
+    """Objects of one kind in all namespaces, not decoded; 0 when listing fails (DECISIONS R1)."""
     try:
-        for page in target.client.list_decoded(DEPLOYMENTS_PATH, counted_list_decoder.decode, limit=page_size):
-            count += len(page.items or ())
-    except KubeApiError as exc:
-        log.warning("cluster %s: counting deployments failed: %s", target.name, exc)
+        return target.client.count(path)
+    except (KubeApiError, CircuitOpenError) as exc:
+        log.warning("cluster %s: counting %s failed: %s", target.name, what, exc)
         return 0
-    return count
 
 
-def cluster_metrics(nodes: Sequence[NodeMetrics], namespaces: Sequence[str], deployments: int,
-                    now: datetime) -> ClusterMetrics:
-    """Cluster totals from node metrics (collector.proto.md §4.2)."""
-    return ClusterMetrics(
-        timestamp=now,
-        nodes=len(nodes),
-        nodes_ready=sum(1 for node in nodes if node.status == NodeStatus.READY.value),
-        namespaces=len(namespaces),
-        namespace_list=tuple(namespaces),
-        pods=sum(node.pods_total for node in nodes),
-        pods_running=sum(node.pods_running for node in nodes),
-        cpu_capacity=sum((node.cpu_capacity for node in nodes), 0.0),
-        memory_capacity=sum(node.memory_capacity for node in nodes),
-        deployments=deployments,
+def object_counts(target: ClusterTarget) -> ObjectCounts:
+    """Deployments, services, statefulsets, daemonsets and PVCs of the whole cluster."""
+    return ObjectCounts(**{what: count_objects(target, what, path) for what, path in COUNTED_PATHS.items()})
+
+
+def pod_phases(tallies: dict[str, PodTally]) -> PodPhaseCounts:
+    """Every pod of the cluster by phase, bound to a node or not."""
+    return PodPhaseCounts(
+        total=sum(t.total for t in tallies.values()),
+        running=sum(t.running for t in tallies.values()),
+        pending=sum(t.pending for t in tallies.values()),
+        failed=sum(t.failed for t in tallies.values()),
     )
 
 
@@ -110,14 +116,16 @@ class InventoryCollector:
     clock: Callable[[], datetime]
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
-        """List nodes and pods (failure fails the reconcile), then namespaces and deployments."""
+        """List nodes and pods (failure fails the reconcile), then namespaces and object counts."""
         docs = list_nodes(target, self.page_size)
         tallies = tally_cluster_pods(target, self.page_size)
         now = self.clock()
-        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name), now) for doc in docs)
+        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name) if doc.metadata.name else None, now)
+                      for doc in docs)
+        pods = pod_phases(tallies)
         del docs, tallies
         namespaces = list_namespaces(target, self.page_size)
-        metrics = cluster_metrics(nodes, namespaces, count_deployments(target, self.page_size), now)
+        metrics = cluster_metrics(nodes, namespaces, now, pods, object_counts(target))
         return [
             NodesPiece(target.name, nodes),
             ClusterMetricsPiece(target.name, metrics),

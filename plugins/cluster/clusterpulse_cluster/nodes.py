@@ -10,7 +10,7 @@ import attrs
 
 from clusterpulse_cluster.wire_types import NodeDoc, PodDoc
 from clusterpulse_core import quantity
-from clusterpulse_core.model import NodeCondition, NodeMetrics, NodeStatus, Taint
+from clusterpulse_core.model import NodeCondition, NodeMetrics, NodeStatus, Taint, usage_percent
 from clusterpulse_core.model.time import ZERO_TIME
 
 ROLE_PREFIX = "node-role.kubernetes.io/"
@@ -63,12 +63,14 @@ class PodTally:
                 self.memory_requested += parse_memory(memory)
 
 
+#: The tally key of pods not bound to a node: counted in the cluster totals, on no node.
+UNBOUND = ""
+
+
 def tally_pods(pods: Iterable[PodDoc], tallies: dict[str, PodTally]) -> None:
-    """Add pods to the tally of the node each is bound to; unbound pods are ignored."""
+    """Add pods to the tally of the node each is bound to; unbound pods go to :data:`UNBOUND`."""
     for pod in pods:
         node = pod.spec.node_name
-        if not node:
-            continue
         tally = tallies.get(node)
         if tally is None:
             tally = tallies[node] = PodTally()
@@ -89,10 +91,6 @@ def node_status(conditions: Iterable[tuple[str, str]], unschedulable: bool) -> s
 def node_roles(labels: Mapping[str, str] | None) -> tuple[str, ...]:
     """The ``node-role.kubernetes.io/<role>`` label keys' roles, sorted (values ignored)."""
     return tuple(sorted(key[len(ROLE_PREFIX):] for key in labels or () if key.startswith(ROLE_PREFIX)))
-
-
-def _percent(part: float, whole: float) -> float:
-    return part / whole * 100 if whole > 0 else 0.0
 
 
 def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMetrics:
@@ -125,8 +123,8 @@ def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMe
         pods_allocatable=pods_value(allocatable.get("pods", "")),
         cpu_requested=tally.cpu_requested,
         memory_requested=tally.memory_requested,
-        cpu_usage_percent=_percent(tally.cpu_requested, cpu_allocatable),
-        memory_usage_percent=_percent(tally.memory_requested, memory_allocatable),
+        cpu_usage_percent=usage_percent(tally.cpu_requested, cpu_allocatable),
+        memory_usage_percent=usage_percent(tally.memory_requested, memory_allocatable),
         pods_running=tally.running,
         pods_pending=tally.pending,
         pods_failed=tally.failed,
@@ -145,4 +143,5 @@ def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMe
         hostname=addresses.get("Hostname", ""),
         images_count=len(status.images or ()),
         volumes_attached=len(status.volumes_attached or ()),
+        creation_timestamp=meta.creation_timestamp or ZERO_TIME,
     )

@@ -12,6 +12,7 @@ from clusterpulse_cluster.info import ClusterInfoCollector
 from clusterpulse_cluster.inventory import InventoryCollector
 from clusterpulse_cluster.olm import OperatorsCollector
 from clusterpulse_cluster.reconcile import NODES_COLLECTOR, ClusterReconciler
+from clusterpulse_cluster.resources import ResourceCollector
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
@@ -60,12 +61,13 @@ class ClusterPlugin:
 
     @hookimpl
     def clusterpulse_collectors(self) -> Sequence[Collector]:
-        """Nodes (critical), cluster info, OLM operators and OpenShift ClusterOperators."""
+        """Nodes (critical), cluster info, OLM operators, OpenShift ClusterOperators and resource lists."""
         return [
             Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now), critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
             Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now)),
             Collector("cluster_operators", ClusterOperatorsCollector()),
+            Collector("resources", ResourceCollector(self.settings, self.now)),
         ]
 
     @hookimpl

@@ -9,7 +9,7 @@ from clusterpulse_core.config import setting
 
 @attrs.frozen
 class ClusterSettings:
-    """Timing and paging knobs of ClusterConnection reconciles (controllers.md §2.2)."""
+    """Timing, paging and resource-collection knobs of ClusterConnection reconciles (controllers.md §2.2)."""
 
     reconciliation_interval: int = setting(
         30, env="RECONCILIATION_INTERVAL", minimum=30, help="default ClusterConnection requeue, seconds")
@@ -18,3 +18,19 @@ class ClusterSettings:
     connect_timeout: int = setting(
         10, env="CONNECT_TIMEOUT", minimum=5, help="default connection-test timeout, seconds")
     page_size: int = setting(500, minimum=1, help="items per page when listing nodes and pods")
+    # Resource collection (DECISIONS R3): the upstream names, defaults and minimums.
+    resource_collection_enabled: bool = setting(
+        True, env="RESOURCE_COLLECTION_ENABLED",
+        help="store pod, deployment, service, statefulset and daemonset lists for the API")
+    max_pods_per_namespace: int = setting(
+        100, env="MAX_PODS_PER_NAMESPACE", minimum=10, help="pods kept per namespace in the pod list")
+    max_total_pods: int = setting(
+        1000, env="MAX_TOTAL_PODS", minimum=50, help="pods read per cluster for the pod list")
+    max_deployments: int = setting(
+        500, env="MAX_DEPLOYMENTS", minimum=10, help="deployments (and statefulsets) read per cluster")
+    max_services: int = setting(500, env="MAX_SERVICES", minimum=10, help="services read per cluster")
+    collect_resource_labels: bool = setting(
+        False, env="COLLECT_RESOURCE_LABELS", help="copy each listed resource's labels")
+    resource_namespace_filter: str = setting(
+        "", env="RESOURCE_NAMESPACE_FILTER",
+        help="when non-empty, pods in kube-* namespaces are left out of the pod list (upstream rule)")

@@ -21,12 +21,13 @@ class ListMeta(msgspec.Struct):
     continue_: str = msgspec.field(default="", name="continue")
 
 
-class ObjectMeta(msgspec.Struct):
+class ObjectMeta(msgspec.Struct, rename="camel"):
     """The metadata fields read from nodes."""
 
     name: str = ""
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
+    creation_timestamp: datetime | None = None
 
 
 class NodeTaint(msgspec.Struct):
@@ -156,16 +157,8 @@ class NamespaceList(msgspec.Struct):
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
-class CountedList(msgspec.Struct):
-    """One page of any list whose items are only counted."""
-
-    items: list[_Empty] | None = None
-    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
-
-
 node_list_decoder = msgspec.json.Decoder(NodeList)
 node_decoder = msgspec.json.Decoder(NodeDoc)
 pod_list_decoder = msgspec.json.Decoder(PodList)
 pod_decoder = msgspec.json.Decoder(PodDoc)
 namespace_list_decoder = msgspec.json.Decoder(NamespaceList)
-counted_list_decoder = msgspec.json.Decoder(CountedList)

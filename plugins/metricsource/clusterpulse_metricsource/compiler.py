@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import cattrs
 from clusterpulse_metricsource.aggregator import AggregationPlan
 from clusterpulse_metricsource.canonical import canonical_json, spec_hash
@@ -81,7 +82,7 @@ def read_spec(raw: Any) -> MetricSourceSpec:
     for key in ("interval_seconds", "timeout_seconds", "max_resources", "batch_size",
                 "retry_attempts", "parallelism"):
         value = getattr(spec.collection, key)
-        if not _INT32[0] <= value <= _INT32[1]:
+        if value is not None and not _INT32[0] <= value <= _INT32[1]:
             field = f"spec.collection.{camel(key)}"
             raise SpecError(f"invalid spec: {field} must be a 32-bit integer", field,
                             "must be a 32-bit integer")
@@ -101,20 +102,32 @@ def _structure_problems(exc: Exception) -> list[tuple[str, str]]:
 
 
 def collection_settings(collection: CollectionSpec) -> CompiledCollection:
-    """The compiler's collection defaults (§2.6): positive values override; retryAttempts 3 unless > 0 (M13)."""
+    """The compiler's collection defaults (§2.6): positive values override.
+
+    ``retryAttempts`` is 3 when absent or negative (M13); an explicit 0 stays 0 (crds.md §3.2).
+    """
     defaults = CompiledCollection()
 
     def pick(given: int, default: int) -> int:
         return given if given > 0 else default
+
+    retries = collection.retry_attempts
 
     return CompiledCollection(
         interval_seconds=pick(collection.interval_seconds, defaults.interval_seconds),
         timeout_seconds=pick(collection.timeout_seconds, defaults.timeout_seconds),
         max_resources=pick(collection.max_resources, defaults.max_resources),
         batch_size=pick(collection.batch_size, defaults.batch_size),
-        retry_attempts=pick(collection.retry_attempts, defaults.retry_attempts),
+        retry_attempts=retries if retries is not None and retries >= 0 else defaults.retry_attempts,
         parallelism=pick(collection.parallelism, defaults.parallelism),
     )
+
+
+def _as_go_hashes(spec: MetricSourceSpec) -> MetricSourceSpec:
+    """The spec as Go's int32 ``omitempty`` serialises it: an explicit ``retryAttempts: 0`` is omitted."""
+    if spec.collection.retry_attempts != 0:
+        return spec
+    return attrs.evolve(spec, collection=attrs.evolve(spec.collection, retry_attempts=None))
 
 
 def validate(spec: MetricSourceSpec) -> None:
@@ -262,7 +275,7 @@ def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
     if source.namespaces is not None:
         namespace_filter = NamespaceFilter.from_patterns(source.namespaces.include, source.namespaces.exclude)
 
-    canonical = canonical_json(spec)
+    canonical = canonical_json(_as_go_hashes(spec))
     compiled = CompiledMetricSource(
         name=str(metadata.get("name") or ""),
         namespace=str(metadata.get("namespace") or ""),

@@ -15,7 +15,7 @@ from clusterpulse_metricsource.reconcile import MetricSourceReconciler
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.context import ReconcileContext
-from clusterpulse_core.hookspecs import Register
+from clusterpulse_core.hookspecs import ExpressionCompiler, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.plugins import PluginHost
 
@@ -47,6 +47,13 @@ class MetricSourcePlugin:
     def clusterpulse_register_filter_operators(self, register: Register) -> None:
         """equals, notEquals, contains, startsWith, endsWith, greaterThan, lessThan, in, matches."""
         register_builtin_filter_operators(register)
+
+    @hookimpl
+    def clusterpulse_expression_compiler(self) -> ExpressionCompiler:
+        """The computed-field compiler (``compile_expression(text, functions)``), for other plugins."""
+        from clusterpulse_metricsource.expr import compile_expression
+
+        return compile_expression
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:

@@ -30,6 +30,7 @@ from clusterpulse_core.pieces import (
     CustomResourcesPiece,
     EventPiece,
     MetricSourceDeletion,
+    MetricSourceOutcomePiece,
     MetricSourcePiece,
 )
 from clusterpulse_core.serde import unstructure
@@ -91,7 +92,8 @@ class MetricSourceReconciler:
         except Exception as exc:
             ctx.log.error("status update failed: %s", exc)
         try:
-            ctx.store(EventPiece("reconciled", source_id, event_data(outcome), channel=EVENT_CHANNEL))
+            ctx.store(MetricSourceOutcomePiece(source_id, tuple(sorted(outcome.results)), dict(outcome.failures)),
+                      EventPiece("reconciled", source_id, event_data(outcome), channel=EVENT_CHANNEL))
         except Exception as exc:
             ctx.log.error("publishing the reconciled event failed: %s", exc)
         return ReconcileResult(requeue_after=requeue_seconds(compiled.collection.interval_seconds,

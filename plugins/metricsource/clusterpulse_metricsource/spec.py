@@ -107,13 +107,16 @@ class AggregationSpec:
     "interval_seconds", "timeout_seconds", "max_resources", "batch_size", "retry_attempts", "parallelism"))
 @attrs.frozen
 class CollectionSpec:
-    """``spec.collection`` as written (0 = unset; the compiler applies defaults)."""
+    """``spec.collection`` as written (0 = unset; the compiler applies defaults).
+
+    ``retry_attempts`` is ``None`` when absent: an explicit 0 means no retries.
+    """
 
     interval_seconds: int = 0
     timeout_seconds: int = 0
     max_resources: int = 0
     batch_size: int = 0
-    retry_attempts: int = 0
+    retry_attempts: int | None = None
     parallelism: int = 0
 
 

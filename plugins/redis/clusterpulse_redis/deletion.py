@@ -56,13 +56,14 @@ def _delete_all(client: redis.Redis, pattern: str, batch_size: int) -> None:
 
 
 def delete_cluster(client: redis.Redis, piece: ClusterDeletion) -> None:
-    """Every ``cluster:<c>:*`` key, then the namespaces and ``clusters:all`` membership.
+    """Every ``cluster:<c>:*`` and ``alerts:<c>:*`` key, then the namespaces and ``clusters:all`` membership.
 
     ``events:<c>`` stays (the ``cluster.deleted`` event re-creates it anyway), as do
     MetricSource definitions.
     """
     name = piece.cluster
     _delete_all(client, keys.cluster(keys.glob_literal(name), "*"), CLUSTER_DELETE_BATCH)
+    _delete_all(client, keys.alerts_of(name), CLUSTER_DELETE_BATCH)
     pipe = client.pipeline(transaction=False)
     pipe.delete(keys.cluster(name, "namespaces"))
     pipe.delete(keys.cluster(name, "namespaces:set"))
@@ -71,9 +72,10 @@ def delete_cluster(client: redis.Redis, piece: ClusterDeletion) -> None:
 
 
 def delete_registry(client: redis.Redis, piece: RegistryDeletion) -> None:
-    """Every ``registry:<r>:*`` key, then ``registries:all`` membership (``events:<r>`` stays)."""
+    """Every ``registry:<r>:*`` and ``alerts:<r>:*`` key, then ``registries:all`` membership (``events:<r>`` stays)."""
     name = piece.registry
     _delete_all(client, keys.registry(keys.glob_literal(name), "*"), REGISTRY_DELETE_BATCH)
+    _delete_all(client, keys.alerts_of(name), REGISTRY_DELETE_BATCH)
     client.srem(keys.REGISTRIES_ALL, name)
 
 

@@ -17,6 +17,7 @@ from clusterpulse_core.model import (
     OperatorInfo,
 )
 from clusterpulse_core.pieces import ResourceCollection
+from clusterpulse_core.serde import dumps
 from clusterpulse_redis.keys import OPERATOR_NAMESPACES_SHOWN
 from clusterpulse_redis.stored import (
     ClusterOperatorsSummary,
@@ -36,17 +37,32 @@ from clusterpulse_redis.stored import (
 
 
 def cluster_metrics(metrics: ClusterMetrics) -> StoredClusterMetrics:
-    """The nine stored totals (the namespace list is stored under its own key)."""
+    """The 24 stored totals of DECISIONS R1 (the namespace list is stored under its own key)."""
     return StoredClusterMetrics(
         timestamp=metrics.timestamp,
         nodes=metrics.nodes,
         nodes_ready=metrics.nodes_ready,
+        nodes_not_ready=metrics.nodes_not_ready,
         namespaces=metrics.namespaces,
         pods=metrics.pods,
         pods_running=metrics.pods_running,
+        pods_pending=metrics.pods_pending,
+        pods_failed=metrics.pods_failed,
         cpu_capacity=metrics.cpu_capacity,
+        cpu_allocatable=metrics.cpu_allocatable,
+        cpu_requested=metrics.cpu_requested,
+        cpu_usage_percent=metrics.cpu_usage_percent,
         memory_capacity=metrics.memory_capacity,
+        memory_allocatable=metrics.memory_allocatable,
+        memory_requested=metrics.memory_requested,
+        memory_usage_percent=metrics.memory_usage_percent,
+        storage_capacity=metrics.storage_capacity,
+        storage_used=metrics.storage_used,
+        pvcs=metrics.pvcs,
+        services=metrics.services,
         deployments=metrics.deployments,
+        statefulsets=metrics.statefulsets,
+        daemonsets=metrics.daemonsets,
     )
 
 
@@ -57,6 +73,11 @@ def node_current(node: NodeMetrics) -> NodeMetrics:
     """The node as stored in ``current``: roles sorted (§13.2)."""
     roles = tuple(sorted(node.roles))
     return node if roles == node.roles else attrs.evolve(node, roles=roles)
+
+
+def node_conditions(node: NodeMetrics) -> dict[str, bytes]:
+    """The conditions hash (DECISIONS R2): condition type -> the condition's JSON (last one wins)."""
+    return {condition.type: dumps(condition) for condition in node.conditions}
 
 
 def node_hash_fields(node: NodeMetrics, current_json: bytes, now: datetime) -> NodeHashFields:

@@ -36,6 +36,11 @@ def node_metrics(cluster_name: str, node_name: str) -> str:
     return f"cluster:{cluster_name}:node:{node_name}:metrics"
 
 
+def node_conditions(cluster_name: str, node_name: str) -> str:
+    """``cluster:<c>:node:<node>:conditions`` — one field per condition type (DECISIONS R2)."""
+    return f"cluster:{cluster_name}:node:{node_name}:conditions"
+
+
 def cluster_operator(cluster_name: str, operator: str) -> str:
     """``cluster:<c>:cluster_operator:<op>``."""
     return f"cluster:{cluster_name}:cluster_operator:{operator}"
@@ -70,6 +75,30 @@ def custom(cluster_name: str, source_id: str, suffix: str) -> str:
     """``cluster:<c>:custom:<ns>/<name>:<suffix>`` (``resources``, ``meta``, ``aggregations``)."""
     return f"cluster:{cluster_name}:custom:{source_id}:{suffix}"
 
+
+#: Names that may go into an ``alerts:<c>:<id>`` key: Kubernetes object names and alert ids.
+_ALERT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
+
+
+def alert(cluster_name: str, alert_id: str) -> str:
+    """``alerts:<c>:<id>`` — one firing alert's hash (DECISIONS.md R4).
+
+    Both names are checked first: a ``ValueError`` names the one that could break the key
+    space (a ``:``, a glob character, whitespace, empty or too long).
+    """
+    for what, value in (("cluster", cluster_name), ("alert id", alert_id)):
+        if not _ALERT_NAME.fullmatch(value):
+            raise ValueError(f"alert {what} {value!r} is not a valid key name "
+                             "(letters, digits, '.', '_', '-'; at most 253)")
+    return f"alerts:{cluster_name}:{alert_id}"
+
+
+def alerts_of(cluster_name: str) -> str:
+    """``SCAN MATCH`` pattern of every alert hash of one cluster."""
+    return f"alerts:{glob_literal(cluster_name)}:*"
+
+
+ALERTS_PATTERN = "alerts:*:*"
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 

@@ -6,7 +6,10 @@ from collections.abc import Sequence
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
+from clusterpulse_core.model import Alert
 from clusterpulse_core.store import StorageBackend
+from clusterpulse_redis.alerts import read_alerts
+from clusterpulse_redis.connection import connect
 from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.store import RedisStore
 
@@ -33,3 +36,13 @@ class RedisPlugin:
     def clusterpulse_storage_backends(self) -> Sequence[StorageBackend]:
         """One :class:`RedisStore` (default settings when the plugin was not configured)."""
         return [RedisStore(self.settings)]
+
+    @hookimpl
+    def clusterpulse_stored_alerts(self) -> Sequence[Alert]:
+        """The ``alerts:<c>:<id>`` hashes in Redis, read on a short-lived connection."""
+        client = connect(self.settings or RedisSettings())
+        try:
+            return read_alerts(client)
+        finally:
+            client.close()
+            client.connection_pool.disconnect()

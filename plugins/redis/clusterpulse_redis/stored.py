@@ -26,17 +26,35 @@ class ClusterMetaFields:
 
 @attrs.frozen
 class StoredClusterMetrics:
-    """``cluster:<c>:metrics`` (§2.7): the nine totals, without the namespace list."""
+    """``cluster:<c>:metrics``: the 24 totals of DECISIONS R1 (overriding §2.7's nine).
+
+    The namespace list is stored under its own key (§2.8).
+    """
 
     timestamp: datetime
     nodes: int
     nodes_ready: int
+    nodes_not_ready: int
     namespaces: int
     pods: int
     pods_running: int
+    pods_pending: int
+    pods_failed: int
     cpu_capacity: float
+    cpu_allocatable: float
+    cpu_requested: float
+    cpu_usage_percent: float
     memory_capacity: int
+    memory_allocatable: int
+    memory_requested: int
+    memory_usage_percent: float
+    storage_capacity: int
+    storage_used: int
+    pvcs: int
+    services: int
     deployments: int
+    statefulsets: int
+    daemonsets: int
 
 
 @attrs.frozen

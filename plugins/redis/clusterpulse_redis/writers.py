@@ -15,6 +15,8 @@ import attrs
 
 from clusterpulse_core.pieces import (
     AggregationsPiece,
+    AlertPiece,
+    AlertResolution,
     ClusterInfoPiece,
     ClusterLabelsPiece,
     ClusterMetricsPiece,
@@ -139,7 +141,11 @@ def write_event(batch: CommandBatch, piece: EventPiece, ctx: WriteContext) -> No
 
 
 def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> None:
-    """Node hashes and time series, then the node set, then the summary (one batch, §3)."""
+    """Node hashes, conditions and time series, then the node set, then the summary (one batch, §3).
+
+    The conditions hash (DECISIONS R2) is rewritten whole with its node: deleted, then
+    filled when the node has conditions, with the node hash's TTL.
+    """
     now, now_unix, cache_ttl, retention = ctx.now, ctx.now_unix, ctx.cache_ttl, ctx.metrics_retention
     cutoff = now_unix - retention
     current_nodes = [derive.node_current(node) for node in piece.nodes]
@@ -148,6 +154,12 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
         series_key = keys.node_metrics(piece.cluster, node.name)
         batch.hset(node_key, _hash(derive.node_hash_fields(node, dumps(node), now)))
         batch.expire(node_key, cache_ttl)
+        conditions_key = keys.node_conditions(piece.cluster, node.name)
+        batch.delete(conditions_key)
+        conditions = derive.node_conditions(node)
+        if conditions:
+            batch.hset(conditions_key, conditions)
+            batch.expire(conditions_key, cache_ttl)
         batch.zadd(series_key, now_unix, dumps(derive.node_sample(node)))
         batch.zremrangebyscore(series_key, "-inf", cutoff)
         batch.expire(series_key, retention)
@@ -188,7 +200,10 @@ def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, c
 
 
 def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiece, ctx: WriteContext) -> None:
-    """Each non-empty workload list and the collection metadata (§6)."""
+    """Each non-empty workload list and the collection metadata (§6).
+
+    An empty list's key is deleted, so a list that emptied does not linger until it expires.
+    """
     collection = piece.collection
     lists = {
         "pods": collection.pods,
@@ -200,6 +215,8 @@ def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiec
     for suffix, items in lists.items():
         if items:
             batch.set(keys.cluster(piece.cluster, suffix), dumps(items), ex=ctx.cache_ttl)
+        else:
+            batch.delete(keys.cluster(piece.cluster, suffix))
     batch.set(keys.cluster(piece.cluster, "resource_metadata"),
              dumps(derive.resource_metadata(collection)), ex=ctx.cache_ttl)
 
@@ -266,6 +283,21 @@ def write_aggregations(batch: CommandBatch, piece: AggregationsPiece, ctx: Write
              ex=ctx.cache_ttl)
 
 
+# ---------------------------------------------------------------------------- alerts (R4)
+
+
+def write_alert(batch: CommandBatch, piece: AlertPiece, ctx: WriteContext) -> None:
+    """Hash ``alerts:<c>:<id>`` (every field a string), expiring after ``CACHE_TTL``."""
+    key = keys.alert(piece.cluster, piece.alert.id)
+    batch.hset(key, _hash(piece.alert))
+    batch.expire(key, ctx.cache_ttl)
+
+
+def write_alert_resolution(batch: CommandBatch, piece: AlertResolution, ctx: WriteContext) -> None:
+    """A resolved alert's hash is deleted."""
+    batch.delete(keys.alert(piece.cluster, piece.alert.id))
+
+
 #: Piece type -> writer. Pieces of other types are not Redis's business and are ignored.
 WRITERS: Mapping[type[Piece], Writer] = {
     ClusterSpecPiece: write_cluster_spec,
@@ -285,4 +317,6 @@ WRITERS: Mapping[type[Piece], Writer] = {
     MetricSourcePiece: write_metricsource,
     CustomResourcesPiece: write_custom_resources,
     AggregationsPiece: write_aggregations,
+    AlertPiece: write_alert,
+    AlertResolution: write_alert_resolution,
 }

@@ -11,7 +11,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from clusterpulse_core.model import ClusterMetrics, ClusterOperatorInfo, NodeMetrics, OperatorInfo
+from clusterpulse_core.model import Alert, ClusterMetrics, ClusterOperatorInfo, NodeMetrics, OperatorInfo
 from clusterpulse_vmwriter.text import (
     LabelPairs,
     float_text,
@@ -65,7 +65,8 @@ CUSTOM_RESOURCE_PREFIX = "clusterpulse_custom_resource_"
 #: Label naming the group of a grouped (``groupBy``) aggregation result.
 GROUP_LABEL = "group"
 #: Label names the writer sets itself; ``extra_labels`` may not reuse them.
-BUILTIN_LABELS = frozenset({"cluster", "node", "operator", "source", GROUP_LABEL})
+BUILTIN_LABELS = frozenset({"cluster", "node", "operator", "source", GROUP_LABEL, "alert", "severity", "resource"})
+ALERT_METRIC = "clusterpulse_alert_firing"
 
 
 def _int_text(value: Any) -> str:
@@ -165,3 +166,15 @@ def custom_resource_lines(aggregation: str, cluster: str, source_id: str, value:
     return [custom_resource_line(aggregation, cluster, source_id, group_value, ts_ms,
                                  ((GROUP_LABEL, str(group)), *extra))
             for group, group_value in value.items() if _is_number(group_value)]
+
+
+def alert_line(cluster: str, alert: Alert, firing: bool, ts_ms: int, extra: LabelPairs = ()) -> str:
+    """``clusterpulse_alert_firing{cluster,alert,severity,resource}``: 1 while firing, 0 once resolved.
+
+    ``resource`` (``<namespace>/<name>`` or ``<name>``) keeps two objects' alerts of one rule
+    apart, so resolving one does not zero the other.
+    """
+    resource = f"{alert.namespace}/{alert.resource_name}" if alert.namespace else alert.resource_name
+    labels = render_labels([("cluster", cluster), ("alert", alert.name), ("severity", alert.severity),
+                            ("resource", resource), *extra])
+    return sample_line(ALERT_METRIC, labels, "1" if firing else "0", ts_ms)

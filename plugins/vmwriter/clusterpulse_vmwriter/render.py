@@ -10,13 +10,15 @@ import attrs
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.pieces import (
     AggregationsPiece,
+    AlertPiece,
+    AlertResolution,
     ClusterMetricsPiece,
     ClusterOperatorsPiece,
     NodesPiece,
     OperatorsPiece,
     Piece,
 )
-from clusterpulse_vmwriter.lines import cluster_lines, custom_resource_lines, node_lines, operator_lines
+from clusterpulse_vmwriter.lines import alert_line, cluster_lines, custom_resource_lines, node_lines, operator_lines
 from clusterpulse_vmwriter.text import LabelPairs
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -89,6 +91,10 @@ def piece_lines(pieces: Sequence[Piece], received_ms: int,
             ts_ms = epoch_ms(results.computed_at, received_ms)
             for name, value in results.values.items():
                 lines += custom_resource_lines(name, piece.cluster, results.source_id, value, ts_ms, extra)
+        elif isinstance(piece, AlertPiece | AlertResolution):
+            if f"alerts:{piece.cluster}" not in stream:
+                stream.append(f"alerts:{piece.cluster}")
+            lines.append(alert_line(piece.cluster, piece.alert, isinstance(piece, AlertPiece), received_ms, extra))
     # Upstream writes both operator kinds of a cluster in one call: keep that line order.
     for cluster in dict.fromkeys([*operators, *cluster_operators]):
         olm = operators.get(cluster)

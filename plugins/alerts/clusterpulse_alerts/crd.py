@@ -1,0 +1,83 @@
+"""The AlertRule kind: names, printer columns and ``openAPIV3Schema``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+from clusterpulse_core.openapi import DATE_TIME, INT32, STRING, resource_schema
+
+DURATION_PATTERN = r"^(0|([0-9]+(ms|s|m|h))+)$"
+
+_LABEL_SELECTOR: dict[str, Any] = {
+    "type": "object",
+    "description": "Clusters (by ClusterConnection spec.labels) the rule applies to; empty: every cluster.",
+    "properties": {
+        "matchLabels": {"type": "object", "additionalProperties": dict(STRING)},
+        "matchExpressions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "operator"],
+                "properties": {
+                    "key": dict(STRING),
+                    "operator": {**STRING, "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+                    "values": {"type": "array", "items": dict(STRING)},
+                },
+            },
+        },
+    },
+    "x-kubernetes-map-type": "atomic",
+}
+
+_SPEC: dict[str, Any] = {
+    "type": "object",
+    "required": ["condition"],
+    "properties": {
+        "clusterSelector": _LABEL_SELECTOR,
+        "condition": {
+            **STRING,
+            "description": "MetricSource expression over the cluster metrics (pods_running > 100) and "
+                           "MetricSource aggregations (agg('pod-phases', 'by_phase', 'Failed') > 0); "
+                           "the alert fires while it is true.",
+        },
+        "severity": {**STRING, "enum": ["critical", "warning", "info"], "default": "warning"},
+        "for": {**STRING, "pattern": DURATION_PATTERN, "default": "0s",
+                "description": "How long the condition must hold before firing (30s, 5m, 1h30m)."},
+        "message": {**STRING, "description": "Alert message; {cluster}, {rule}, {severity} and any metric "
+                                             "name in braces are replaced."},
+        "alertName": {**STRING, "description": "Alert name shown by readers (default: metadata.name)."},
+    },
+}
+
+_STATUS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "phase": {**STRING, "enum": ["Ready", "Error"]},
+        "message": dict(STRING),
+        "errorPosition": {**INT32, "description": "0-based character offset of the error in spec.condition."},
+        "firingClusters": {**INT32, "description": "Clusters the rule fires on now."},
+        "firing": {"type": "array", "items": dict(STRING), "description": "Those clusters (first 50)."},
+        "lastEvaluated": dict(DATE_TIME),
+        "observedGeneration": {"type": "integer", "format": "int64"},
+    },
+}
+
+ALERT_RULE = ResourceKind(
+    group="clusterpulse.io",
+    version="v1alpha1",
+    kind="AlertRule",
+    plural="alertrules",
+    singular="alertrule",
+    short_names=("ar",),
+    schema=resource_schema("AlertRule fires an alert on every selected cluster where its condition holds.",
+                           _SPEC, _STATUS),
+    namespaced=True,
+    printer_columns=(
+        PrinterColumn("Severity", "string", ".spec.severity"),
+        PrinterColumn("Phase", "string", ".status.phase"),
+        PrinterColumn("Firing", "integer", ".status.firingClusters"),
+        PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+    ),
+)
+"""The AlertRule kind declared through ``clusterpulse_resource_kinds``."""

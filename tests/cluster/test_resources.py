@@ -1,0 +1,142 @@
+"""Resource lists (DECISIONS R3) and object counts (R1) against the three-node emulated cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import three_node
+from cluster_support import FakeClock, Harness
+from clusterpulse_cluster.resources import ResourceCollector
+from clusterpulse_cluster.settings import ClusterSettings
+
+from clusterpulse_core.collect import ClusterTarget
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.pieces import ResourceCollectionPiece
+from clusterpulse_core.serde import unstructure
+
+EVERY_POD = sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["status"]["phase"]) for p in three_node.PODS)
+
+
+def managed(kube_api: Callable[..., Any]) -> Any:
+    return kube_api(objects=three_node.objects(), version=three_node.VERSION)
+
+
+def collect(cluster: Any, **settings: Any) -> dict[str, Any]:
+    """One run of the collector with ``settings`` (caps below the config minimums are allowed here)."""
+    collector = ResourceCollector(ClusterSettings(**settings), FakeClock())
+    target = ClusterTarget("three", cluster.url, KubeClient(cluster.api_client(), name="three", timeout=10))
+    [piece] = collector(target)
+    assert isinstance(piece, ResourceCollectionPiece)
+    collection: dict[str, Any] = unstructure(piece.collection)
+    return collection
+
+
+def test_every_list_with_the_defaults(kube_api: Callable[..., Any]) -> None:
+    collection = collect(managed(kube_api))
+
+    # Pods of every phase, the unscheduled one too (upstream left out Succeeded and Failed).
+    assert sorted((p["namespace"], p["name"], p["status"]) for p in collection["pods"]) == EVERY_POD
+    web = next(p for p in collection["pods"] if p["name"] == "web-1")
+    # labels are only copied with collect_resource_labels (and omitted when empty, redis.md §6)
+    assert web == {"name": "web-1", "namespace": "shop", "status": "Running", "node": "worker-0"}
+    assert sorted((d["namespace"], d["name"], d["replicas"]) for d in collection["deployments"]) == [
+        ("openshift-console", "console", 1), ("shop", "batch", 1), ("shop", "web", 1)]
+    assert collection["services"] == [{"name": "web", "namespace": "shop", "type": "ClusterIP",
+                                       "cluster_ip": "10.96.0.10"}]
+    assert collection["statefulsets"] == [{"name": "db", "namespace": "shop", "replicas": 2, "ready": 1}]
+    assert collection["daemonsets"] == [{"name": "node-exporter", "namespace": "kube-system", "desired": 3,
+                                         "current": 3, "ready": 2}]
+    assert collection["truncated"] is False
+    assert collection["total_resources"] == len(three_node.PODS) + 3 + 1 + 1 + 1
+
+
+def test_labels_only_when_asked(kube_api: Callable[..., Any]) -> None:
+    collection = collect(managed(kube_api), collect_resource_labels=True)
+    assert collection["services"][0]["labels"] == {"app": "web"}
+
+
+def test_total_cap_reads_no_more_than_the_cap_and_sets_truncated(kube_api: Callable[..., Any]) -> None:
+    cluster = managed(kube_api)
+    cluster.clear_requests()
+    collection = collect(cluster, max_total_pods=4, page_size=3)
+    assert len(collection["pods"]) == 4 and collection["truncated"] is True
+    pod_pages = [q for m, p, q in cluster.requests if p == "/api/v1/pods"]
+    assert [q["limit"] for q in pod_pages] == ["3", "1"]  # never more items than the cap
+
+
+def test_per_namespace_cap_sets_truncated(kube_api: Callable[..., Any]) -> None:
+    collection = collect(managed(kube_api), max_pods_per_namespace=2)
+    by_namespace: dict[str, int] = {}
+    for pod in collection["pods"]:
+        by_namespace[pod["namespace"]] = by_namespace.get(pod["namespace"], 0) + 1
+    assert by_namespace == {"kube-system": 2, "shop": 2}
+    assert collection["truncated"] is True
+
+
+def test_deployment_and_service_caps(kube_api: Callable[..., Any]) -> None:
+    collection = collect(managed(kube_api), max_deployments=2, max_services=1)
+    assert len(collection["deployments"]) == 2 and len(collection["statefulsets"]) == 1
+    assert collection["truncated"] is True  # three deployments, cap two
+
+
+def test_namespace_filter_leaves_out_kube_namespaces(kube_api: Callable[..., Any]) -> None:
+    collection = collect(managed(kube_api), resource_namespace_filter="shop")
+    assert {p["namespace"] for p in collection["pods"]} == {"shop"}
+
+
+def test_reconcile_stores_the_lists_and_counts(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+
+    assert harness.reconcile("three").ok
+
+    pods = harness.json("cluster:three:pods")
+    assert sorted((p["namespace"], p["name"], p["status"]) for p in pods) == EVERY_POD
+    assert harness.json("cluster:three:resource_metadata")["pods_count"] == len(three_node.PODS)
+    for key in ("pods", "deployments", "services", "statefulsets", "daemonsets", "resource_metadata"):
+        assert 0 < harness.redis.ttl(f"cluster:three:{key}") <= 600
+    metrics = harness.json("cluster:three:metrics")
+    assert (metrics["services"], metrics["statefulsets"], metrics["daemonsets"], metrics["pvcs"]) == (1, 1, 1, 1)
+    conditions = harness.redis.hgetall("cluster:three:node:cp-0:conditions")
+    assert sorted(conditions) == [b"MemoryPressure", b"Ready"]
+
+
+def test_a_failing_list_never_fails_the_reconcile(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    cluster.fail(r"^/apis/apps/v1/daemonsets$")
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+
+    outcome = harness.reconcile("three")
+
+    assert outcome.ok, outcome.detail
+    assert harness.json("cluster:three:status")["health"] == "healthy"
+    assert not harness.redis.exists("cluster:three:resource_metadata")  # the collector failed as a whole
+    metrics = harness.json("cluster:three:metrics")
+    assert metrics["daemonsets"] == 0 and metrics["services"] == 1  # an uncountable kind counts 0
+
+
+def test_collection_can_be_disabled(make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    harness = make_harness(env={"RESOURCE_COLLECTION_ENABLED": "false", "MAX_TOTAL_PODS": "5"})
+    assert harness.plugin.settings.max_total_pods == 50  # raised to the upstream minimum
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+
+    assert harness.reconcile("three").ok
+    assert not harness.redis.exists("cluster:three:resource_metadata")
+    assert not any(p == "/apis/apps/v1/statefulsets" and q.get("limit") != "1" for _m, p, q in cluster.requests)
+
+
+def test_count_uses_remaining_item_count_and_pages_without_it(kube_api: Callable[..., Any]) -> None:
+    services = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "default",
+                                                                      "labels": {"tier": "a" if i % 2 else "b"}},
+                 "spec": {"type": "ClusterIP"}} for i in range(7)]
+    cluster = kube_api(objects=services)
+    client = KubeClient(cluster.api_client(), timeout=10)
+    cluster.clear_requests()
+    assert client.count("/api/v1/services") == 7
+    assert [q for _m, p, q in cluster.requests if p == "/api/v1/services"] == [{"limit": "1"}]
+    # A selector turns remainingItemCount off: the list is paged through, items only counted.
+    assert client.count("/api/v1/services", page_size=2, labelSelector="tier=a") == 3
+    assert client.count("/api/v1/persistentvolumeclaims") == 0
+    assert client.count("/api/v1/namespaces/default/services", labelSelector="tier=b") == 4
