@@ -196,6 +196,8 @@ class ShardMember:
         self._started = False
         #: Alone since the start: nobody held anything before, so nothing waits for a handover.
         self._alone = True
+        #: Objects this member gains from others (by a change of members), and when it may start them.
+        self._handover: set[str] = set()
         self._not_before: dict[str, float] = {}
         self._lost = False
         self._last_renewal = clock()  # the renew deadline of the very first renewal counts from here
@@ -245,15 +247,17 @@ class ShardMember:
                 return (Admission.RUN if mine else Admission.DROP), 0.0
             if not mine:
                 self._not_before.pop(key, None)
+                self._handover.discard(key)
                 return Admission.DROP, 0.0
             if self._published != self._working or any(view != self._working for view in self._others.values()):
                 return Admission.WAIT, self.retry_period  # a handover is under way: start once all agree
             now = self._clock()
-            if not self._alone and self.handover_delay > 0:
+            if key in self._handover and self.handover_delay > 0:
                 not_before = self._not_before.setdefault(key, now + self.handover_delay)
                 if now < not_before:
                     return Admission.WAIT, not_before - now
             self._not_before.pop(key, None)
+            self._handover.discard(key)
             self._held[key] = ref
             self.metrics.handovers.labels(direction="in").inc()
             self.metrics.owned.labels(controller=ref.kind.lower()).inc()
@@ -320,6 +324,8 @@ class ShardMember:
             if self._release_lost():
                 self._published = self._working  # written by the next renewal
             gained = self._gained() if changed else []
+            if not self._alone:  # someone may have held them: a new object (an ADDED event) starts at once
+                self._handover.update(object_key(ref) for _controller, ref in gained)
             self._started = True
         for controller, ref in gained:
             controller.queue.add(ref)
