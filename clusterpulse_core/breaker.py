@@ -22,8 +22,10 @@ class BreakerState(StrEnum):
 class CircuitOpenError(Exception):
     """The breaker is open: the call was not made."""
 
+    MESSAGE = "circuit breaker is open"
+
     def __init__(self) -> None:
-        super().__init__("circuit breaker is open")
+        super().__init__(self.MESSAGE)
 
 
 class CircuitBreaker:

@@ -1,27 +1,35 @@
-"""The ``clusterpulse`` command line; plugins add subcommands through ``clusterpulse_add_commands``."""
+"""The ``clusterpulse`` command line; plugins add subcommands through ``clusterpulse_add_commands``.
+
+Conventions (:mod:`clusterpulse_core.cliutils`): ``--config FILE`` is accepted before or after
+any subcommand; errors are ``error: ...`` lines on stderr with exit status 1; ``-`` is standard
+input wherever a file is read. A plugin that fails to load never hides the other commands:
+the failure is printed once, as a warning, and ``clusterpulse plugins`` shows it.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-from clusterpulse_core.config import Config, ConfigError, config_path, masked, read_config
+from clusterpulse_core.cliutils import fail, input_name, warn
+from clusterpulse_core.config import Config, ConfigError, masked
 from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins
+
+#: Core commands that report plugin and config problems themselves (no start-up warning).
+SELF_REPORTING = frozenset({"plugins", "config", "run", "crds"})
 
 
 class _State:
-    """What the CLI learned while starting: the loaded plugins, or why loading failed."""
+    """What the CLI learned while starting: the config file and, once loaded, the plugins."""
 
     def __init__(self) -> None:
         self.config_file: str | None = None
         self.host: PluginHost | None = None
         self.config: Config | None = None
-        self.error: str = ""
 
 
 def _load(config_file: str | None) -> tuple[Config, PluginHost]:
@@ -30,14 +38,14 @@ def _load(config_file: str | None) -> tuple[Config, PluginHost]:
     return load(config_file)
 
 
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
+def _fail(message: str) -> NoReturn:
+    """``error: <message>`` on stderr, exit status 1 (kept for commands written before :func:`fail`)."""
+    fail(message)
 
 
 @click.group()
 @click.option("--config", "config_file", envvar="CLUSTERPULSE_CONFIG", default=None,
-              help="config file (default ./clusterpulse.toml)")
+              help="config file (default ./clusterpulse.toml; '-' = stdin); also accepted after the subcommand")
 @click.pass_context
 def cli(ctx: click.Context, config_file: str | None) -> None:
     """ClusterPulse: multi-cluster monitoring controller."""
@@ -46,12 +54,13 @@ def cli(ctx: click.Context, config_file: str | None) -> None:
 
 
 def _loaded(ctx: click.Context) -> tuple[Config, PluginHost]:
+    """The fully loaded configuration and plugins; any problem is fatal (what ``run`` needs)."""
     state = ctx.ensure_object(_State)
     if state.host is None or state.config is None:
         try:
             state.config, state.host = _load(state.config_file)
         except (ConfigError, PluginError) as exc:
-            _fail(str(exc))
+            fail(str(exc))
     assert state.config is not None and state.host is not None
     return state.config, state.host
 
@@ -60,51 +69,72 @@ def _loaded(ctx: click.Context) -> tuple[Config, PluginHost]:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @click.pass_context
 def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
-    """List installed plugins: enabled, loaded, and the hooks each implements."""
+    """List installed plugins: enabled, loaded, their hooks and contributions, and why any failed.
+
+    Always answers, even when the configuration or a plugin is broken (exit status 1 then).
+    Without a ``plugins`` list in the config, the project's installed plugins are enabled and
+    the missing ones are listed as skipped.
+    """
+    from clusterpulse_core.runtime.bootstrap import diagnose
+
     state = ctx.ensure_object(_State)
-    enabled: Sequence[str] = ()
-    host: PluginHost | None = None
-    problem = ""
-    try:
-        raw = read_config(config_path(state.config_file))
-        enabled = raw.core.plugins
-        host = PluginHost(enabled)
-    except (ConfigError, PluginError) as exc:
-        problem = str(exc)
+    found = diagnose(state.config_file)
+    host, plan = found.host, found.plan
     contributed: dict[str, dict[str, list[str]]] = {}
-    if host is not None:
-        try:
-            for kind in ("functions", "aggregations", "field_types", "filter_operators", "alert_rules"):
-                for name, contribution in sorted(host.contributions.table(kind).items()):
-                    contributed.setdefault(contribution.plugin, {}).setdefault(kind, []).append(name)
-        except PluginError as exc:
-            problem = str(exc)
+    try:
+        for kind in ("functions", "aggregations", "field_types", "filter_operators", "alert_rules"):
+            for name, contribution in sorted(host.contributions.table(kind).items()):
+                contributed.setdefault(contribution.plugin, {}).setdefault(kind, []).append(name)
+    except PluginError:
+        pass  # already among the problems
+    installed = {plugin.name: plugin for plugin in installed_plugins()}
     rows: list[dict[str, Any]] = []
-    for plugin in installed_plugins():
-        loaded = host is not None and plugin.name in host.order
+    for name in sorted(set(installed) | set(plan.names)):
+        plugin = installed.get(name)
+        loaded = name in host.order
         rows.append({
-            "name": plugin.name,
-            "distribution": plugin.distribution,
-            "version": plugin.version,
-            "enabled": plugin.name in enabled,
+            "name": name,
+            "distribution": plugin.distribution if plugin else None,
+            "version": plugin.version if plugin else None,
+            "enabled": name in plan.names,
             "loaded": loaded,
-            "hooks": host.hooks_of(plugin.name) if loaded and host else [],
-            "contributes": contributed.get(plugin.name, {}),
+            "hooks": host.hooks_of(name) if loaded else [],
+            "contributes": contributed.get(name, {}),
+            "error": host.failures.get(name),
         })
+    plugin_errors = set(host.failures.values())
+    others = [problem for problem in found.problems if problem not in plugin_errors]
     if as_json:
-        click.echo(json.dumps({"plugins": rows, "error": problem or None}, indent=2))
+        click.echo(json.dumps({
+            "plugins": rows,
+            "skipped": [{"name": name, "reason": reason} for name, reason in plan.skipped],
+            "defaults": not plan.explicit,
+            "problems": list(found.problems),
+            "error": found.problems[0] if found.problems else None,
+        }, indent=2))
     else:
         width = max((len(row["name"]) for row in rows), default=0)
         for row in rows:
-            flags = ("enabled" if row["enabled"] else "disabled") + (", loaded" if row["loaded"] else "")
-            click.echo(f"{row['name']:<{width}}  {row['distribution']} {row['version']} ({flags})")
+            state_text = "enabled" if row["enabled"] else "disabled"
+            if row["loaded"]:
+                state_text += ", loaded"
+            elif row["error"]:
+                state_text += ", BROKEN"
+            origin = f"{row['distribution']} {row['version']}" if row["distribution"] else "not installed"
+            click.echo(f"{row['name']:<{width}}  {origin} ({state_text})")
+            if row["error"]:
+                click.echo(f"    error: {row['error']}")
             for hook in row["hooks"]:
                 click.echo(f"    {hook}")
             for kind, names in row["contributes"].items():
                 click.echo(f"    {kind.replace('_', ' ')}: {', '.join(names)}")
-        if problem:
+        if not plan.explicit:
+            click.echo("(no plugins list configured: the project's installed plugins are enabled)")
+        for name, reason in plan.skipped:
+            click.echo(f"skipped {name}: {reason}")
+        for problem in others:
             click.echo(f"error: {problem}", err=True)
-    if problem:
+    if found.problems:
         sys.exit(1)
 
 
@@ -114,14 +144,26 @@ def config_group() -> None:
 
 
 @config_group.command("check")
-@click.argument("file", type=click.Path(dir_okay=False))
-def config_check(file: str) -> None:
-    """Validate FILE: every key known, every value of the right type, plugins installed."""
-    try:
-        _load(file)
-    except (ConfigError, PluginError) as exc:
-        _fail(f"{file}: {exc}")
-    click.echo(f"{file}: ok")
+@click.argument("file", required=False, default=None)
+@click.pass_context
+def config_check(ctx: click.Context, file: str | None) -> None:
+    """Validate FILE ('-' = stdin; default: --config or ./clusterpulse.toml) as ``run`` would.
+
+    Every key known, every value of the right type and usable (addresses, levels), plugins
+    installed and importable, plugin settings accepted, no name or kind registered twice.
+    Reports every problem in one run, one ``error:`` line each.
+    """
+    from clusterpulse_core.config import config_path
+    from clusterpulse_core.runtime.bootstrap import diagnose
+
+    chosen = file if file is not None else ctx.ensure_object(_State).config_file
+    path = config_path(chosen)
+    shown = input_name(path) if path is not None else "(no config file: defaults)"
+    found = diagnose(str(path) if path is not None else None)
+    if found.problems:
+        fail("\n".join(problem if problem.startswith(f"{shown}: ") else f"{shown}: {problem}"
+                       for problem in found.problems))
+    click.echo(f"{shown}: ok")
 
 
 @config_group.command("show")
@@ -158,9 +200,12 @@ def run_cmd(ctx: click.Context, once: bool) -> None:
     try:
         runtime = build_runtime(config, host)
     except Exception as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if once:
-        start_plugins(runtime)
+        try:
+            start_plugins(runtime)
+        except PluginError as exc:
+            fail(str(exc))
         try:
             outcomes = reconcile_once(runtime)
         finally:
@@ -184,14 +229,14 @@ def demo_cmd(cycles: int, redis_url: str | None) -> None:
     try:
         from clusterpulse_core.demo.run import DemoError, run_demo
     except ImportError as exc:
-        _fail(f"the demo needs the testing extra: pip install 'clusterpulse-core[testing]' ({exc})")
+        fail(f"the demo needs the testing extra: pip install 'clusterpulse-core[testing]' ({exc})")
     from clusterpulse_core.logs import configure_logging
 
     configure_logging("warn")
     try:
         run_demo(cycles, redis_url, echo=click.echo)
     except (DemoError, PluginError, ConfigError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 @cli.group("testing")
@@ -199,43 +244,139 @@ def testing_group() -> None:
     """Test tools for plugin authors."""
 
 
-@testing_group.command("kube-api")
-@click.option("--objects", "objects_dir", type=click.Path(file_okay=False), default=None,
-              help="seed from every YAML/JSON file in this folder")
+KUBE_API_HELP = """Serve one emulated Kubernetes API; prints its URL first, runs until stopped.
+
+\b
+--objects seeds it from every *.yaml, *.yml and *.json file under a folder
+(recursively, sorted by path), or from standard input with '-'. A file holds
+Kubernetes objects as a client would send them: one object, several YAML
+documents separated by '---', or a List ({kind: List, items: [...]}). Each
+object needs apiVersion, kind and metadata.name (metadata.namespace defaults
+to 'default'); status is kept as given. CustomResourceDefinitions and
+Namespaces are created first, then the rest in file order. Built-in kinds
+(Namespace, Node, Pod, Secret, ConfigMap, Deployment...) are always served;
+a custom kind needs its CRD among the objects, or --crds.
+
+\b
+--crds also creates the CRDs of the kinds the enabled plugins declare (what
+'clusterpulse crds' prints), so their objects can be seeded without a CRD file.
+"""
+
+
+@testing_group.command("kube-api", help=KUBE_API_HELP)
+@click.option("--objects", "objects_dir", default=None, metavar="DIR|-",
+              help="seed from every YAML/JSON file in this folder ('-' = stdin)")
+@click.option("--crds", "with_crds", is_flag=True, help="create the CRDs of the enabled plugins' kinds first")
 @click.option("--port", type=int, default=0, show_default=True, help="port on 127.0.0.1 (0 = free port)")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="write a kubeconfig here")
-def kube_api_cmd(objects_dir: str | None, port: int, kubeconfig: str | None) -> None:
-    """Serve one emulated Kubernetes API; prints its URL first, runs until stopped."""
-    from clusterpulse_core.testing.kube_api import serve
+@click.pass_context
+def kube_api_cmd(ctx: click.Context, objects_dir: str | None, with_crds: bool, port: int,
+                 kubeconfig: str | None) -> None:
+    from clusterpulse_core.testing.kube_api import SeedError, serve
 
-    serve(objects_dir, port, kubeconfig)
+    crds: list[dict[str, Any]] = []
+    if with_crds:
+        from clusterpulse_core.crds import crd_manifest
 
-
-def _plugin_commands(group: click.Group, config_file: str | None) -> None:
-    """Let enabled plugins add subcommands; a broken config leaves the core commands usable."""
+        _config, host = _loaded(ctx)
+        crds = [crd_manifest(kind) for _owner, kind in host.kinds.values()]
     try:
-        _config, host = _load(config_file)
-    except (ConfigError, PluginError):
-        return
-    host.pm.hook.clusterpulse_add_commands(cli=group, plugins=host)
+        serve(objects_dir, port, kubeconfig, crds=crds)
+    except SeedError as exc:
+        fail(str(exc))
 
 
-def _config_from_argv(argv: Sequence[str]) -> str | None:
-    for index, arg in enumerate(argv):
-        if arg == "--config" and index + 1 < len(argv):
-            return argv[index + 1]
+@cli.group("plugin")
+def plugin_group() -> None:
+    """Tools for writing plugins."""
+
+
+@plugin_group.command("new")
+@click.argument("name")
+@click.option("--directory", "-d", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="where to create the package folder")
+def plugin_new(name: str, directory: str) -> None:
+    """Write a working plugin package clusterpulse-NAME/: pyproject with the entry point, a hook, a test.
+
+    It passes its own test right after installing: cd clusterpulse-NAME && pip install -e '.[test]' && pytest
+    """
+    from clusterpulse_core.scaffold import ScaffoldError, create
+
+    try:
+        root = create(name, directory)
+    except ScaffoldError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{directory}: {exc}")
+    click.echo(f"created {root}/ (plugin {name!r}): cd {root} && pip install -e '.[test]' && pytest")
+
+
+def _plugin_commands(group: click.Group, config_file: str | None) -> tuple[str, ...]:
+    """Let every plugin that loads add its subcommands; returns the problems met while loading."""
+    from clusterpulse_core.runtime.bootstrap import diagnose
+
+    found = diagnose(config_file)
+    try:
+        found.host.pm.hook.clusterpulse_add_commands(cli=group, plugins=found.host)
+    except Exception as exc:
+        return (*found.problems, f"adding plugin commands failed: {type(exc).__name__}: {exc}")
+    return found.problems
+
+
+def hoist_config(argv: Sequence[str]) -> list[str]:
+    """``argv`` with every ``--config FILE`` / ``--config=FILE`` moved in front of the subcommand.
+
+    So ``clusterpulse run --once --config x.toml`` works like ``clusterpulse --config x.toml
+    run --once``. Arguments after ``--`` are left alone; the last ``--config`` wins.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    index = 0
+    args = list(argv)
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg == "--config" and index + 1 < len(args):
+            front = ["--config", args[index + 1]]
+            index += 2
+            continue
         if arg.startswith("--config="):
-            return arg.split("=", 1)[1]
+            front = ["--config", arg.split("=", 1)[1]]
+        else:
+            rest.append(arg)
+        index += 1
+    return front + rest
+
+
+def _subcommand(args: Sequence[str]) -> str | None:
+    index = 0
+    while index < len(args):
+        if args[index] == "--config":
+            index += 2
+            continue
+        if not args[index].startswith("-"):
+            return args[index]
+        index += 1
     return None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``clusterpulse`` command."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    config_file = _config_from_argv(args)
-    if config_file is None:
-        found = config_path(None)
-        config_file = str(found) if found else None
-    if config_file is None or Path(config_file).exists():
-        _plugin_commands(cli, config_file)
-    cli.main(args=args, prog_name="clusterpulse")
+    args = hoist_config(sys.argv[1:] if argv is None else argv)
+    config_file = args[1] if args[:1] == ["--config"] else None
+    problems = _plugin_commands(cli, config_file)
+    if problems and _subcommand(args) not in SELF_REPORTING:
+        warn("\n".join(problems))
+    try:
+        cli.main(args=args, prog_name="clusterpulse", standalone_mode=False)
+    except click.UsageError as exc:
+        if exc.ctx is not None:
+            click.echo(exc.ctx.get_usage(), err=True)
+            click.echo(f"Try '{exc.ctx.command_path} --help' for help.", err=True)
+        fail(exc.format_message(), exc.exit_code)
+    except click.ClickException as exc:
+        fail(exc.format_message(), exc.exit_code)
+    except click.exceptions.Abort:
+        fail("aborted")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,12 +25,15 @@ class ClusterTarget:
     ``client`` talks to the cluster's API server through the cluster's circuit breaker,
     with a timeout on every call. ``state`` is a per-cluster scratch dict that lives as
     long as the cluster (collectors keep e.g. the time of their last scan there).
+    ``after_store`` holds callbacks the reconciler runs only once the pieces were stored: a
+    collector records "scanned at" there, so a failed store does not skip the next scan.
     """
 
     name: str
     endpoint: str
     client: KubeClient
     state: dict[str, Any] = attrs.field(factory=dict, eq=False)
+    after_store: list[Callable[[], None]] = attrs.field(factory=list, eq=False)
 
 
 @attrs.frozen
@@ -70,7 +74,8 @@ def run_collectors(collectors: Sequence[Collector], target: ClusterTarget,
     own = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=len(collectors), thread_name_prefix="collect")
     try:
-        futures = [(c, pool.submit(c.collect, target)) for c in collectors]
+        # Each collector runs in a copy of the caller's context, so the reconcile deadline follows it.
+        futures = [(c, pool.submit(contextvars.copy_context().run, c.collect, target)) for c in collectors]
         pieces: list[Piece] = []
         errors: dict[str, str] = {}
         critical: CriticalCollectorError | None = None

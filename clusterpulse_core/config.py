@@ -33,27 +33,64 @@ CONFIG_ENV = "CLUSTERPULSE_CONFIG"
 SECRET_MASK = "********"
 
 
+#: The project's own plugins, in default load order. With no ``plugins`` list configured,
+#: those that are installed are enabled and the others skipped; third-party plugins are
+#: enabled only by name.
+PROJECT_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester", "vmwriter")
+#: Upstream environment variables that switch a plugin's feature on: when true, the plugin
+#: is enabled (if installed) even if an explicit ``plugins`` list leaves it out.
+PLUGIN_ENABLING_ENV: Mapping[str, str] = {"vmwriter": "VM_ENABLED"}
+
+
 class ConfigError(Exception):
-    """A configuration problem; the message names the key path and what was expected."""
+    """A configuration problem; the message names the key path and what was expected.
+
+    ``errors`` lists every problem found (one per line in the message), so one run of
+    ``config check`` reports them all.
+    """
+
+    def __init__(self, *errors: str) -> None:
+        self.errors = [line for error in errors for line in str(error).splitlines()] or ["invalid configuration"]
+        super().__init__("\n".join(self.errors))
+
+    @classmethod
+    def joined(cls, errors: list[ConfigError]) -> ConfigError:
+        """One error carrying the messages of several."""
+        return cls(*(line for error in errors for line in error.errors))
 
 
 def setting(default: Any = attrs.NOTHING, *, env: str | None = None, minimum: int | None = None,
-            secret: bool = False, help: str = "", factory: Any = None) -> Any:
-    """An attrs field for a settings class, with its env var, minimum, secrecy and help text."""
-    metadata = {"env": env, "min": minimum, "secret": secret, "help": help}
+            secret: bool = False, help: str = "", factory: Any = None,
+            choices: tuple[str, ...] | None = None, check: Any = None) -> Any:
+    """An attrs field for a settings class, with its env var, minimum, secrecy and help text.
+
+    ``choices`` restricts a string to these values (any case) when it comes from the file;
+    ``check(value)`` raises ``ValueError`` for a value that is well typed but unusable (an
+    address that does not parse). Both are reported by ``config check`` with the key path.
+    """
+    metadata = {"env": env, "min": minimum, "secret": secret, "help": help, "choices": choices, "check": check}
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
+
+
+def _bind_address(value: str) -> None:
+    from clusterpulse_core.runtime.probes import parse_bind_address
+
+    parse_bind_address(value)
+
+
+LOG_LEVELS = ("debug", "trace", "info", "warn", "warning", "error")
 
 
 @attrs.frozen
 class CoreSettings:
     """``[clusterpulse]``: the manager's own settings."""
 
-    plugins: tuple[str, ...] = setting(
-        ("redis", "cluster", "registry", "metricsource"), help="enabled plugins, in load order")
+    plugins: tuple[str, ...] | None = setting(
+        None, help="enabled plugins, in load order; unset = the project's plugins that are installed")
     namespace: str = setting("clusterpulse", env="NAMESPACE", help="watch namespace")
-    log_level: str = setting("info", env="LOG_LEVEL", help="debug, info, warn, error")
+    log_level: str = setting("info", env="LOG_LEVEL", help="debug, info, warn, error", choices=LOG_LEVELS)
     kubeconfig: str = setting("", env="KUBECONFIG", help="hub kubeconfig; empty = in-cluster or ~/.kube/config")
     leader_elect: bool = setting(False, help="run leader election (Lease cluster-controller.clusterpulse.io)")
     lease_duration: float = setting(15.0, help="leader lease duration, seconds")
@@ -63,8 +100,10 @@ class CoreSettings:
                                          "(clusterpulse-shard-<identity>); other kinds run on the leader")
     shard_handover_delay: float = setting(30.0, help="an object taken over from another replica is first "
                                                      "reconciled this long after it was let go (the interval)")
-    metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables")
-    health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables")
+    metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables",
+                                        check=_bind_address)
+    health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables",
+                                             check=_bind_address)
     resync_period: float = setting(300.0, help="informer full relist period, seconds")
     watch_timeout: int = setting(300, minimum=1, help="server-side watch timeoutSeconds")
     watch_silence_limit: float = setting(600.0, help="restart a watch that delivered nothing for this long")
@@ -73,7 +112,16 @@ class CoreSettings:
     queue_qps: float = setting(10.0, help="work queue token bucket rate")
     queue_burst: int = setting(100, minimum=1, help="work queue token bucket size")
     shutdown_grace: float = setting(30.0, help="seconds to let in-flight reconciles finish on SIGTERM")
-    request_timeout: float = setting(30.0, help="timeout of every Kubernetes API call, seconds")
+    request_timeout: float = setting(
+        30.0, help="wall-clock limit of every Kubernetes API call (connect, headers and body), seconds")
+    max_response_bytes: int = setting(
+        64 * 1024 * 1024, minimum=1024, help="largest accepted Kubernetes API response (one list page), bytes")
+    reconcile_timeout: float = setting(
+        120.0, help="wall-clock deadline of one reconcile (a kind may set a shorter one), seconds")
+    event_interval: float = setting(
+        300.0, help="the same Kubernetes Event (object and reason) is recorded at most this often, seconds")
+    cluster_max_in_flight: int = setting(
+        2, minimum=1, help="reconciles that may use one managed cluster at the same time")
     client_max_idle: float = setting(1800.0, help="close managed-cluster clients unused this long, seconds")
     workers: dict[str, int] = setting(  # noqa: RUF009 (a fresh dict per instance; never mutated)
         factory=dict, help="reconcile workers per kind, e.g. {ClusterConnection = 16}; "
@@ -113,70 +161,142 @@ def config_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     return default if default.exists() else None
 
 
-def read_config(path: Path | None, env: Mapping[str, str] | None = None) -> RawConfig:
-    """Parse the file (if any) and validate the core section; plugin sections stay raw."""
+def read_config(path: Path | None, env: Mapping[str, str] | None = None,
+                problems: list[str] | None = None) -> RawConfig:
+    """Parse the file (if any) and validate the core section; plugin sections stay raw.
+
+    With ``problems`` (a list), errors are appended to it and the best-effort result (bad
+    keys at their defaults) is returned, so a diagnosis can go on to the plugins.
+    """
     env = os.environ if env is None else env
     data: dict[str, Any] = {}
     if path is not None:
         try:
-            data = tomllib.loads(path.read_text())
+            # "-" reads the file from standard input (read once, then kept for the second load).
+            text = _stdin_text() if str(path) == "-" else path.read_text()
+            data = tomllib.loads(text)
         except FileNotFoundError as exc:
-            raise ConfigError(f"config file not found: {path}") from exc
+            raise ConfigError(f"{path}: config file not found") from exc
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    unknown = sorted(set(data) - {"clusterpulse", "plugins"})
-    if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown section (expected [clusterpulse] or [plugins.<name>])")
-    core = build_settings(CoreSettings, _table(data.get("clusterpulse", {}), "clusterpulse"), "clusterpulse", env)
-    sections = _table(data.get("plugins", {}), "plugins")
-    for name, section in sections.items():
-        _table(section, f"plugins.{name}")
+            raise ConfigError(f"{'<stdin>' if str(path) == '-' else path}: not valid TOML: {exc}") from exc
+    errors: list[ConfigError] = [
+        ConfigError(f"{name}: unknown section (expected [clusterpulse] or [plugins.<name>])")
+        for name in sorted(set(data) - {"clusterpulse", "plugins"})
+    ]
+    core = CoreSettings()
+    try:
+        core = build_settings(CoreSettings, _table(data.get("clusterpulse", {}), "clusterpulse"), "clusterpulse", env,
+                              lenient=problems is not None)
+    except ConfigError as exc:
+        errors.append(exc)
+        if isinstance(getattr(exc, "partial", None), CoreSettings):
+            core = exc.partial  # type: ignore[attr-defined]
+    sections: dict[str, Any] = {}
+    try:
+        sections = _table(data.get("plugins", {}), "plugins")
+    except ConfigError as exc:
+        errors.append(exc)
+    for name, section in list(sections.items()):
+        try:
+            _table(section, f"plugins.{name}")
+        except ConfigError as exc:
+            errors.append(exc)
+            sections[name] = {}
+    if errors and problems is None:
+        raise ConfigError.joined(errors)
+    for error in errors:
+        problems += error.errors  # type: ignore[operator]
     return RawConfig(core, sections, str(path) if path else "")
+
+
+_STDIN_CACHE: list[str] = []
+
+
+def _stdin_text() -> str:
+    if not _STDIN_CACHE:
+        import sys
+
+        _STDIN_CACHE.append(sys.stdin.read())
+    return _STDIN_CACHE[0]
 
 
 def finish_config(raw: RawConfig, settings_classes: Mapping[str, type | None],
                   env: Mapping[str, str] | None = None) -> Config:
     """Validate each enabled plugin's section with the class it declared."""
     env = os.environ if env is None else env
+    enabled = raw.core.plugins or ()
+    errors: list[ConfigError] = []
     for name in raw.plugin_sections:
-        if name not in raw.core.plugins:
-            raise ConfigError(
+        if name not in enabled:
+            errors.append(ConfigError(
                 f"plugins.{name}: section for a plugin that is not enabled "
-                f"(enabled: {', '.join(raw.core.plugins) or 'none'})"
-            )
+                f"(enabled: {', '.join(enabled) or 'none'})"
+            ))
     plugins: dict[str, Any] = {}
-    for name in raw.core.plugins:
+    for name in enabled:
+        if name not in settings_classes:
+            continue  # not loaded: its load failure is reported on its own
         cls = settings_classes.get(name)
         section = raw.plugin_sections.get(name, {})
         if cls is None:
             if section:
                 key = next(iter(section))
-                raise ConfigError(f"plugins.{name}.{key}: unknown key (plugin {name!r} has no settings)")
+                errors.append(ConfigError(f"plugins.{name}.{key}: unknown key (plugin {name!r} has no settings)"))
             plugins[name] = None
             continue
-        plugins[name] = build_settings(cls, section, f"plugins.{name}", env)
+        try:
+            plugins[name] = build_settings(cls, section, f"plugins.{name}", env)
+        except ConfigError as exc:
+            errors.append(exc)
+    if errors:
+        raise ConfigError.joined(errors)
     return Config(core=raw.core, plugins=plugins, source=raw.source)
 
 
-def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[str, str]) -> Any:
-    """Validate ``data`` into ``cls``: known keys, right types, minimums; then env overrides."""
+def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[str, str],
+                   lenient: bool = False) -> Any:
+    """Validate ``data`` into ``cls``: known keys, right types, minimums; then env overrides.
+
+    Every problem is reported (one :class:`ConfigError` listing them all). ``lenient`` also
+    attaches the settings built from the good keys as the error's ``partial``.
+    """
     attrs.resolve_types(cls)
     fields = {f.name: f for f in attrs.fields(cls)}
-    for key in data:
-        if key not in fields:
-            raise ConfigError(f"{path}.{key}: unknown key (expected one of: {', '.join(fields)})")
+    errors = [ConfigError(f"{path}.{key}: unknown key (expected one of: {', '.join(fields)})")
+              for key in data if key not in fields]
     values: dict[str, Any] = {}
     for name, field in fields.items():
         key_path = f"{path}.{name}"
-        if name in data:
-            values[name] = _check_value(data[name], field.type, key_path)
-            minimum = field.metadata.get("min")
-            if minimum is not None and values[name] < minimum:
-                raise ConfigError(f"{key_path}: expected a value >= {minimum}, got {data[name]!r}")
-        env_name = field.metadata.get("env")
-        if env_name and env.get(env_name, "") != "":
-            default = values.get(name, _default_of(field))
-            values[name] = _from_env(env[env_name], field, default)
+        try:
+            if name in data:
+                values[name] = _check_value(data[name], field.type, key_path)
+                minimum = field.metadata.get("min")
+                if minimum is not None and values[name] < minimum:
+                    raise ConfigError(f"{key_path}: expected a value >= {minimum}, got {data[name]!r}")
+                choices = field.metadata.get("choices")
+                if choices and isinstance(values[name], str) and values[name].strip().lower() not in choices:
+                    raise ConfigError(f"{key_path}: expected one of {', '.join(choices)}, got {data[name]!r}")
+            env_name = field.metadata.get("env")
+            if env_name and env.get(env_name, "") != "":
+                default = values.get(name, _default_of(field))
+                values[name] = _from_env(env[env_name], field, default)
+            check = field.metadata.get("check")
+            if check is not None and name in values:
+                try:
+                    check(values[name])
+                except ValueError as exc:
+                    raise ConfigError(f"{key_path}: {exc}") from exc
+        except ConfigError as exc:
+            errors.append(exc)
+            values.pop(name, None)
+    if errors:
+        error = ConfigError.joined(errors)
+        if lenient:
+            try:
+                error.partial = cls(**values)  # type: ignore[attr-defined]
+            except (TypeError, ValueError):
+                pass
+        raise error
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:
@@ -251,6 +371,9 @@ def _check_value(value: Any, tp: Any, path: str) -> Any:
     if origin in (Union, types.UnionType):
         if value is None and type(None) in get_args(tp):
             return None
+        others = [arg for arg in get_args(tp) if arg is not type(None)]
+        if len(others) == 1:  # Optional[X]: X's own, more precise message
+            return _check_value(value, others[0], path)
         for arg in get_args(tp):
             if arg is type(None):
                 continue

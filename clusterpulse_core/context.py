@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from prometheus_client import CollectorRegistry
 
+from clusterpulse_core import deadline
 from clusterpulse_core.config import Config
 from clusterpulse_core.contributions import Contributions
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.kube.credentials import SecretCache
+from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import Store
 
@@ -31,6 +35,13 @@ class Runtime:
     store: Store
     pool: ClientPool
     metrics: CollectorRegistry = attrs.field(factory=CollectorRegistry)
+    #: The write fence every status patch and store checks (closed on shutdown or a lost Lease).
+    fence: Fence = attrs.field(factory=Fence)
+    #: Last good read of every Secret, used while the hub is unreachable.
+    secrets: SecretCache = attrs.field(factory=SecretCache)
+    #: Kubernetes Events on the hub objects (None: not recorded).
+    events: EventRecorder | None = None
+    _resync_listeners: list[Callable[[str], None]] = attrs.field(factory=list, alias="resync_listeners")
 
     @property
     def namespace(self) -> str:
@@ -41,6 +52,18 @@ class Runtime:
     def contributions(self) -> Contributions:
         """Registered functions, aggregations, field types and filter operators."""
         return self.plugins.contributions
+
+    def request_resync(self, reason: str) -> None:
+        """Ask the manager to queue every object now (a storage backend lost its data, ...).
+
+        Safe from any thread; does nothing when no manager is running.
+        """
+        for listener in list(self._resync_listeners):
+            listener(reason)
+
+    def on_resync_request(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(reason)`` on every :meth:`request_resync` (the manager registers here)."""
+        self._resync_listeners.append(listener)
 
     def context(self, kind: ResourceKind, ref: ObjectRef) -> ReconcileContext:
         """A reconcile context for one object."""
@@ -80,8 +103,22 @@ class ReconcileContext:
         """Store pieces in every backend (raises StoreError if any failed)."""
         self.runtime.store.put(*pieces)
 
+    def event(self, reason: str, message: str, *, warning: bool = False, uid: str = "") -> bool:
+        """Record a Kubernetes Event on this object (rate-limited per reason); True when written."""
+        recorder = self.runtime.events
+        if recorder is None:
+            return False
+        return recorder.record(self.kind, self.ref, reason, message, warning=warning, uid=uid)
+
     def patch_status(self, status: Mapping[str, Any]) -> Any:
-        """Merge-patch ``status`` into the object's status subresource (only the given keys)."""
+        """Merge-patch ``status`` into the object's status subresource (only the given keys).
+
+        Refused with :class:`clusterpulse_core.fence.FencedError` when this replica may not write;
+        under leader election the patch must finish while the Lease hold is still valid.
+        """
         path = self.kind.api_path(self.ref.namespace, self.ref.name)
         suffix = "/status" if self.kind.status_subresource else ""
-        return self.hub.merge_patch(path + suffix, {"status": dict(status)})
+        fence = self.runtime.fence
+        fence.check("status patch")
+        with deadline.within(fence.remaining()):
+            return self.hub.merge_patch(path + suffix, {"status": dict(status)})

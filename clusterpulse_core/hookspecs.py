@@ -78,10 +78,12 @@ class ExpressionCompiler(Protocol):
 def clusterpulse_settings_class() -> type | None:
     """Return the attrs class that validates this plugin's ``[plugins.<name>]`` section.
 
-    Called per plugin, before configuration. Fields may carry
-    ``metadata={"env": "NAME", "min": N, "secret": True}``: the environment variable
-    overrides the file (with the upstream parsing rules), values below ``min`` are raised
-    to it, and secrets are masked in ``config show``. Return ``None`` for no settings.
+    Called per plugin, before configuration. Make fields with
+    :func:`clusterpulse_core.config.setting` (``env=``, ``minimum=``, ``secret=``,
+    ``choices=``, ``check=``, ``help=``): the environment variable overrides the file (with
+    the upstream parsing rules), values below the minimum are refused in the file and raised
+    to it from the environment, secrets are masked in ``config show``, and ``choices`` /
+    ``check`` refuse unusable values with the key path. Return ``None`` for no settings.
     """
 
 
@@ -132,6 +134,9 @@ def clusterpulse_register_functions(register: Register) -> None:
     ``register(name, fn, min_args=N, max_args=M)``: ``fn`` receives the evaluated
     arguments as Python values (``None``, ``bool``, ``int``, ``float``, ``str``) and
     returns one; ``max_args=None`` means variadic. Called once at start-up.
+    :mod:`clusterpulse_core.values` converts arguments the way the built-ins do. A function
+    that raises leaves the computed field ``null``; the failure is logged, counted in
+    ``clusterpulse_metricsource_function_errors_total`` and shown in the MetricSource status.
     """
 
 
@@ -141,7 +146,9 @@ def clusterpulse_register_aggregations(register: Register) -> None:
 
     ``register(name, fn, needs_field=True)``: ``fn(values, spec)`` receives the list of
     the (non-null) field values of the matching resources and the aggregation spec (for
-    parameters such as ``percentile``), and returns the result value.
+    parameters such as ``percentile``), and returns the result value. The values may mix
+    numbers and text: :func:`clusterpulse_core.values.numbers` keeps the numbers. A function
+    that raises gives ``null`` and is reported like a failing expression function.
     """
 
 

@@ -14,6 +14,27 @@ INT32: Mapping[str, Any] = {"type": "integer", "format": "int32"}
 DATE_TIME: Mapping[str, Any] = {"type": "string", "format": "date-time"}
 
 
+#: ``status.conditions``: a list of ``metav1.Condition`` keyed by ``type`` (``Ready``).
+CONDITIONS: Mapping[str, Any] = {
+    "type": "array",
+    "description": "Standard conditions (Ready) with reason, message, observedGeneration, lastTransitionTime.",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    "items": {
+        "type": "object",
+        "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+        "properties": {
+            "type": dict(STRING),
+            "status": {**STRING, "enum": ["True", "False", "Unknown"]},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "lastTransitionTime": dict(DATE_TIME),
+            "reason": dict(STRING),
+            "message": dict(STRING),
+        },
+    },
+}
+
+
 def secret_ref(description: str, namespace_description: str) -> Schema:
     """A ``{name, namespace}`` reference to a Secret; ``name`` is required."""
     return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import inspect
 import logging
@@ -12,9 +13,9 @@ import attrs
 import pluggy
 from stevedore import NamedExtensionManager
 
-from clusterpulse_core import CORE_API_VERSION, PROJECT_NAME, hookspecs
+from clusterpulse_core import CORE_API_VERSION, PROJECT_NAME, envvars, hookspecs
 from clusterpulse_core.collect import Collector
-from clusterpulse_core.config import Config
+from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.store import StorageBackend
@@ -57,32 +58,96 @@ def distribution_for(name: str) -> str:
     return f"clusterpulse-{name}"
 
 
+@attrs.frozen
+class PluginPlan:
+    """Which plugins to load, and which of the project's plugins were left out and why."""
+
+    names: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    #: Whether ``names`` came from an explicit ``plugins`` list (else: the project's defaults).
+    explicit: bool = False
+
+
+def plan_plugins(configured: Sequence[str] | None, env: Mapping[str, str],
+                 installed: Iterable[str] | None = None) -> PluginPlan:
+    """The plugins to load for a configured list (``None`` = not configured).
+
+    Not configured: the project's own plugins (:data:`PROJECT_PLUGINS`) that are installed,
+    in that order; the missing ones are skipped with a reason. Configured: exactly that list
+    (a missing plugin is then a load error). Either way, an upstream variable such as
+    ``VM_ENABLED=true`` adds its plugin when installed.
+    """
+    available = set(p.name for p in installed_plugins()) if installed is None else set(installed)
+    skipped: list[tuple[str, str]] = []
+    if configured is None:
+        names = []
+        for name in PROJECT_PLUGINS:
+            if name in available:
+                names.append(name)
+            else:
+                skipped.append((name, f"not installed (pip install {distribution_for(name)})"))
+    else:
+        names = list(configured)
+    for name, variable in PLUGIN_ENABLING_ENV.items():
+        if name in names or not envvars.parse_bool(env.get(variable, ""), False):
+            continue
+        if name in available:
+            names.append(name)
+        else:
+            skipped = [s for s in skipped if s[0] != name]
+            skipped.append((name, f"{variable} is set but the plugin is not installed "
+                                  f"(pip install {distribution_for(name)})"))
+    return PluginPlan(tuple(names), tuple(skipped), configured is not None)
+
+
 class PluginHost:
     """The loaded plugins: a pluggy manager plus what the core learned from them.
 
     ``names`` are entry-point names loaded in order (what the config enables); ``extra``
     maps names to plugin objects registered directly (used by tests and embedders).
+
+    ``tolerant=True`` (the command line's diagnostics) loads every plugin it can and records
+    why the others failed in :attr:`failures` instead of raising.
     """
 
-    def __init__(self, names: Sequence[str], extra: Mapping[str, object] | None = None) -> None:
+    def __init__(self, names: Sequence[str], extra: Mapping[str, object] | None = None,
+                 tolerant: bool = False) -> None:
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.order: list[str] = []
+        #: Plugin name -> why it could not be loaded (only filled when ``tolerant``).
+        self.failures: dict[str, str] = {}
+        self._tolerant = tolerant
         self._contributions: Contributions | None = None
         self._kinds: dict[str, tuple[str, ResourceKind]] | None = None
         for name, obj in self._load(names):
-            self._register(name, obj)
+            self._guard(name, functools.partial(self._register, name, obj))
         for name, obj in (extra or {}).items():
-            self._register(name, obj)
+            self._guard(name, functools.partial(self._register, name, obj))
+        while True:
+            try:
+                self.pm.check_pending()
+                break
+            except pluggy.PluginValidationError as exc:
+                name = self.pm.get_name(exc.plugin) or "?"
+                error = PluginError(f"plugin {name!r}: {exc}")
+                if not tolerant:
+                    raise error from exc
+                self.failures[name] = str(error)
+                self.pm.unregister(exc.plugin)
+                self.order.remove(name)
+
+    def _guard(self, name: str, action: Any) -> None:
         try:
-            self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise PluginError(f"plugin {self.pm.get_name(exc.plugin)!r}: {exc}") from exc
+            action()
+        except PluginError as exc:
+            if not self._tolerant:
+                raise
+            self.failures[name] = str(exc)
 
     # ------------------------------------------------------------------ loading
 
-    @staticmethod
-    def _load(names: Sequence[str]) -> list[tuple[str, object]]:
+    def _load(self, names: Sequence[str]) -> list[tuple[str, object]]:
         if not names:
             return []
         twice = sorted({n for n in names if list(names).count(n) > 1})
@@ -92,7 +157,9 @@ class PluginHost:
         missing: list[str] = []
 
         def on_failure(_mgr: Any, ep: Any, exc: BaseException) -> None:
-            failures.append(f"plugin {ep.name!r} ({ep.value}) failed to import: {type(exc).__name__}: {exc}")
+            message = f"plugin {ep.name!r} ({ep.value}) failed to import: {type(exc).__name__}: {exc}"
+            failures.append(message)
+            self.failures[ep.name] = message
 
         def on_missing(names_missing: Iterable[str]) -> None:
             missing.extend(sorted(names_missing))
@@ -105,12 +172,11 @@ class PluginHost:
             on_load_failure_callback=on_failure,
             on_missing_entrypoints_callback=on_missing,
         )
-        if failures:
-            raise PluginError("; ".join(failures))
-        if missing:
-            raise PluginError("; ".join(
-                f"plugin {n!r} is enabled but not installed (pip install {distribution_for(n)})" for n in missing
-            ))
+        for name in missing:  # stevedore also calls a plugin that failed to import "missing"
+            self.failures.setdefault(
+                name, f"plugin {name!r} is enabled but not installed (pip install {distribution_for(name)})")
+        if not self._tolerant and (failures or missing):
+            raise PluginError("; ".join(self.failures.values()))
         return [(ext.name, ext.plugin) for ext in manager.extensions]
 
     def _register(self, name: str, obj: object) -> None:
@@ -180,12 +246,16 @@ class PluginHost:
     def configure(self, config: Config) -> None:
         """Hand each plugin its validated settings."""
         for name in self.order:
-            impls = {i.plugin_name for i in self.pm.hook.clusterpulse_configure.get_hookimpls()}
-            if name in impls:
-                try:
-                    self.call_owner("clusterpulse_configure", name, config=config, settings=config.plugin(name))
-                except Exception as exc:
-                    raise PluginError(f"plugin {name!r} rejected its configuration: {exc}") from exc
+            self.configure_one(config, name)
+
+    def configure_one(self, config: Config, name: str) -> None:
+        """Hand plugin ``name`` its validated settings (if it implements ``clusterpulse_configure``)."""
+        impls = {i.plugin_name for i in self.pm.hook.clusterpulse_configure.get_hookimpls()}
+        if name in impls:
+            try:
+                self.call_owner("clusterpulse_configure", name, config=config, settings=config.plugin(name))
+            except Exception as exc:
+                raise PluginError(f"plugin {name!r} rejected its configuration: {exc}") from exc
 
     @property
     def contributions(self) -> Contributions:

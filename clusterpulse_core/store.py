@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry, Counter
 
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.pieces import Piece
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,11 @@ class StoreError(Exception):
 class Store:
     """Fans pieces out to every backend; a failing backend never stops the others."""
 
-    def __init__(self, backends: Sequence[StorageBackend], registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, backends: Sequence[StorageBackend], registry: CollectorRegistry | None = None,
+                 fence: Fence | None = None) -> None:
         self.backends = list(backends)
+        #: Checked before every fan-out: a fenced replica stores nothing.
+        self.fence = fence or Fence()
         self._errors = Counter(
             "clusterpulse_store_errors_total",
             "Failed store calls per backend",
@@ -52,9 +56,14 @@ class Store:
         )
 
     def put(self, *pieces: Piece) -> None:
-        """Store pieces in every backend; raise :class:`StoreError` if any backend failed."""
+        """Store pieces in every backend; raise :class:`StoreError` if any backend failed.
+
+        Raises :class:`clusterpulse_core.fence.FencedError` (storing nothing) when this replica
+        may not write.
+        """
         if not pieces:
             return
+        self.fence.check("store")
         failures: list[tuple[str, BaseException]] = []
         for backend in self.backends:
             try:

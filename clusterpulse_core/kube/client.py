@@ -2,7 +2,9 @@
 
 Hot paths never build the ``kubernetes`` model classes: responses are decoded with msgspec
 straight from the bytes, lists are paginated with ``limit``/``continue``, and every call
-has a timeout. A managed cluster's client routes every call through its circuit breaker.
+has a wall-clock deadline covering connect, headers and body (:mod:`clusterpulse_core.deadline`)
+and a maximum response size. A managed cluster's client routes every call through its circuit
+breaker.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from clusterpulse_core import deadline
 from clusterpulse_core.breaker import CircuitBreaker
 
 P = TypeVar("P")
@@ -45,6 +48,18 @@ class ConflictError(KubeApiError):
 class GoneError(KubeApiError):
     """410: the resourceVersion is too old (relist)."""
 
+
+class ResponseTooLargeError(KubeApiError):
+    """The response body is larger than the client's ``max_bytes`` (status 0: a hostile or broken server)."""
+
+
+class CallDeadlineError(KubeApiError):
+    """The call ran past its wall-clock deadline (status 0, counted by the breaker)."""
+
+
+#: Default maximum size of one response body (one page of a list), bytes.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
 
 _BY_STATUS: dict[int, type[KubeApiError]] = {404: NotFoundError, 409: ConflictError, 410: GoneError}
 #: Statuses that are the API server's answer about an object, not a failure of the cluster: they
@@ -95,6 +110,7 @@ def make_api_client(host: str, token: str = "", ca_file: str | None = None, veri
     """An ApiClient for ``host`` with a bearer token; with no CA file, TLS verification is off (§5.1)."""
     config = Configuration()
     config.host = host.rstrip("/")
+    config.retries = False
     if token:
         config.api_key = {"BearerToken": token}
         config.api_key_prefix = {"BearerToken": "Bearer"}
@@ -107,14 +123,22 @@ def make_api_client(host: str, token: str = "", ca_file: str | None = None, veri
 
 
 class KubeClient:
-    """Raw-JSON access to one API server (the hub or a managed cluster)."""
+    """Raw-JSON access to one API server (the hub or a managed cluster).
+
+    ``timeout`` is each call's wall-clock limit (connect, headers and body together), capped by
+    the deadline in force (:func:`clusterpulse_core.deadline.within`); ``max_bytes`` caps one
+    response body. Watches (``stream=True``) are long-lived and bounded by the informer instead.
+    """
 
     def __init__(self, api_client: ApiClient, name: str = "hub", timeout: float = 30.0,
-                 breaker: CircuitBreaker | None = None) -> None:
+                 breaker: CircuitBreaker | None = None,
+                 max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.api_client = api_client
         self.name = name
         self.timeout = timeout
         self.breaker = breaker
+        self.max_bytes = max_bytes
+        deadline.watch_pool(api_client.rest_client.pool_manager)
 
     @property
     def host(self) -> str:
@@ -161,31 +185,50 @@ class KubeClient:
             auth_settings=["BearerToken"],
         )
         payload = None if body is None else _encoder.encode(body)
-        request_timeout = timeout if timeout is not None else self.timeout
         if stream:
+            request_timeout = timeout if timeout is not None else self.timeout
             # Connect within the timeout; the read timeout must outlive the server's watch timeout.
-            request_timeout_arg: Any = (min(request_timeout, 10.0), request_timeout)
-        else:
-            request_timeout_arg = request_timeout
+            try:
+                response = self.api_client.rest_client.pool_manager.request(
+                    method, url, body=payload, headers=header_params,
+                    timeout=_timeout((min(request_timeout, 10.0), request_timeout)),
+                    preload_content=False, retries=False)
+            except HTTPError as exc:
+                raise KubeApiError(0, f"{method} {path}: {exc}") from exc
+            if not 200 <= response.status <= 299:
+                raise api_error(response.status, response.read(), f"{method} {path}: HTTP {response.status}")
+            return response
         try:
-            response = self.api_client.rest_client.pool_manager.request(
-                method, url, body=payload, headers=header_params, timeout=_timeout(request_timeout_arg),
-                preload_content=not stream, retries=False,
-            )
+            limit = deadline.budget(timeout if timeout is not None else self.timeout)
+        except deadline.DeadlineExceeded as exc:
+            raise CallDeadlineError(0, f"{method} {path}: {exc}") from exc
+        try:
+            with deadline.guard(limit, f"{method} {path}"):
+                response = self.api_client.rest_client.pool_manager.request(
+                    method, url, body=payload, headers=header_params, timeout=_timeout(limit),
+                    preload_content=False, retries=False,
+                )
+                data = _read_body(response, self.max_bytes, f"{method} {path}")
+        except deadline.DeadlineExceeded as exc:
+            raise CallDeadlineError(0, str(exc)) from exc
         except HTTPError as exc:
             raise KubeApiError(0, f"{method} {path}: {exc}") from exc
         except ApiException as exc:
             raise api_error(exc.status or 0, exc.body, str(exc.reason)) from exc
         if not 200 <= response.status <= 299:
-            data = response.data if not stream else response.read()
             raise api_error(response.status, data, f"{method} {path}: HTTP {response.status}")
-        return response
+        return _Body(response.status, data)
 
     def request(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str = "application/json", timeout: float | None = None) -> Any:
         """One call, decoded JSON body returned."""
         response = self.raw(method, path, query, body, content_type, timeout)
-        return decode(response.data) if response.data else None
+        if not response.data:
+            return None
+        try:
+            return decode(response.data)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise KubeApiError(0, f"{method} {path}: the response is not acceptable JSON: {exc}") from exc
 
     def get(self, path: str, timeout: float | None = None, **query: Any) -> Any:
         """GET ``path`` and return the decoded body."""
@@ -193,7 +236,7 @@ class KubeClient:
 
     def get_bytes(self, path: str, timeout: float | None = None, **query: Any) -> bytes:
         """GET ``path`` and return the raw body (for typed partial decoding)."""
-        return bytes(self.raw("GET", path, query, timeout=timeout).data)
+        return self.raw("GET", path, query, timeout=timeout).data
 
     def list_pages(self, path: str, limit: int = 500, timeout: float | None = None,
                    **query: Any) -> Iterator[bytes]:
@@ -261,6 +304,41 @@ class KubeClient:
         """``PATCH`` with ``application/merge-patch+json``."""
         return self.request("PATCH", path, body=dict(patch), content_type="application/merge-patch+json",
                             timeout=timeout)
+
+
+class _Body:
+    """A finished response: status and the whole body (read within the deadline and size limit)."""
+
+    __slots__ = ("data", "status")
+
+    def __init__(self, status: int, data: bytes) -> None:
+        self.status = status
+        self.data = data
+
+
+def _read_body(response: Any, max_bytes: int, what: str) -> bytes:
+    """Read the body in chunks, failing as soon as it exceeds ``max_bytes`` (Content-Length first)."""
+    try:
+        length = int(response.headers.get("Content-Length") or -1)
+    except ValueError:
+        length = -1
+    if max_bytes and length > max_bytes:
+        response.close()
+        raise ResponseTooLargeError(0, f"{what}: response of {length} bytes is over the limit of {max_bytes}")
+    buffer = bytearray()
+    try:
+        while True:
+            chunk = response.read(_CHUNK)
+            if not chunk:
+                break
+            buffer += chunk
+            if max_bytes and len(buffer) > max_bytes:
+                response.close()
+                raise ResponseTooLargeError(
+                    0, f"{what}: response over the limit of {max_bytes} bytes (read {len(buffer)})")
+    finally:
+        response.release_conn()
+    return bytes(buffer)
 
 
 class _ListMeta(msgspec.Struct):

@@ -7,12 +7,13 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import attrs
 
 from clusterpulse_core.breaker import CircuitBreaker
-from clusterpulse_core.kube.client import KubeClient, make_api_client
+from clusterpulse_core.kube.client import DEFAULT_MAX_RESPONSE_BYTES, KubeClient, make_api_client
 from clusterpulse_core.kube.credentials import ClusterCredentials
 
 log = logging.getLogger(__name__)
@@ -26,19 +27,29 @@ class _Entry:
     ca_file: str = ""
 
 
+class ClusterBusyError(Exception):
+    """Cluster ``name`` already has ``max_in_flight`` reconciles using it (a slow cluster is not piled on)."""
+
+
 class ClientPool:
     """Thread-safe pool of managed-cluster clients keyed by name, each with its own breaker.
 
     ``get`` reuses a client while its credentials are unchanged (a changed endpoint, token
     or CA builds a new one), ``remove`` drops one, and clients unused for ``max_idle``
     seconds are closed by :meth:`reap_idle` (the manager calls it every 5 minutes).
+    :meth:`in_flight` bounds how many reconciles use one cluster at a time, so a slow cluster
+    cannot take every worker of every kind.
     """
 
     def __init__(self, max_idle: float = 1800.0, timeout: float = 30.0,
                  breaker_factory: Callable[[], CircuitBreaker] = CircuitBreaker,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, max_in_flight: int = 2) -> None:
         self.max_idle = max_idle
+        self.max_in_flight = max_in_flight
+        self._in_flight: dict[str, int] = {}
         self.timeout = timeout
+        self.max_bytes = max_bytes
         self._breaker_factory = breaker_factory
         self._clock = clock
         self._lock = threading.Lock()
@@ -61,9 +72,31 @@ class ClientPool:
                 with os.fdopen(fd, "w") as fh:
                     fh.write(credentials.ca_pem)
             api = make_api_client(credentials.endpoint, credentials.token, ca_file=ca_file or None)
-            client = KubeClient(api, name=name, timeout=self.timeout, breaker=breaker)
+            client = KubeClient(api, name=name, timeout=self.timeout, breaker=breaker, max_bytes=self.max_bytes)
             self._entries[name] = _Entry(client, credentials, self._clock(), ca_file)
             return client
+
+    @contextmanager
+    def in_flight(self, name: str) -> Iterator[None]:
+        """Hold one of cluster ``name``'s ``max_in_flight`` slots for the block.
+
+        Raises :class:`ClusterBusyError` at once when none is free (never waits).
+        """
+        with self._lock:
+            used = self._in_flight.get(name, 0)
+            if used >= self.max_in_flight:
+                raise ClusterBusyError(
+                    f"cluster {name} already has {used} reconciles in flight (cluster_max_in_flight)")
+            self._in_flight[name] = used + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._in_flight.get(name, 1) - 1
+                if left > 0:
+                    self._in_flight[name] = left
+                else:
+                    self._in_flight.pop(name, None)
 
     def breaker(self, name: str) -> CircuitBreaker:
         """The circuit breaker of cluster ``name`` (kept across client rebuilds)."""

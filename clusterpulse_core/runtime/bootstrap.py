@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 from prometheus_client import CollectorRegistry
 
-from clusterpulse_core.config import Config, finish_config, read_config
+from clusterpulse_core.config import Config, CoreSettings, finish_config, read_config
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
-from clusterpulse_core.plugins import PluginError, PluginHost
+from clusterpulse_core.plugins import PluginError, PluginHost, PluginPlan, plan_plugins
 from clusterpulse_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -26,8 +29,11 @@ def load(config_file: str | None = None, env: Mapping[str, str] | None = None,
     """Read the config, load the enabled plugins, validate their sections, configure them."""
     from clusterpulse_core.config import config_path
 
+    env = os.environ if env is None else env
     raw = read_config(config_path(config_file, env), env)
-    host = PluginHost(raw.core.plugins, extra=extra_plugins)
+    plan = plan_plugins(raw.core.plugins, env)
+    raw = attrs.evolve(raw, core=attrs.evolve(raw.core, plugins=plan.names))
+    host = PluginHost(plan.names, extra=extra_plugins)
     config = finish_config(raw, host.settings_classes(), env)
     host.configure(config)
     host.contributions  # noqa: B018 - duplicate names must fail at start-up, not at first use
@@ -35,14 +41,79 @@ def load(config_file: str | None = None, env: Mapping[str, str] | None = None,
     return config, host
 
 
+@attrs.frozen
+class Diagnosis:
+    """What a tolerant load found: every plugin that loaded, and every problem, one per line."""
+
+    host: PluginHost
+    plan: PluginPlan
+    config: Config | None
+    problems: tuple[str, ...]
+    source: str = ""
+
+
+def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = None) -> Diagnosis:
+    """Load as much as possible and collect every problem instead of stopping at the first.
+
+    Used by the command line: plugin commands stay available when another plugin is broken,
+    ``clusterpulse plugins`` shows the broken ones, and ``config check`` reports every error
+    that ``run`` would meet (config keys and values, plugin imports and registration,
+    plugin settings checks, duplicate names and kinds).
+    """
+    from clusterpulse_core.config import ConfigError, RawConfig, config_path
+
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    path = config_path(config_file, env)
+    try:
+        raw = read_config(path, env, problems)
+    except ConfigError as exc:  # the file cannot be read or parsed at all
+        problems += exc.errors
+        raw = RawConfig(CoreSettings(), {}, str(path or ""))
+    plan = plan_plugins(raw.core.plugins, env)
+    try:
+        host = PluginHost(plan.names, tolerant=True)
+    except PluginError as exc:  # a list naming a plugin twice
+        problems.append(str(exc))
+        host = PluginHost((), tolerant=True)
+    problems += host.failures.values()
+    raw = attrs.evolve(raw, core=attrs.evolve(raw.core, plugins=tuple(host.order)),
+                       plugin_sections={k: v for k, v in raw.plugin_sections.items() if k not in host.failures})
+    config: Config | None = None
+    try:
+        config = finish_config(raw, host.settings_classes(), env)
+    except ConfigError as exc:
+        problems += exc.errors
+    except PluginError as exc:
+        problems.append(str(exc))
+    if config is not None:
+        for name in host.order:
+            try:
+                host.configure_one(config, name)
+            except PluginError as exc:
+                problems.append(str(exc))
+    for check in (lambda: host.contributions, lambda: host.kinds):
+        try:
+            check()
+        except PluginError as exc:
+            problems.append(str(exc))
+    return Diagnosis(host, plan, config, tuple(problems), raw.source)
+
+
 def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = None,
                   metrics: CollectorRegistry | None = None) -> Runtime:
     """Assemble the runtime: hub client, store fan-out over every backend, client pool."""
     registry = metrics or CollectorRegistry()
-    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
-    store = Store(host.storage_backends(), registry=registry)
-    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout)
-    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry)
+    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout,
+                            max_bytes=config.core.max_response_bytes)
+    fence = Fence()
+    fence.register_metrics(registry)
+    store = Store(host.storage_backends(), registry=registry, fence=fence)
+    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout,
+                      max_bytes=config.core.max_response_bytes,
+                      max_in_flight=config.core.cluster_max_in_flight)
+    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence,
+                   events=EventRecorder(hub, fence, min_interval=config.core.event_interval))
 
 
 def start_plugins(runtime: Runtime) -> None:
@@ -98,7 +169,8 @@ def list_objects(runtime: Runtime, kind: ResourceKind) -> list[dict[str, Any]]:
     try:
         return list(runtime.hub.list_items(kind.api_path(namespace)))
     except NotFoundError:
-        log.warning("kind %s is not served by the hub (CRD not installed?)", kind.crd_name)
+        log.warning("kind %s is not served by the hub: install its CRD %s (kubectl apply -f the output of "
+                    "`clusterpulse crds`)", kind.kind, kind.crd_name)
         return []
 
 

@@ -13,6 +13,11 @@ plugin:
 
 An exception is retried with the item's exponential backoff; a :class:`TerminalError` is
 logged and not retried; a success resets the backoff.
+
+Every reconcile runs under a wall-clock deadline (``reconcile_timeout``, see
+:mod:`clusterpulse_core.deadline`): remote calls past it fail, so the reconcile fails like any
+other error. A worker still busy well after its deadline is reported by :meth:`Controller.stuck`
+(``/readyz`` lists it).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from clusterpulse_core import deadline
 from clusterpulse_core.context import ObjectLogger, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
 from clusterpulse_core.runtime.informer import Informer, Obj
@@ -36,6 +42,8 @@ log = logging.getLogger(__name__)
 
 #: How often an idle worker re-checks for shutdown (it is also woken by shutdown itself).
 WORKER_POLL = 1.0
+#: How many forgotten (deleted) objects are remembered so they are forgotten only once.
+FORGOTTEN_KEPT = 10_000
 
 
 class ControllerMetrics:
@@ -97,6 +105,10 @@ class Controller:
         #: The gate also says how long to wait before asking again about an object it holds back.
         self.gate: Callable[[ObjectRef], tuple[Admission, float]] | None = None
         self._threads: list[threading.Thread] = []
+        self._busy: dict[str, tuple[ObjectRef, float]] = {}
+        # Objects already forgotten: a pending requeue of a deleted object must not forget it again.
+        self._forgotten: dict[ObjectRef, None] = {}
+        self._busy_lock = threading.Lock()
         informer.add_handler(self)
 
     @property
@@ -113,7 +125,10 @@ class Controller:
 
     def on_add(self, obj: Obj) -> None:
         """Queue every new object."""
-        self.queue.add(self.ref_of(obj))
+        ref = self.ref_of(obj)
+        with self._busy_lock:
+            self._forgotten.pop(ref, None)
+        self.queue.add(ref)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """Queue an update only when the spec changed or deletion started."""
@@ -166,6 +181,27 @@ class Controller:
             log.warning("controller %s: reconciles still running after %.1f s grace", self.name, grace)
         return finished
 
+    @property
+    def reconcile_timeout(self) -> float:
+        """The wall-clock deadline of one reconcile of this kind, seconds."""
+        return float(self.runtime.config.core.reconcile_timeout)
+
+    def stuck(self, slack: float = 5.0) -> list[str]:
+        """Workers busy with one object for longer than the reconcile deadline plus ``slack``."""
+        limit = self.reconcile_timeout + slack
+        now = time.monotonic()
+        with self._busy_lock:
+            busy = list(self._busy.items())
+        return [f"controller {self.name}: {thread} busy with {ref} for {now - since:.0f}s (deadline "
+                f"{self.reconcile_timeout:g}s)" for thread, (ref, since) in busy if now - since > limit]
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the worker threads to end; False if some still run."""
+        end = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(end - time.monotonic(), 0.0))
+        return not any(thread.is_alive() for thread in self._threads)
+
     def _work(self) -> None:
         while True:
             ref = self.queue.get(WORKER_POLL)
@@ -173,11 +209,17 @@ class Controller:
                 if self.queue.shutting_down:
                     return
                 continue
+            thread = threading.current_thread().name
+            with self._busy_lock:
+                self._busy[thread] = (ref, time.monotonic())
             try:
-                self.process(ref)
+                with deadline.within(self.reconcile_timeout):
+                    self.process(ref)
             except Exception:
                 log.exception("controller %s: unexpected failure processing %s", self.name, ref)
             finally:
+                with self._busy_lock:
+                    self._busy.pop(thread, None)
                 self.queue.done(ref)
 
     def process(self, ref: ObjectRef) -> None:
@@ -195,11 +237,16 @@ class Controller:
         started = time.perf_counter()
         self.metrics.active_workers.labels(controller=self.name).inc()
         try:
-            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            if obj is None and self._was_forgotten(ref):
+                ctx.log.debug("already forgotten")
+                result: Any = None
+            elif obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 ctx.log.info("forgetting (%s)", "gone" if obj is None else "being deleted")
                 self.runtime.plugins.call_owner("clusterpulse_forget", self.owner, kind=self.kind, ref=ref,
                                                 ctx=ctx)
-                result: Any = None
+                if obj is None:
+                    self._remember_forgotten(ref)
+                result = None
             else:
                 result = self.runtime.plugins.call_owner("clusterpulse_reconcile", self.owner, kind=self.kind,
                                                          obj=self.kind.with_defaults(obj), ctx=ctx)
@@ -218,6 +265,16 @@ class Controller:
             self.metrics.active_workers.labels(controller=self.name).dec()
             self.metrics.duration.labels(controller=self.name).observe(time.perf_counter() - started)
         self._schedule(ref, result if isinstance(result, ReconcileResult) else ReconcileResult(), ctx.log)
+
+    def _was_forgotten(self, ref: ObjectRef) -> bool:
+        with self._busy_lock:
+            return ref in self._forgotten
+
+    def _remember_forgotten(self, ref: ObjectRef) -> None:
+        with self._busy_lock:
+            self._forgotten[ref] = None
+            while len(self._forgotten) > FORGOTTEN_KEPT:
+                del self._forgotten[next(iter(self._forgotten))]
 
     def _schedule(self, ref: ObjectRef, result: ReconcileResult, ctx_log: ObjectLogger) -> None:
         after = result.requeue_after

@@ -7,6 +7,11 @@ replicas does not matter). The leader renews every ``retry_period``; if no renew
 for ``renew_deadline`` it has lost the lease and says so. Writes use the Lease's
 resourceVersion, so two candidates racing for it cannot both win (the loser gets 409). On a
 clean stop the leader releases the Lease so a successor takes over at once.
+
+Fencing: with a :class:`~clusterpulse_core.fence.Fence`, each successful round extends the
+replica's write permission to ``renew_deadline`` seconds after the round *started*; losing the
+Lease closes the fence before anything else happens. Each call to the hub is bounded by
+``renew_deadline / 2``, so a hung hub cannot hold a round past the deadline.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 import attrs
 
 from clusterpulse_core import serde
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.kube.client import ConflictError, KubeClient, NotFoundError
 from clusterpulse_core.model.time import utcnow
@@ -100,6 +106,7 @@ class LeaderElector:
         on_stopped_leading: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = utcnow,
+        fence: Fence | None = None,
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError(
@@ -116,6 +123,8 @@ class LeaderElector:
         self._on_stopped = on_stopped_leading
         self._clock = clock
         self._now = now
+        self.fence = fence
+        self._call_timeout = min(client.timeout, renew_deadline / 2)
         self._observed: LeaseSpec | None = None
         self._observed_at = 0.0
         self._leader = threading.Event()
@@ -164,7 +173,9 @@ class LeaderElector:
     def _run(self) -> None:
         log.info("leader election: %s campaigning for lease %s/%s", self.identity, self.namespace, self.name)
         while not self._stopping.is_set():
+            started = self._clock()
             if self._attempt():
+                self._renewed(started)
                 break
             self._stopping.wait(self.retry_period)
         if self._stopping.is_set():
@@ -174,17 +185,26 @@ class LeaderElector:
         self._on_started()
         last_renewal = self._clock()
         while not self._stopping.wait(self.retry_period):
+            started = self._clock()
             if self._attempt():
                 last_renewal = self._clock()
+                self._renewed(started)
             elif self._clock() - last_renewal >= self.renew_deadline:
                 break
         if self._stopping.is_set():
             return
         log.error("leader election: %s lost lease %s (no renewal for %.1f s)", self.identity, self.name,
                   self.renew_deadline)
+        if self.fence is not None:
+            self.fence.close(f"leader Lease {self.name} lost")
         self._leader.clear()
         self._lost.set()
         self._on_stopped()
+
+    def _renewed(self, started: float) -> None:
+        if self.fence is not None:
+            # Based on when the round started: the hold cannot outlive what the other replicas see.
+            self.fence.renewed(started + self.renew_deadline)
 
     def _attempt(self) -> bool:
         try:
@@ -199,12 +219,13 @@ class LeaderElector:
         """One attempt to take or renew the Lease; True when this candidate holds it afterwards."""
         now = micro_time(self._now())
         try:
-            current = self.client.get(self.path)
+            current = self.client.get(self.path, timeout=self._call_timeout)
         except NotFoundError:
             spec = LeaseSpec(self.identity, self._duration_seconds(), now, now, 0)
             try:
                 self.client.request("POST", LEASE_KIND.api_path(self.namespace),
-                                    body=serde.unstructure(Lease(LeaseMeta(self.name, self.namespace), spec)))
+                                    body=serde.unstructure(Lease(LeaseMeta(self.name, self.namespace), spec)),
+                                    timeout=self._call_timeout)
             except ConflictError:
                 return False
             self._observe(spec)
@@ -225,7 +246,7 @@ class LeaderElector:
     def release(self) -> bool:
         """Give the Lease up (holder cleared, 1 s duration) if this candidate still holds it."""
         try:
-            current = self.client.get(self.path)
+            current = self.client.get(self.path, timeout=self._call_timeout)
             spec = serde.structure(current.get("spec") or {}, LeaseSpec)
             if spec.holder_identity != self.identity:
                 return False
@@ -241,7 +262,7 @@ class LeaderElector:
     def _write(self, current: Mapping[str, Any], spec: LeaseSpec) -> bool:
         body = dict(current, spec=serde.unstructure(spec))
         try:
-            self.client.request("PUT", self.path, body=body)
+            self.client.request("PUT", self.path, body=body, timeout=self._call_timeout)
         except ConflictError:
             return False
         self._observe(spec)

@@ -8,8 +8,11 @@ and runs the sharded kinds' workers at once, each reconciling only the objects i
 other kinds stay with the leader.
 
 Shutdown (:meth:`Manager.stop`, or SIGTERM/SIGINT under :meth:`Manager.run`): the queues stop
-handing out work, in-flight reconciles get ``shutdown_grace`` seconds to finish, the Lease is
-released, informers and servers stop, and finally the plugins stop.
+handing out work, in-flight reconciles get ``shutdown_grace`` seconds to finish; then the write
+fence closes (nothing is stored or patched from here on), every remote call still running is
+cut off (:func:`clusterpulse_core.deadline.cancel_all`), the Lease is released, informers and
+servers stop, and finally the plugins stop. The process exits within the grace plus a few
+seconds, whatever the managed clusters do.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any
 
+from clusterpulse_core import deadline
 from clusterpulse_core.config import ConfigError
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
@@ -47,6 +51,8 @@ REAP_INTERVAL = 300.0
 #: Exit code of :meth:`Manager.run` after losing the leader Lease.
 EXIT_LEADERSHIP_LOST = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: How long stopping waits for workers after their remote calls were cut off, seconds.
+CANCEL_WAIT = 2.0
 #: The share of the resync period over which a resync's reconciles are spread.
 RESYNC_SPREAD = 0.1
 
@@ -145,6 +151,8 @@ class Manager:
         problems += [f"informer {name} has not synced" for name, informer in self.informers.items()
                      if not informer.has_synced]
         problems += [f"storage {problem}" for problem in self.runtime.store.ready()]
+        for controller in self.controllers.values():
+            problems += controller.stuck()
         return problems
 
     # ------------------------------------------------------------------ lifecycle
@@ -163,14 +171,18 @@ class Manager:
                 informer.start()
             self._start_servers()
             self._running.set()
+            self._identify()
+            self.runtime.on_resync_request(self._resync_requested)
             if self.core.sharding:
-                self._start_sharding()
+                self._start_sharding()  # sharded replicas write without the leader Lease
+            elif self.core.leader_elect:
+                self.runtime.fence.require_lease()
             if self.core.leader_elect or self.core.sharding:
                 self.elector = LeaderElector(
                     self.runtime.hub, self.runtime.namespace, self.identity,
                     lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
                     retry_period=self.core.retry_period, on_started_leading=self._start_controllers,
-                    on_stopped_leading=self._leadership_lost)
+                    on_stopped_leading=self._leadership_lost, fence=self.runtime.fence)
                 self.elector.start()
             else:
                 self._start_controllers()
@@ -214,6 +226,13 @@ class Manager:
         self._running.clear()
         log.info("manager %s stopping", self.identity)
         self._stop_controllers(self.core.shutdown_grace)
+        self.runtime.fence.close("the manager is stopping")
+        cut = deadline.cancel_all("shutdown")
+        if cut:
+            log.warning("cut off %d remote calls still running after the %.1f s grace", cut,
+                        self.core.shutdown_grace)
+        for controller in self.controllers.values():
+            controller.join(CANCEL_WAIT)
         if self.shard is not None:
             self.shard.stop(release=True)
         if self.elector is not None:
@@ -250,7 +269,7 @@ class Manager:
             self.runtime.hub, self.runtime.namespace, self.identity, sharded,
             lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
             retry_period=self.core.retry_period, handover_delay=self.core.shard_handover_delay,
-            metrics=ShardMetrics(self.runtime.metrics), on_lost=self._leadership_lost)
+            metrics=ShardMetrics(self.runtime.metrics), on_lost=self._leadership_lost, fence=self.runtime.fence)
         for controller in sharded.values():
             controller.gate = self.shard.gate
         self.shard.start()
@@ -270,7 +289,23 @@ class Manager:
         for controller in self.controllers.values():
             controller.shutdown(max(deadline - time.monotonic(), 0.0))
 
+    def _resync_requested(self, reason: str) -> None:
+        if not self.running:
+            return
+        queued = self.resync()
+        log.warning("%s: queued all %d objects again", reason, queued)
+
+    def _identify(self) -> None:
+        """Name this replica in the User-Agent of its hub calls (audit logs, the emulator's write log)."""
+        try:
+            self.runtime.hub.api_client.user_agent = f"clusterpulse/{self.identity}"
+        except AttributeError:
+            pass
+        if self.runtime.events is not None:
+            self.runtime.events.instance = self.identity
+
     def _leadership_lost(self) -> None:
+        # The elector closed the write fence already; stop handing out work, then stop.
         for controller in self.controllers.values():
             controller.queue.shutdown()
         self.request_stop(EXIT_LEADERSHIP_LOST)

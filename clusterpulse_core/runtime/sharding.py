@@ -46,6 +46,7 @@ import attrs
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from clusterpulse_core import serde
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import ConflictError, KubeClient, NotFoundError
 from clusterpulse_core.model.time import utcnow
@@ -150,7 +151,8 @@ class ShardMember:
 
     ``controllers`` are the sharded kinds' controllers (keyed by kind); their queues receive
     the objects this member gains, and their in-flight items are waited for on a handover.
-    ``on_lost`` runs once if the member Lease could not be renewed for ``renew_deadline``.
+    ``on_lost`` runs once if the member Lease could not be renewed for ``renew_deadline``,
+    after ``fence`` (the runtime's write fence) was closed.
     """
 
     def __init__(
@@ -166,6 +168,7 @@ class ShardMember:
         handover_delay: float = 30.0,
         metrics: ShardMetrics | None = None,
         on_lost: Callable[[], None] = lambda: None,
+        fence: Fence | None = None,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = utcnow,
     ) -> None:
@@ -184,6 +187,7 @@ class ShardMember:
         self.handover_delay = handover_delay
         self.metrics = metrics or ShardMetrics()
         self._on_lost = on_lost
+        self.fence = fence
         self._clock = clock
         self._now = now
         self._lock = threading.Lock()
@@ -444,6 +448,8 @@ class ShardMember:
             log.warning("sharding: releasing lease %s failed: %s", self.name, exc)
 
     def _lose(self) -> None:
+        if self.fence is not None:  # before anything else: no write may follow a lost member Lease
+            self.fence.close(f"shard member Lease {self.name} lost")
         with self._lock:
             self._lost = True
             self._held.clear()

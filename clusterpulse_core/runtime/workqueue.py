@@ -124,6 +124,10 @@ class WorkQueue(Generic[T]):
         self._seq = itertools.count()
         self._shutting_down = False
         self._drain = False
+        if metrics is not None:
+            # Scraped live: delayed items whose time has come count as soon as they are due, not
+            # only once a free worker promotes them.
+            metrics.depth.labels(name=name).set_function(self.due)
 
     # ------------------------------------------------------------------ adding
 
@@ -245,6 +249,12 @@ class WorkQueue(Generic[T]):
         """Whether a worker is processing ``item`` right now."""
         with self._cond:
             return item in self._processing
+
+    def due(self) -> int:
+        """Items that could be processed now: queued, plus delayed ones whose time has come."""
+        with self._cond:
+            now = self._clock()
+            return len(self._queue) + sum(1 for ready_at in self._waiting.values() if ready_at <= now)
 
     @property
     def delayed(self) -> int:

@@ -26,6 +26,7 @@ import json
 import pathlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType, TracebackType
 from typing import Any, Self, TypeVar
@@ -34,11 +35,11 @@ import aiohttp.web
 import kubernetes.client
 import yaml
 
-from .kube_api_http import DEFAULT_VERSION, Backend, Controls, KubeAPIHandler, builtin_resource_types
+from .kube_api_http import DEFAULT_VERSION, Backend, Controls, KubeAPIHandler, WriteRecord, builtin_resource_types
 from .kube_api_store import CRD_GROUP, ObjectStore
 from .kube_api_util import ApiError
 
-__all__ = ["ApiError", "KubeAPI", "serve"]
+__all__ = ["ApiError", "KubeAPI", "SeedError", "seed_checked", "serve"]
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -86,6 +87,8 @@ class KubeAPI:
     ``port=0`` picks a free port; :meth:`restart` keeps it. ``require_token`` makes every request
     without ``Authorization: Bearer <token>`` fail with 401. ``version`` overrides fields of
     ``/version``. ``history_limit`` bounds the watch history (older versions get 410 Gone).
+    ``first_resource_version`` (default: milliseconds since the epoch) is where the
+    resourceVersion counter starts, so serving the same data again later never goes back.
 
     The test helpers (:meth:`create`, :meth:`get`, ...) work whether or not the server runs; while it
     runs they execute on its loop thread, so they emit watch events exactly like HTTP writes.
@@ -99,9 +102,14 @@ class KubeAPI:
         require_token: str | None = None,
         history_limit: int = 50_000,
         request_log_limit: int = 10_000,
+        first_resource_version: int | None = None,
     ) -> None:
         self._port = port
-        self._store = ObjectStore(builtin_resource_types(), history_limit=history_limit)
+        if first_resource_version is None:
+            # Milliseconds since the epoch: a later start of the same data never goes backwards.
+            first_resource_version = int(time.time() * 1000)
+        self._store = ObjectStore(builtin_resource_types(), history_limit=history_limit,
+                                  first_resource_version=first_resource_version)
         self._controls = Controls(require_token=require_token, request_log_limit=request_log_limit,
                                   version=_version_info(version or {}))
         self._lifecycle = threading.RLock()
@@ -272,6 +280,11 @@ class KubeAPI:
         """The served requests as (method, path, query), oldest first (bounded)."""
         return self._controls.requests()
 
+    @property
+    def writes(self) -> builtins.list[WriteRecord]:
+        """Every write request (POST/PUT/PATCH/DELETE) with the writer's User-Agent, oldest first."""
+        return self._controls.writes()
+
     def clear_requests(self) -> None:
         """Forget the request log."""
         self._controls.clear_log()
@@ -359,6 +372,18 @@ class KubeAPI:
         resource_type = self._store.resolve(str(body.get("apiVersion", "")), str(body.get("kind", "")))
         return self._store.create(resource_type, body)
 
+    def serves(self, api_version: str, kind_or_plural: str) -> bool:
+        """Whether objects of this apiVersion and kind (or plural) can be created."""
+
+        def run() -> bool:
+            try:
+                self._store.resolve(api_version, kind_or_plural)
+            except ApiError:
+                return False
+            return True
+
+        return self._call(run)
+
     def get(
         self, api_version: str, kind_or_plural: str, name: str, namespace: str | None = None
     ) -> Obj | None:
@@ -417,11 +442,82 @@ class KubeAPI:
         return copy.deepcopy(self._call(run))
 
 
-def serve(objects_dir: str | None, port: int, kubeconfig: str | None) -> None:
-    """Run one emulator until SIGINT/SIGTERM: seed it, write the kubeconfig, print the URL first."""
+class SeedError(Exception):
+    """Objects given to ``clusterpulse testing kube-api`` cannot be seeded; one line naming the file and fix."""
+
+
+def _sourced_objects(objects: str) -> builtins.list[tuple[str, Obj]]:
+    """(file name, object) for every object of the folder ``objects``, or of stdin for ``-``."""
+    if objects == "-":
+        import sys
+
+        text = sys.stdin.read()
+        try:
+            docs = [json.loads(text)] if text.lstrip().startswith(("{", "[")) else builtins.list(
+                yaml.safe_load_all(text))
+        except (ValueError, yaml.YAMLError) as exc:
+            raise SeedError(f"<stdin>: neither JSON nor YAML: {exc}") from exc
+        found: builtins.list[tuple[str, Obj]] = []
+        for doc in docs:
+            if isinstance(doc, dict) and isinstance(doc.get("items"), builtins.list):
+                found += [("<stdin>", item) for item in doc["items"] if item]
+            elif doc:
+                if not isinstance(doc, dict):
+                    raise SeedError(f"<stdin>: expected an object, got {type(doc).__name__}")
+                found.append(("<stdin>", doc))
+        return found
+    root = pathlib.Path(objects)
+    if not root.is_dir():
+        raise SeedError(f"{objects}: not a folder (give a folder of YAML/JSON files, or '-' for stdin)")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in OBJECT_SUFFIXES)
+    sourced: builtins.list[tuple[str, Obj]] = []
+    for file in files:
+        try:
+            sourced += [(str(file), obj) for obj in _documents(file)]
+        except (ValueError, yaml.YAMLError) as exc:
+            raise SeedError(f"{file}: cannot be read: {exc}".splitlines()[0]) from exc
+    return sourced
+
+
+def seed_checked(api: KubeAPI, sourced: Iterable[tuple[str, Obj]], crds: Iterable[Mapping[str, Any]] = ()) -> int:
+    """Create ``crds``, the CRDs among the objects, then the rest; a kind without a CRD is a :class:`SeedError`.
+
+    Returns the number of objects created.
+    """
+    sourced = builtins.list(sourced)
+    for source, obj in sourced:
+        meta = obj.get("metadata")
+        if not obj.get("apiVersion") or not obj.get("kind") or not isinstance(meta, dict) or not meta.get("name"):
+            raise SeedError(f"{source}: every object needs apiVersion, kind and metadata.name "
+                            f"(got kind {obj.get('kind')!r}, name {(meta or {}).get('name')!r})")
+    definitions = [dict(c) for c in crds] + [o for _, o in sourced if o.get("kind") == "CustomResourceDefinition"]
+    rest = [(s, o) for s, o in sourced if o.get("kind") != "CustomResourceDefinition"]
+    try:
+        api.seed(definitions)
+    except ApiError as exc:
+        raise SeedError(f"a CustomResourceDefinition was refused: {exc}") from exc
+    for source, obj in rest:
+        if not api.serves(str(obj["apiVersion"]), str(obj["kind"])):
+            raise SeedError(
+                f"{source}: kind {obj['kind']} ({obj['apiVersion']}) has no CustomResourceDefinition: "
+                "add the CRD to the objects, or pass --crds to create the CRDs of the enabled plugins' kinds")
+    try:
+        api.seed([o for _, o in rest])
+    except ApiError as exc:
+        raise SeedError(f"seeding failed: {exc}") from exc
+    return len(definitions) + len(rest)
+
+
+def serve(objects_dir: str | None, port: int, kubeconfig: str | None,
+          crds: Iterable[Mapping[str, Any]] = ()) -> None:
+    """Run one emulator until SIGINT/SIGTERM: seed it, write the kubeconfig, print the URL first.
+
+    ``objects_dir`` is a folder of YAML/JSON files or ``-`` (stdin); ``crds`` are created
+    first. Objects that cannot be seeded raise :class:`SeedError` before anything is served.
+    """
     api = KubeAPI(port=port)
-    if objects_dir:
-        api.load_dir(objects_dir)
+    sourced = _sourced_objects(objects_dir) if objects_dir else []
+    seed_checked(api, sourced, crds)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

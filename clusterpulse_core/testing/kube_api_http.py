@@ -14,6 +14,7 @@ import asyncio
 import functools
 import re
 import threading
+import time
 import warnings
 from collections import deque
 from dataclasses import dataclass, field
@@ -111,6 +112,16 @@ class _Failure:
     method: str | None
 
 
+@dataclass(frozen=True)
+class WriteRecord:
+    """One write request (not GET) as served: wall time, method, path, the writer's User-Agent, status."""
+
+    time: float
+    method: str
+    path: str
+    user_agent: str
+
+
 @dataclass
 class Controls:
     """Test knobs read by the HTTP layer and set from the test thread: auth, faults, request log."""
@@ -122,6 +133,7 @@ class Controls:
     _failures: list[_Failure] = field(default_factory=list)
     _delays: list[tuple[re.Pattern[str], float]] = field(default_factory=list)
     _log: deque[tuple[str, str, dict[str, str]]] = field(default_factory=deque)
+    _writes: deque[WriteRecord] = field(default_factory=deque)
 
     def add_failure(self, path_regex: str, status: int, times: int | None, method: str | None) -> None:
         """Fail matching requests with ``status`` (``times`` times, or until cleared)."""
@@ -166,6 +178,18 @@ class Controls:
             self._log.append((method, path, query))
             while len(self._log) > self.request_log_limit:
                 self._log.popleft()
+
+    def log_write(self, record: WriteRecord) -> None:
+        """Remember a write request with the writer's identity (bounded)."""
+        with self._lock:
+            self._writes.append(record)
+            while len(self._writes) > self.request_log_limit:
+                self._writes.popleft()
+
+    def writes(self) -> list[WriteRecord]:
+        """A copy of the write log, oldest first."""
+        with self._lock:
+            return list(self._writes)
 
     def requests(self) -> list[tuple[str, str, dict[str, str]]]:
         """A copy of the request log, oldest first."""
@@ -254,6 +278,8 @@ class Backend:
         method, path = request.method.upper(), request.path
         query = dict(request.query)
         self.controls.log(method, path, query)
+        if method not in ("GET", "HEAD", "OPTIONS"):
+            self.controls.log_write(WriteRecord(time.time(), method, path, request.headers.get("User-Agent", "")))
         bare = path.rstrip("/") or "/"
         if bare in HEALTH_PATHS:
             return aiohttp.web.Response(text="ok")

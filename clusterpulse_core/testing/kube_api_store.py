@@ -25,6 +25,7 @@ from typing import Any
 
 from clusterpulse_core.openapi import apply_defaults
 
+from .kube_api_schema import validate as validate_schema
 from .kube_api_util import ApiError, ObjectPredicate, bad_request, now_rfc3339, spec_changed
 
 Obj = dict[str, Any]
@@ -51,7 +52,8 @@ class ResourceType:
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     from_crd: bool = False
-    #: The version's ``openAPIV3Schema`` (CRD-backed types only): its defaults apply on writes.
+    #: The version's ``openAPIV3Schema`` (CRD-backed types only): its defaults apply on writes,
+    #: then the object is validated against it (create and update).
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
@@ -172,14 +174,18 @@ def _random_suffix() -> str:
 class ObjectStore:
     """In-memory Kubernetes storage with one resourceVersion counter and a bounded event history."""
 
-    def __init__(self, resource_types: Iterable[ResourceType] = (), history_limit: int = 50_000) -> None:
+    def __init__(self, resource_types: Iterable[ResourceType] = (), history_limit: int = 50_000,
+                 first_resource_version: int = 0) -> None:
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         self._objects: dict[StoreKey, dict[ObjectKey, Obj]] = collections.defaultdict(dict)
         self._keys: dict[StoreKey, list[ObjectKey]] = collections.defaultdict(list)
-        self._rv = 0
+        # Like etcd's revision, the counter survives restarts of the same data: an emulator started
+        # later starts higher, so a client's remembered resourceVersion is never "from the future"
+        # by accident, and one really from the future gets 410 as from a real API server.
+        self._rv = max(0, first_resource_version)
         self._history: collections.deque[WatchEvent] = collections.deque()
         self._history_limit = max(1, history_limit)
-        self._horizon = 0  # every event with rv > horizon is still in the history
+        self._horizon = self._rv  # every event with rv > horizon is still in the history
         self._watchers: dict[StoreKey, set[Watcher]] = collections.defaultdict(set)
         for resource_type in resource_types:
             self.register(resource_type)
@@ -352,6 +358,7 @@ class ObjectStore:
         if resource_type.store_key == (CRD_GROUP, CRD_PLURAL):
             new = self._accept_crd(new)
         new = apply_schema_defaults(resource_type, new)
+        self._validate(resource_type, new)
         meta["resourceVersion"] = self._next_rv()  # only once nothing can fail: one rv, one event
         self._store(resource_type, key, new)
         self._emit("ADDED", resource_type, new, None)
@@ -385,7 +392,20 @@ class ObjectStore:
                 new["status"] = body["status"]
         else:
             new = self._replace_main(resource_type, old, body)
-        return self._commit(resource_type, old, apply_schema_defaults(resource_type, new))
+        new = apply_schema_defaults(resource_type, new)
+        self._validate(resource_type, new)
+        return self._commit(resource_type, old, new)
+
+    @staticmethod
+    def _validate(resource_type: ResourceType, obj: Obj) -> None:
+        """422 Invalid when a custom resource does not match its CRD's schema (as a real server)."""
+        if resource_type.schema is None:
+            return
+        errors = validate_schema(obj, resource_type.schema)
+        if errors:
+            name = (obj.get("metadata") or {}).get("name", "")
+            kind = f"{resource_type.kind}.{resource_type.group}"
+            raise ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {", ".join(errors)}')
 
     def _replace_main(self, resource_type: ResourceType, old: Obj, body: Mapping[str, Any]) -> Obj:
         old_meta = old["metadata"]
@@ -491,6 +511,8 @@ class ObjectStore:
                 raise bad_request(f"invalid resourceVersion: {since!r}") from None
             if rv < self._horizon:
                 raise ApiError(410, "Expired", f"too old resource version: {rv} ({self._horizon + 1})")
+            if rv > self._rv:
+                raise ApiError(410, "Expired", f"too large resource version: {rv}, current: {self._rv}")
             initial = [event for event in self._history_since(rv) if event.store_key == store_key]
         watcher = Watcher(store_key)
         self._watchers[store_key].add(watcher)

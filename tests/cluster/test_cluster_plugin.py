@@ -49,7 +49,8 @@ def test_cluster_connection_kind_matches_the_crd_spec() -> None:
     assert spec["properties"]["monitoring"]["properties"]["interval"]["format"] == "int32"
     assert spec["properties"]["labels"]["additionalProperties"] == {"type": "string"}
     status = kind.schema["properties"]["status"]["properties"]
-    assert set(status) == {"phase", "lastSyncTime", "health", "message", "nodes", "namespaces", "collectorStatus"}
+    assert set(status) == {"phase", "lastSyncTime", "health", "message", "nodes", "namespaces", "collectorStatus",
+                           "conditions"}  # conditions: issue 15
     assert status["lastSyncTime"]["format"] == "date-time"
     assert status["collectorStatus"]["required"] == ["connected"]
 

@@ -42,7 +42,29 @@ def test_good_file(tmp_path: Path) -> None:
 def test_defaults_without_file() -> None:
     raw = read_config(None, env={})
     assert raw.core.namespace == "clusterpulse"
-    assert raw.core.plugins == ("redis", "cluster", "registry", "metricsource")
+    assert raw.core.plugins is None  # not configured: the project's installed plugins (plan_plugins)
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    path = write(tmp_path, '[clusterpulse]\nlog_level = "verbose"\nmetrics_bind_address = "8080"\n'
+                           'queue_burst = 0\nnamespce = "x"\n')
+    with pytest.raises(ConfigError) as caught:
+        read_config(path, env={})
+    assert caught.value.errors == [
+        "clusterpulse.namespce: unknown key (expected one of: plugins, namespace, log_level, kubeconfig, "
+        "leader_elect, lease_duration, renew_deadline, retry_period, metrics_bind_address, "
+        "health_probe_bind_address, resync_period, watch_timeout, watch_silence_limit, queue_base_delay, "
+        "queue_max_delay, queue_qps, queue_burst, shutdown_grace, request_timeout, max_response_bytes, "
+        "reconcile_timeout, event_interval, cluster_max_in_flight, client_max_idle)",
+        "clusterpulse.log_level: expected one of debug, trace, info, warn, warning, error, got 'verbose'",
+        "clusterpulse.metrics_bind_address: bind address must look like ':8080' or 'HOST:PORT', got '8080'",
+        "clusterpulse.queue_burst: expected a value >= 1, got 0",
+    ]
+
+
+def test_log_level_from_the_environment_keeps_the_upstream_rule(tmp_path: Path) -> None:
+    raw = read_config(None, env={"LOG_LEVEL": "verbose"})
+    assert raw.core.log_level == "verbose"  # upstream: any other value means info
 
 
 def test_unknown_key_names_the_path(tmp_path: Path) -> None:

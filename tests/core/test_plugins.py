@@ -8,7 +8,7 @@ import pytest
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins
+from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins, plan_plugins
 
 
 def test_enabled_plugin_is_found_and_registered() -> None:
@@ -94,3 +94,36 @@ def test_kind_declared_twice_names_both_plugins() -> None:
     host = PluginHost([], extra={"one": Owner(), "two": Owner()})
     with pytest.raises(PluginError, match=r"'Widget' is declared by both plugin 'one' and plugin 'two'"):
         host.kinds  # noqa: B018
+
+
+def test_without_a_list_the_installed_project_plugins_are_enabled() -> None:
+    plan = plan_plugins(None, {}, installed=["cluster", "redis", "example", "vmwriter"])
+    assert plan.names == ("redis", "cluster", "vmwriter")  # project order; third-party only by name
+    assert dict(plan.skipped) == {
+        "registry": "not installed (pip install clusterpulse-registry)",
+        "metricsource": "not installed (pip install clusterpulse-metricsource)",
+        "alerts": "not installed (pip install clusterpulse-alerts)",
+        "ingester": "not installed (pip install clusterpulse-ingester)",
+    }
+    assert not plan.explicit
+
+
+def test_an_explicit_list_is_kept_and_an_upstream_variable_adds_its_plugin() -> None:
+    installed = ["redis", "vmwriter", "example"]
+    assert plan_plugins(["redis", "example"], {}, installed).names == ("redis", "example")
+    assert plan_plugins(["redis"], {"VM_ENABLED": "true"}, installed).names == ("redis", "vmwriter")
+    assert plan_plugins(["redis"], {"VM_ENABLED": "True"}, installed).names == ("redis",)  # upstream: case-sensitive
+    missing = plan_plugins(["redis"], {"VM_ENABLED": "1"}, ["redis"])
+    assert missing.names == ("redis",)
+    assert missing.skipped == (("vmwriter", "VM_ENABLED is set but the plugin is not installed "
+                                            "(pip install clusterpulse-vmwriter)"),)
+
+
+def test_a_tolerant_host_loads_what_it_can_and_names_the_rest() -> None:
+    host = PluginHost(["example", "example-broken", "nosuch", "example-misspelled"], tolerant=True)
+    assert host.order == ["example"]
+    assert host.failures["example-broken"].startswith(
+        "plugin 'example-broken' (clusterpulse_example.broken) failed to import: ModuleNotFoundError: ")
+    assert host.failures["nosuch"] == "plugin 'nosuch' is enabled but not installed (pip install clusterpulse-nosuch)"
+    assert host.failures["example-misspelled"].startswith("plugin 'example-misspelled': ")
+    assert "shout" in host.contributions.functions

@@ -321,6 +321,46 @@ def test_deletion_calls_the_forget_hook(hub: Any, run_widgets: Any) -> None:
     assert manager.informers["Widget"].get(NAMESPACE, "doomed") is None
 
 
+def test_a_deleted_object_is_forgotten_once_despite_pending_requeues(hub: Any, run_widgets: Any) -> None:
+    manager, plugin = run_widgets()
+    hub.create(widget("doomed"))
+    eventually(lambda: plugin.generations("doomed") == [1], "reconciled")
+    hub.delete(API_VERSION, "widgets", "doomed", NAMESPACE)
+    eventually(lambda: plugin.forgotten == ["doomed"], "forget called")
+    # A requeue left from before the deletion (requeue-after, a retry) comes due later.
+    manager.controllers["Widget"].queue.add(ObjectRef("Widget", NAMESPACE, "doomed"))
+    eventually(lambda: idle(manager), "the requeue processed")
+    assert plugin.forgotten == ["doomed"]
+    hub.create(widget("doomed"))
+    eventually(lambda: plugin.generations("doomed") == [1, 1], "the re-created widget reconciled")
+    hub.delete(API_VERSION, "widgets", "doomed", NAMESPACE)
+    eventually(lambda: plugin.forgotten == ["doomed", "doomed"], "the re-created widget forgotten")
+
+
+def test_readyz_reports_a_worker_stuck_past_the_reconcile_deadline(hub: Any, managers: list[Manager]) -> None:
+    release = threading.Event()
+
+    def hang(_attempt: int, _obj: Mapping[str, Any]) -> None:
+        release.wait(WAIT)
+        return None
+
+    plugin = WidgetPlugin({"stuck": hang})
+    manager = make_manager(hub.api_client(), {"widgets": plugin}, health_probe_bind_address="127.0.0.1:0",
+                           reconcile_timeout=0.2)
+    managers.append(manager)
+    manager.start()
+    assert manager.wait_synced(WAIT)
+    hub.create(widget("stuck"))
+    try:
+        eventually(lambda: "busy with Widget" in http_get(manager.health_port, "/readyz")[1],
+                   "/readyz to report the stuck worker")
+        status, body = http_get(manager.health_port, "/readyz")
+        assert status == 503 and "stuck" in body and "deadline 0.2s" in body
+    finally:
+        release.set()
+    eventually(lambda: http_get(manager.health_port, "/readyz") == (200, "ok"), "ready again")
+
+
 def test_a_deletion_timestamp_calls_forget_instead_of_reconcile(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets()
     hub.create(widget("held", finalizers=["test.clusterpulse.io/hold"]))

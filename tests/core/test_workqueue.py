@@ -288,3 +288,17 @@ def test_metrics_count_adds_retries_and_depth(clock: FakeClock) -> None:
     clock.advance(1.0)
     assert queue.get(0) == "b"
     assert sample("workqueue_adds_total") == 3
+
+
+def test_depth_counts_delayed_items_once_they_are_due(clock: FakeClock) -> None:
+    # With every worker busy nobody promotes due items; the gauge must still show them (issue 15).
+    registry = CollectorRegistry()
+    queue: WorkQueue[str] = WorkQueue("widgets", clock=clock, metrics=QueueMetrics(registry))
+    queue.add_after("a", 30)
+    queue.add_after("b", 60)
+    assert registry.get_sample_value("workqueue_depth", {"name": "widgets"}) == 0
+    clock.advance(30)
+    assert registry.get_sample_value("workqueue_depth", {"name": "widgets"}) == 1
+    clock.advance(30)
+    assert registry.get_sample_value("workqueue_depth", {"name": "widgets"}) == 2
+    assert queue.due() == 2

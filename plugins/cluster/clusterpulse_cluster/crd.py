@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterpulse_core.kinds import PrinterColumn, ResourceKind
-from clusterpulse_core.openapi import DATE_TIME, INT32, STRING, resource_schema, secret_ref
+from clusterpulse_core.openapi import CONDITIONS, DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
 GROUP = "clusterpulse.io"
 VERSION = "v1alpha1"
@@ -65,6 +65,7 @@ _STATUS: dict[str, Any] = {
         "nodes": {"type": "integer"},
         "namespaces": {"type": "integer"},
         "collectorStatus": _COLLECTOR_STATUS,
+        "conditions": dict(CONDITIONS),
     },
 }
 

@@ -15,7 +15,7 @@ from datetime import datetime
 
 import attrs
 
-from clusterpulse_cluster.nodes import PodTally, node_metrics, tally_pods
+from clusterpulse_cluster.nodes import MAX_ANNOTATION_BYTES, PodTally, node_metrics, tally_pods
 from clusterpulse_cluster.wire_types import (
     NodeDoc,
     namespace_list_decoder,
@@ -114,13 +114,15 @@ class InventoryCollector:
 
     page_size: int
     clock: Callable[[], datetime]
+    max_annotation_bytes: int = MAX_ANNOTATION_BYTES
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
         """List nodes and pods (failure fails the reconcile), then namespaces and object counts."""
         docs = list_nodes(target, self.page_size)
         tallies = tally_cluster_pods(target, self.page_size)
         now = self.clock()
-        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name) if doc.metadata.name else None, now)
+        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name) if doc.metadata.name else None, now,
+                                   self.max_annotation_bytes)
                       for doc in docs)
         pods = pod_phases(tallies)
         del docs, tallies

@@ -93,8 +93,28 @@ def node_roles(labels: Mapping[str, str] | None) -> tuple[str, ...]:
     return tuple(sorted(key[len(ROLE_PREFIX):] for key in labels or () if key.startswith(ROLE_PREFIX)))
 
 
-def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMetrics:
-    """Every NodeMetrics field of one node, with the requests of the pods bound to it."""
+#: Default limit of one stored annotation value, bytes (UTF-8).
+MAX_ANNOTATION_BYTES = 8192
+TRUNCATED = "...[truncated]"
+
+
+def bounded_annotations(annotations: Mapping[str, str] | None, limit: int) -> dict[str, str]:
+    """The annotations with every value longer than ``limit`` bytes cut to it (and marked)."""
+    out: dict[str, str] = {}
+    for key, value in (annotations or {}).items():
+        if len(value) > limit // 4 and len(encoded := value.encode()) > limit:
+            value = encoded[:limit].decode(errors="ignore") + TRUNCATED
+        out[key] = value
+    return out
+
+
+def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime,
+                 max_annotation_bytes: int = MAX_ANNOTATION_BYTES) -> NodeMetrics:
+    """Every NodeMetrics field of one node, with the requests of the pods bound to it.
+
+    Annotation values longer than ``max_annotation_bytes`` are truncated: a cluster is not
+    trusted to keep them small, and they are copied into every stored sample.
+    """
     tally = tally or PodTally()
     meta, spec, status = node.metadata, node.spec, node.status
     conditions = status.conditions or []
@@ -136,7 +156,7 @@ def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime) -> NodeMe
         kubelet_version=info.kubelet_version if info else "",
         architecture=info.architecture if info else "",
         labels=dict(meta.labels or {}),
-        annotations=dict(meta.annotations or {}),
+        annotations=bounded_annotations(meta.annotations, max_annotation_bytes),
         taints=tuple(Taint(t.key, t.value, t.effect) for t in spec.taints or ()),
         internal_ip=addresses.get("InternalIP", ""),
         external_ip=addresses.get("ExternalIP", ""),

@@ -133,5 +133,5 @@ class OperatorsCollector:
         if isinstance(last, datetime) and (now - last).total_seconds() < self.scan_interval:
             return []
         operators = list_operators(target)
-        target.state[LAST_SCAN_KEY] = now
+        target.after_store.append(lambda: target.state.__setitem__(LAST_SCAN_KEY, now))
         return [OperatorsPiece(target.name, tuple(operators))] if operators else []

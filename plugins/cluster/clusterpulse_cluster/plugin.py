@@ -63,7 +63,8 @@ class ClusterPlugin:
     def clusterpulse_collectors(self) -> Sequence[Collector]:
         """Nodes (critical), cluster info, OLM operators, OpenShift ClusterOperators and resource lists."""
         return [
-            Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now), critical=True),
+            Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now,
+                                                        self.settings.max_annotation_bytes), critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
             Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now)),
             Collector("cluster_operators", ClusterOperatorsCollector()),

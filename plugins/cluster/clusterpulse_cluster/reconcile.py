@@ -20,11 +20,14 @@ from clusterpulse_cluster.spec import (
     reconcile_interval,
     validate_spec,
 )
+from clusterpulse_core import deadline
+from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
-from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
+from clusterpulse_core.kube.pool import ClusterBusyError
 from clusterpulse_core.model import ClusterStatusRecord, Health
 from clusterpulse_core.pieces import (
     ClusterDeletion,
@@ -50,6 +53,15 @@ NODES_COLLECTOR = "nodes"
 _PIECE_ORDER: tuple[type[Piece], ...] = (
     NodesPiece, ClusterMetricsPiece, NamespacesPiece, ClusterInfoPiece, OperatorsPiece, ClusterOperatorsPiece,
 )
+
+
+def _generation(obj: Mapping[str, Any]) -> int:
+    generation = (obj.get("metadata") or {}).get("generation")
+    return generation if isinstance(generation, int) else 0
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 class ReconcileFailure(Exception):
@@ -111,9 +123,9 @@ class ClusterReconciler:
             interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
             self._store_spec(ctx, name, spec)
             validate_spec(spec)
-            pieces = self._collect(ctx, name, namespace, spec, collectors)
+            pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
         except (InvalidSpecError, ReconcileFailure) as exc:
-            return self._fail(ctx, name, current, interval, str(exc))
+            return self._fail(ctx, name, current, interval, str(exc), obj)
         now = self.clock()
         nodes = next((p for p in pieces if isinstance(p, NodesPiece)), None)
         namespaces = next((p for p in pieces if isinstance(p, NamespacesPiece)), None)
@@ -123,8 +135,16 @@ class ClusterReconciler:
             EventPiece("cluster.reconciled", name,
                        {"health": Health.HEALTHY.value, "display_name": spec.display_name}, timestamp=now),
         )
+        for stored in target.after_store:
+            stored()
         self._patch_status(ctx, current, connection_status.connected(
-            now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0))
+            now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0,
+            _generation(obj), current))
+        previous_phase = current.get("phase")
+        if previous_phase != connection_status.PHASE_CONNECTED:
+            recovered = previous_phase == connection_status.PHASE_ERROR
+            ctx.event("Recovered" if recovered else "Connected",
+                      f"cluster {name} is reachable" + (" again" if recovered else ""), uid=_uid(obj))
         return ReconcileResult(requeue_after=interval)
 
     def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
@@ -136,8 +156,23 @@ class ClusterReconciler:
         except StoreError as exc:
             ctx.log.warning("storing the spec failed: %s", exc)
 
+    def _collect_within_deadline(self, ctx: ReconcileContext, name: str, namespace: str,
+                                 spec: ClusterConnectionSpec,
+                                 collectors: Sequence[Collector]) -> tuple[list[Piece], ClusterTarget]:
+        """Collect under the reconcile deadline (``monitoring.timeout``, else ``collect_timeout``).
+
+        Every call to the cluster stops at the deadline, and at most ``cluster_max_in_flight``
+        reconciles (of any kind) use the cluster at once.
+        """
+        seconds = spec.monitoring.timeout if spec.monitoring.timeout > 0 else self.settings.collect_timeout
+        try:
+            with deadline.within(seconds), ctx.runtime.pool.in_flight(name):
+                return self._collect(ctx, name, namespace, spec, collectors)
+        except ClusterBusyError as exc:
+            raise ReconcileFailure(str(exc)) from exc
+
     def _collect(self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec,
-                 collectors: Sequence[Collector]) -> list[Piece]:
+                 collectors: Sequence[Collector]) -> tuple[list[Piece], ClusterTarget]:
         if spec.is_push:
             ctx.log.debug("push mode without a connected agent: collecting by pull (DECISIONS C3)")
         client = self._client(ctx, name, namespace, spec)
@@ -152,14 +187,14 @@ class ClusterReconciler:
         except CriticalCollectorError as exc:
             what = "node metrics" if exc.collector == NODES_COLLECTOR else exc.collector
             raise ReconcileFailure(f"failed to get {what}: {exc}") from exc
-        return list(report.pieces)
+        return list(report.pieces), target
 
     def _client(self, ctx: ReconcileContext, name: str, namespace: str,
                 spec: ClusterConnectionSpec) -> KubeClient:
         secret_namespace = spec.credentials_ref.namespace or namespace
         try:
             credentials = cluster_credentials(ctx.hub, api_url(spec.endpoint), secret_namespace,
-                                              spec.credentials_ref.name)
+                                              spec.credentials_ref.name, ctx.runtime.secrets)
             return ctx.runtime.pool.get(name, credentials)
         except CredentialsError as exc:
             raise ReconcileFailure(f"failed to get cluster client: {exc}") from exc
@@ -167,17 +202,30 @@ class ClusterReconciler:
             raise ReconcileFailure(f"failed to get cluster client: {type(exc).__name__}: {exc}") from exc
 
     def _fail(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], interval: int,
-              message: str) -> ReconcileResult:
+              message: str, obj: Mapping[str, Any]) -> ReconcileResult:
         ctx.log.warning("reconcile failed: %s", message)
-        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, self.clock())))
-        self._patch_status(ctx, current, connection_status.failed(message))
+        now = self.clock()
+        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, now)))
+        reason = "CircuitOpen" if CircuitOpenError.MESSAGE in message else "ConnectionFailed"
+        self._patch_status(ctx, current, connection_status.failed(message, now, _generation(obj), current, reason))
+        if current.get("phase") != connection_status.PHASE_ERROR or current.get("message") != message:
+            ctx.event(reason, message, warning=True, uid=_uid(obj))
         return ReconcileResult(requeue_after=error_requeue_seconds(interval), error=message)
 
     @staticmethod
     def _patch_status(ctx: ReconcileContext, current: Mapping[str, Any],
                       desired: connection_status.ConnectionStatus) -> None:
-        if desired.differs_from(current):
+        """Patch when something changed, and after every successful sync (``lastSyncTime`` moves).
+
+        A hub that cannot take the patch does not fail the reconcile: the cluster's state is
+        stored, and the next reconcile patches again.
+        """
+        if desired.last_sync_time is None and not desired.differs_from(current):
+            return
+        try:
             ctx.patch_status(desired.patch())
+        except KubeApiError as exc:
+            ctx.log.warning("status patch failed (the hub is unreachable?): %s", exc)
 
     # ------------------------------------------------------------------ deletion
 

@@ -18,6 +18,10 @@ class ClusterSettings:
     connect_timeout: int = setting(
         10, env="CONNECT_TIMEOUT", minimum=5, help="default connection-test timeout, seconds")
     page_size: int = setting(500, minimum=1, help="items per page when listing nodes and pods")
+    max_annotation_bytes: int = setting(
+        8192, minimum=64, help="longest stored node annotation value, bytes (longer ones are truncated)")
+    collect_timeout: int = setting(
+        60, minimum=5, help="deadline of one reconcile when spec.monitoring.timeout is unset, seconds")
     # Resource collection (DECISIONS R3): the upstream names, defaults and minimums.
     resource_collection_enabled: bool = setting(
         True, env="RESOURCE_COLLECTION_ENABLED",

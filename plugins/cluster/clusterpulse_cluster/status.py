@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from clusterpulse_core.model import Health
+from clusterpulse_core.model.condition import Condition, ready_condition
 from clusterpulse_core.serde import unstructure, wire
 
 PHASE_CONNECTED = "Connected"
@@ -16,7 +17,7 @@ PHASE_ERROR = "Error"
 REACHABLE = "Cluster is reachable"
 
 
-@wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces"))
+@wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
 @attrs.frozen
 class ConnectionStatus:
     """The status fields a pull reconcile owns (crds.md §1.3); ``collectorStatus`` is left alone."""
@@ -27,6 +28,7 @@ class ConnectionStatus:
     last_sync_time: datetime | None = None
     nodes: int | None = None
     namespaces: int | None = None
+    conditions: tuple[Condition, ...] = ()
 
     def differs_from(self, current: Mapping[str, Any]) -> bool:
         """Whether writing this status would change anything but ``lastSyncTime``."""
@@ -38,11 +40,21 @@ class ConnectionStatus:
         return {key: value for key, value in unstructure(self).items() if value is not None}
 
 
-def connected(now: datetime, nodes: int, namespaces: int) -> ConnectionStatus:
-    """Status after a successful pull collection."""
-    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, REACHABLE, now, nodes, namespaces)
+def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
+              previous: Mapping[str, Any] | None = None) -> ConnectionStatus:
+    """Status after a successful pull collection, with ``Ready=True``."""
+    ready = ready_condition(True, PHASE_CONNECTED, REACHABLE, generation, now, _conditions(previous))
+    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, REACHABLE, now, nodes, namespaces, (ready,))
 
 
-def failed(message: str) -> ConnectionStatus:
-    """Status after a failed reconcile (DECISIONS C1)."""
-    return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message)
+def failed(message: str, now: datetime | None = None, generation: int = 0,
+           previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed") -> ConnectionStatus:
+    """Status after a failed reconcile (DECISIONS C1), with ``Ready=False`` when ``now`` is given."""
+    conditions = () if now is None else (
+        ready_condition(False, reason, message, generation, now, _conditions(previous)),)
+    return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message, conditions=conditions)
+
+
+def _conditions(status: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    found = (status or {}).get("conditions")
+    return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []

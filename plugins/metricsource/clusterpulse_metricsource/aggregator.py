@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 from clusterpulse_metricsource.catalog import AggregationFunction, Catalog, FilterPredicate
 from clusterpulse_metricsource.compiled import CompiledAggregation, CompiledFilter
+from clusterpulse_metricsource.failures import FailureTally
 from clusterpulse_metricsource.textform import scalar_text
 
 UNKNOWN_GROUP = "_unknown_"
@@ -59,17 +60,20 @@ class AggregationPlan:
         predicate = catalog.filter_operators.get(spec.filter.operator) if spec.filter else None
         return cls(spec, catalog.aggregations.get(spec.function), predicate)
 
-    def run(self, records: Sequence[Values]) -> Any:
-        """The result over ``records``: one value, or a map group -> value with ``groupBy``."""
+    def run(self, records: Sequence[Values], tally: FailureTally | None = None) -> Any:
+        """The result over ``records``: one value, or a map group -> value with ``groupBy``.
+
+        A function that raises gives ``None`` for that value; the failure goes to ``tally``.
+        """
         matched = [v for v in records if passes(v, self.spec.filter, self.predicate)]
         if not self.spec.group_by:
-            return self._apply(matched)
+            return self._apply(matched, tally)
         groups: dict[str, list[Values]] = {}
         for values in matched:
             groups.setdefault(group_key(values.get(self.spec.group_by)), []).append(values)
-        return {key: self._apply(members) for key, members in groups.items()}
+        return {key: self._apply(members, tally) for key, members in groups.items()}
 
-    def _apply(self, matched: Sequence[Values]) -> Any:
+    def _apply(self, matched: Sequence[Values], tally: FailureTally | None = None) -> Any:
         if self.function is None:
             return None
         if self.function.needs_field:
@@ -79,10 +83,13 @@ class AggregationPlan:
             inputs = list(matched)
         try:
             return _finite(self.function.fn(inputs, self.spec))
-        except Exception:  # a failing (third-party) function gives no value rather than no results
+        except Exception as exc:  # a failing (third-party) function gives no value rather than no results
+            if tally is not None:
+                tally.add(f'aggregation "{self.spec.name}"', self.spec.function, exc)
             return None
 
 
-def aggregate(records: Sequence[Values], plans: Sequence[AggregationPlan]) -> dict[str, Any]:
+def aggregate(records: Sequence[Values], plans: Sequence[AggregationPlan],
+              tally: FailureTally | None = None) -> dict[str, Any]:
     """Aggregation name -> result (a later aggregation with the same name wins)."""
-    return {plan.spec.name: plan.run(records) for plan in plans}
+    return {plan.spec.name: plan.run(records, tally) for plan in plans}

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import click
@@ -24,8 +22,10 @@ import yaml
 from clusterpulse_metricsource.catalog import Catalog
 from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
 from clusterpulse_metricsource.errors import MetricSourceError
+from clusterpulse_metricsource.failures import FailureTally
 from clusterpulse_metricsource.program import Program
 
+from clusterpulse_core.cliutils import STDIN, fail, input_name, read_text, warn
 from clusterpulse_core.model import CollectedResource
 from clusterpulse_core.serde import dumps, unstructure
 
@@ -38,16 +38,25 @@ def make_metricsource_group(catalog: Callable[[], Catalog]) -> click.Group:
         """Work with MetricSource definitions offline."""
 
     @metricsource_group.command("eval")
-    @click.option("-f", "--file", "definition", required=True, type=click.Path(exists=True, dir_okay=False),
-                  help="the MetricSource YAML (or JSON)")
-    @click.option("--objects", required=True, type=click.Path(exists=True, dir_okay=False),
-                  help="a `kubectl get ... -o json` dump: a List or a single object")
+    @click.option("-f", "--file", "definition", required=True, metavar="FILE|-",
+                  help="the MetricSource YAML (or JSON); '-' = stdin")
+    @click.option("--objects", required=True, metavar="FILE|-",
+                  help="a `kubectl get ... -o json` dump: a List or a single object; '-' = stdin")
     @click.option("--table", is_flag=True, help="print a table instead of JSON")
     def eval_command(definition: str, objects: str, table: bool) -> None:
-        """Run a MetricSource over a dump and print the resources and aggregations as stored."""
+        """Run a MetricSource over a dump and print the resources and aggregations as stored.
+
+        A plugin function that raises leaves its value null and is reported on stderr as a
+        warning naming the field or aggregation and the function.
+        """
+        if definition == STDIN and objects == STDIN:
+            raise click.UsageError("-f and --objects cannot both be '-' (standard input)")
         program = compile_file(definition, catalog())
-        records = run(program, load_objects(objects))
-        aggregations = program.aggregate(records) if program.compiled.aggregations else {}
+        tally = FailureTally()
+        records = run(program, load_objects(objects), tally)
+        aggregations = program.aggregate(records, tally) if program.compiled.aggregations else {}
+        for failure in tally.failures():
+            warn(failure.describe())
         if table:
             click.echo(render_table(program, records, aggregations))
         else:
@@ -58,19 +67,18 @@ def make_metricsource_group(catalog: Callable[[], Catalog]) -> click.Group:
 
 
 def compile_file(path: str, catalog: Catalog) -> Program:
-    """Compile the MetricSource in file ``path``; an invalid one is reported at its YAML line, exit 1."""
-    text = Path(path).read_text()
+    """Compile the MetricSource in file ``path`` (``-`` = stdin); an invalid one is reported at its YAML line."""
+    text = read_text(path)
+    path = input_name(path)
     document = _metric_source_document(path, text)
     try:
         return compile_metric_source(document, catalog)
     except SpecError as exc:
         line = yaml_line(text, exc.field)
         where = f"{path}:{line}: " if line else f"{path}: "
-        click.echo(f"error: {where}{exc.located}", err=True)
-        sys.exit(1)
+        fail(f"{where}{exc.located}")
     except MetricSourceError as exc:
-        click.echo(f"error: {path}: {exc}", err=True)
-        sys.exit(1)
+        fail(f"{path}: {exc}")
 
 
 def _metric_source_document(path: str, text: str) -> dict[str, Any]:
@@ -85,12 +93,14 @@ def _metric_source_document(path: str, text: str) -> dict[str, Any]:
 
 
 def load_objects(path: str) -> list[Any]:
-    """The objects of a dump: the ``items`` of a List, or the single object."""
+    """The objects of a dump (``-`` = stdin): the ``items`` of a List, or the single object."""
+    text = read_text(path)
+    path = input_name(path)
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(text)
     except json.JSONDecodeError:
         try:
-            data = yaml.safe_load(Path(path).read_text())
+            data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise click.ClickException(f"{path}: neither JSON nor YAML: {exc}") from exc
     if isinstance(data, dict) and isinstance(data.get("items"), list):
@@ -102,9 +112,9 @@ def load_objects(path: str) -> list[Any]:
     raise click.ClickException(f"{path}: expected a List or an object")
 
 
-def run(program: Program, objects: Sequence[Any]) -> list[CollectedResource]:
+def run(program: Program, objects: Sequence[Any], tally: FailureTally | None = None) -> list[CollectedResource]:
     """Records of the objects the source's namespace patterns keep, capped at ``maxResources``."""
-    records = program.records(objects)
+    records = program.records(objects, tally)
     selector = program.namespace_filter
     if selector is not None and program.compiled.source.scope != "Cluster":
         records = [r for r in records if selector.keeps(r.namespace)]

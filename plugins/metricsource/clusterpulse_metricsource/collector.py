@@ -19,6 +19,7 @@ from clusterpulse_metricsource.compiled import CompiledSource
 from clusterpulse_metricsource.decoding import page_decoder
 from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import MetricSourceError
+from clusterpulse_metricsource.failures import FailureTally, FunctionFailure
 from clusterpulse_metricsource.namespaces import uses_cluster_wide_list
 from clusterpulse_metricsource.program import IDENTITY_STEPS, Program
 
@@ -33,6 +34,10 @@ NAMESPACE_PAGE_SIZE = 500
 
 class CollectionError(MetricSourceError):
     """A cluster collection failed as a whole (listing, namespace resolution, or the deadline)."""
+
+
+class UnknownKindError(CollectionError):
+    """The cluster's API discovery says the source kind does not exist there."""
 
 
 class DeadlineExceededError(CollectionError):
@@ -71,8 +76,10 @@ class ClusterResult:
 
     collection: CustomResourceCollection
     aggregations: AggregationResults | None = None
-    #: Per-namespace failures that did not stop the collection.
+    #: Per-namespace and function failures that did not stop the collection.
     errors: tuple[str, ...] = ()
+    #: The failures of plugin functions among ``errors``, with their function names.
+    function_failures: tuple[FunctionFailure, ...] = ()
 
 
 @attrs.frozen
@@ -100,19 +107,24 @@ class ClusterCollector:
         deadline = Deadline.after(settings.timeout_seconds)
         client = target.client
         source = compiled.source
+        served = self.discovery.serves(client, source.group, source.version, source.kind,
+                                       timeout=deadline.timeout(client))
+        if served is False:
+            raise UnknownKindError(f"kind {source.api_version}/{source.kind} does not exist on cluster {target.name}")
         resource = self._resource_name(client, source, deadline)
         errors: list[str] = []
+        tally = FailureTally()
         if source.scope == "Cluster":
             listed = self._wrap("failed to collect cluster-scoped resources",
                                 lambda: self._list(client, _path(source, resource), settings.max_resources,
-                                                   deadline))
+                                                   deadline, tally))
             records, truncated = listed.records, len(listed.records) >= settings.max_resources
         else:
             namespaces = source.namespaces
             if namespaces is None or uses_cluster_wide_list(namespaces.include, namespaces.exclude, True):
-                records, truncated = self._cluster_wide(client, source, resource, deadline)
+                records, truncated = self._cluster_wide(client, source, resource, deadline, tally)
             else:
-                records, truncated = self._per_namespace(client, source, resource, deadline, errors)
+                records, truncated = self._per_namespace(client, source, resource, deadline, errors, tally)
         collection = CustomResourceCollection(
             source_id=compiled.source_id,
             cluster_name=target.name,
@@ -122,16 +134,18 @@ class ClusterCollector:
             duration_ms=int((time.monotonic() - started) * 1000),
             resources=tuple(records),
         )
-        return ClusterResult(collection, self._aggregate(records), tuple(errors))
+        aggregations = self._aggregate(records, tally)
+        errors += [failure.describe() for failure in tally.failures()]
+        return ClusterResult(collection, aggregations, tuple(errors), tuple(tally.failures()))
 
     # ------------------------------------------------------------------ strategies
 
     def _cluster_wide(self, client: KubeClient, source: CompiledSource, resource: str,
-                      deadline: Deadline) -> tuple[list[CollectedResource], bool]:
+                      deadline: Deadline, tally: FailureTally | None = None) -> tuple[list[CollectedResource], bool]:
         """One cluster-wide list, capped, then post-filtered by namespace when a selector exists."""
         max_resources = self.program.compiled.collection.max_resources
         listed = self._wrap("failed to collect resources",
-                            lambda: self._list(client, _path(source, resource), max_resources, deadline))
+                            lambda: self._list(client, _path(source, resource), max_resources, deadline, tally))
         records = listed.records
         if source.namespaces is not None:
             keep = set(self._namespaces(client, deadline))
@@ -139,7 +153,8 @@ class ClusterCollector:
         return records, len(records) >= max_resources
 
     def _per_namespace(self, client: KubeClient, source: CompiledSource, resource: str,
-                       deadline: Deadline, errors: list[str]) -> tuple[list[CollectedResource], bool]:
+                       deadline: Deadline, errors: list[str],
+                       tally: FailureTally | None = None) -> tuple[list[CollectedResource], bool]:
         """One list per selected namespace, ``parallelism`` at a time, each capped by what is left."""
         settings = self.program.compiled.collection
         max_resources = settings.max_resources
@@ -167,7 +182,7 @@ class ClusterCollector:
                     truncated = True
                     break
                 cap = max_resources - len(records)
-                future = pool.submit(self._list, client, _path(source, resource, namespace), cap, deadline)
+                future = pool.submit(self._list, client, _path(source, resource, namespace), cap, deadline, tally)
                 running[future] = namespace
             while running:
                 done, _ = wait(running, timeout=deadline.remaining(), return_when=FIRST_COMPLETED)
@@ -181,18 +196,20 @@ class ClusterCollector:
             truncated = True
         return records, truncated
 
-    def records_of_page(self, body: bytes, limit: int | None = None) -> list[CollectedResource]:
+    def records_of_page(self, body: bytes, limit: int | None = None,
+                        tally: FailureTally | None = None) -> list[CollectedResource]:
         """The records of one raw list page (at most ``limit``), decoding only what the paths read."""
         with no_gc():
             items = self._decoder.decode(body).items or ()
             if limit is not None:
                 items = items[:limit]
             record = self.program.record
-            return [record(item) for item in items]
+            return [record(item, tally) for item in items]
 
     # ------------------------------------------------------------------ calls
 
-    def _list(self, client: KubeClient, path: str, cap: int, deadline: Deadline) -> _Listed:
+    def _list(self, client: KubeClient, path: str, cap: int, deadline: Deadline,
+              tally: FailureTally | None = None) -> _Listed:
         """Page through ``path`` until no ``continue`` token or ``cap`` records."""
         compiled = self.program.compiled
         records: list[CollectedResource] = []
@@ -203,7 +220,7 @@ class ClusterCollector:
                                   timeout=deadline.timeout(client), **query)
         try:
             for body in pages:
-                records.extend(self.records_of_page(body, cap - len(records)))
+                records.extend(self.records_of_page(body, cap - len(records), tally))
                 if len(records) >= cap:
                     return _Listed(records, True)
                 deadline.timeout(client)  # raises once the deadline has passed
@@ -246,11 +263,12 @@ class ClusterCollector:
         except (KubeApiError, CircuitOpenError, msgspec.DecodeError, CollectionError) as exc:
             raise CollectionError(f"{prefix}: {exc}") from exc
 
-    def _aggregate(self, records: list[CollectedResource]) -> AggregationResults | None:
+    def _aggregate(self, records: list[CollectedResource],
+                   tally: FailureTally | None = None) -> AggregationResults | None:
         if not self.program.compiled.aggregations:
             return None
         started = time.monotonic()
-        values = self.program.aggregate(records)
+        values = self.program.aggregate(records, tally)
         return AggregationResults(
             source_id=self.program.source_id,
             computed_at=utcnow(),

@@ -75,7 +75,13 @@ class CompiledFilter:
 @wire(case="camel", omit_empty=("field", "filter", "group_by", "percentile"))
 @attrs.frozen
 class CompiledAggregation:
-    """An aggregation (``percentile`` 0 when unset, and then omitted)."""
+    """An aggregation as compiled: the ``spec`` an aggregation function receives.
+
+    ``name`` is the result's name, ``field`` the aggregated field (``""`` for none),
+    ``function`` the registered function's name, ``filter`` the optional filter,
+    ``group_by`` the grouping field (``""`` for none) and ``percentile`` 0..100 (0 when
+    unset, and then omitted from the stored definition).
+    """
 
     name: str
     field: str = ""

@@ -8,7 +8,7 @@ import time
 import msgspec
 
 from clusterpulse_core.breaker import CircuitOpenError
-from clusterpulse_core.kube.client import KubeApiError, KubeClient
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
 
 #: How long a discovery answer is reused.
 CACHE_SECONDS = 300.0
@@ -40,6 +40,12 @@ class Discovery:
         kinds = self._kinds(client, group, version, timeout)
         return kinds.get(kind) if kinds is not None else None
 
+    def serves(self, client: KubeClient, group: str, version: str, kind: str,
+               timeout: float | None = None) -> bool | None:
+        """Whether the server serves ``kind`` in ``group/version``; None when discovery cannot tell."""
+        kinds = self._kinds(client, group, version, timeout)
+        return None if kinds is None else kind in kinds
+
     def _kinds(self, client: KubeClient, group: str, version: str,
                timeout: float | None) -> dict[str, str] | None:
         key = (client.host, group, version)
@@ -52,6 +58,8 @@ class Discovery:
         try:
             body = client.get_bytes(path, timeout=timeout)
             listing = _resource_list.decode(body)
+        except NotFoundError:
+            listing = _ResourceList(resources=[])  # the group/version is not served at all
         except (KubeApiError, CircuitOpenError, msgspec.DecodeError):
             return None
         kinds = {r.kind: r.name for r in listing.resources or () if "/" not in r.name and r.kind}

@@ -8,14 +8,16 @@ never holds back the results of the others.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import attrs
-from clusterpulse_metricsource.collector import ClusterCollector, ClusterResult
+from clusterpulse_metricsource.collector import ClusterCollector, ClusterResult, UnknownKindError
 
+from clusterpulse_core import deadline
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
@@ -45,6 +47,8 @@ class FleetOutcome:
 
     results: Mapping[str, ClusterResult]
     failures: Mapping[str, str]
+    #: Clusters whose API discovery says the source kind does not exist.
+    unknown_kind: tuple[str, ...] = ()
 
     @property
     def resources(self) -> int:
@@ -81,7 +85,8 @@ def connected_clusters(hub: KubeClient, namespace: str) -> list[ClusterRef]:
 
 
 def _target(runtime: Runtime, ref: ClusterRef) -> ClusterTarget:
-    credentials = cluster_credentials(runtime.hub, ref.endpoint, ref.secret_namespace, ref.secret_name)
+    credentials = cluster_credentials(runtime.hub, ref.endpoint, ref.secret_namespace, ref.secret_name,
+                                      runtime.secrets)
     return ClusterTarget(ref.name, ref.endpoint, runtime.pool.get(ref.name, credentials))
 
 
@@ -92,26 +97,32 @@ def collect_fleet(runtime: Runtime, collector: ClusterCollector, clusters: Seque
     timeout = collector.program.compiled.collection.timeout_seconds + DEADLINE_GRACE_SECONDS
 
     def run(ref: ClusterRef) -> ClusterResult:
-        return collector.collect(_target(runtime, ref))
+        # Every call to the cluster stops at the deadline: no thread outlives the source's timeout.
+        with deadline.within(timeout), runtime.pool.in_flight(ref.name):
+            return collector.collect(_target(runtime, ref))
 
     pool = ThreadPoolExecutor(max_workers=min(len(clusters), MAX_PARALLEL_CLUSTERS),
                               thread_name_prefix="metricsource-cluster")
     try:
-        futures = {pool.submit(run, ref): ref for ref in clusters}
+        futures = {pool.submit(contextvars.copy_context().run, run, ref): ref for ref in clusters}
         wait(futures, timeout=timeout)
         results: dict[str, ClusterResult] = {}
         failures: dict[str, str] = {}
+        unknown: list[str] = []
         for future, ref in futures.items():
             if not future.done():
                 failures[ref.name] = "context deadline exceeded"
                 continue
             try:
                 results[ref.name] = future.result()
+            except UnknownKindError as exc:
+                failures[ref.name] = str(exc)
+                unknown.append(ref.name)
             except Exception as exc:
                 failures[ref.name] = str(exc)
         for name, error in failures.items():
             log.warning("metricsource %s: cluster %s: %s", collector.program.source_id, name, error)
-        return FleetOutcome(results, failures)
+        return FleetOutcome(results, failures, tuple(sorted(unknown)))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 

@@ -12,8 +12,10 @@ from clusterpulse_metricsource.builtins.filters import register_builtin_filter_o
 from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.functions import register_builtin_functions
 from clusterpulse_metricsource.reconcile import MetricSourceReconciler
+from clusterpulse_metricsource.settings import MetricSourceSettings
 
 from clusterpulse_core import hookimpl
+from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.hookspecs import ExpressionCompiler, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
@@ -27,6 +29,16 @@ class MetricSourcePlugin:
 
     def __init__(self) -> None:
         self.reconciler = MetricSourceReconciler()
+
+    @hookimpl
+    def clusterpulse_settings_class(self) -> type:
+        """``[plugins.metricsource]`` is validated by :class:`MetricSourceSettings`."""
+        return MetricSourceSettings
+
+    @hookimpl
+    def clusterpulse_configure(self, config: Config, settings: MetricSourceSettings | None) -> None:
+        """Keep the source-kind policy."""
+        self.reconciler.settings = settings or MetricSourceSettings()
 
     @hookimpl
     def clusterpulse_register_functions(self, register: Register) -> None:

@@ -15,6 +15,7 @@ from clusterpulse_metricsource.aggregator import AggregationPlan, aggregate
 from clusterpulse_metricsource.compiled import CompiledMetricSource
 from clusterpulse_metricsource.expr import coerce_result
 from clusterpulse_metricsource.extractor import FieldExtractor, finite_or_none
+from clusterpulse_metricsource.failures import FailureTally, FunctionError
 from clusterpulse_metricsource.namespaces import NamespaceFilter
 from clusterpulse_metricsource.naming import resource_id
 from clusterpulse_metricsource.paths import NOT_FOUND, compile_steps, walk
@@ -36,11 +37,18 @@ class ComputedStep:
     expression: Any  # clusterpulse_metricsource.expr.CompiledExpression
     type: str
 
-    def evaluate(self, values: dict[str, Any]) -> Any:
-        """The coerced result, or ``None`` when evaluation fails (the resource is still kept)."""
+    def evaluate(self, values: dict[str, Any], tally: FailureTally | None = None) -> Any:
+        """The coerced result, or ``None`` when evaluation fails (the resource is still kept).
+
+        A failure is an error of a (plugin) function: it is tallied in ``tally`` when given.
+        """
         try:
             return finite_or_none(coerce_result(self.expression.evaluate(values), self.type))
-        except Exception:  # an evaluation error only empties this field (§4.9)
+        except Exception as exc:  # an evaluation error only empties this field (§4.9)
+            if tally is not None:
+                function = exc.function if isinstance(exc, FunctionError) else "expression"
+                tally.add(f'computed field "{self.name}"', function,
+                          exc.cause if isinstance(exc, FunctionError) else exc)
             return None
 
 
@@ -70,17 +78,17 @@ class Program:
         """``<namespace>/<name>`` of the MetricSource."""
         return self.compiled.source_id
 
-    def values(self, obj: Any) -> dict[str, Any]:
+    def values(self, obj: Any, tally: FailureTally | None = None) -> dict[str, Any]:
         """Every extracted and computed field of one object (keys in spec order, ``None`` = no value)."""
         values = {extractor.name: extractor.extract(obj) for extractor in self.extractors}
         if self.computed:
             for spec in self.compiled.computed:
                 values[spec.name] = None
             for step in self.computed:
-                values[step.name] = step.evaluate(values)
+                values[step.name] = step.evaluate(values, tally)
         return values
 
-    def record(self, obj: Any) -> CollectedResource:
+    def record(self, obj: Any, tally: FailureTally | None = None) -> CollectedResource:
         """One object as a stored resource: identity plus values."""
         name = _text(walk(obj, _NAME))
         namespace = _text(walk(obj, _NAMESPACE))
@@ -90,13 +98,13 @@ class Program:
             name=name,
             namespace=namespace,
             labels=_labels(labels) if labels is not NOT_FOUND else {},
-            values=self.values(obj),
+            values=self.values(obj, tally),
         )
 
-    def records(self, objects: Iterable[Any]) -> list[CollectedResource]:
+    def records(self, objects: Iterable[Any], tally: FailureTally | None = None) -> list[CollectedResource]:
         """Records of many objects, in order."""
-        return [self.record(obj) for obj in objects]
+        return [self.record(obj, tally) for obj in objects]
 
-    def aggregate(self, records: Sequence[CollectedResource]) -> dict[str, Any]:
-        """Aggregation name -> result over the records."""
-        return aggregate([r.values for r in records], self.aggregations)
+    def aggregate(self, records: Sequence[CollectedResource], tally: FailureTally | None = None) -> dict[str, Any]:
+        """Aggregation name -> result over the records (a function that raises gives ``None``, tallied)."""
+        return aggregate([r.values for r in records], self.aggregations, tally)

@@ -54,9 +54,14 @@ class FailedStatus:
 
 
 def collected_status(now: datetime, elapsed_seconds: float, resources: int, clusters: int, errors: int,
-                     generation: int) -> CollectedStatus:
-    """``Active`` status with the run's totals and a ``Ready=True`` condition."""
+                     generation: int, detail: str = "") -> CollectedStatus:
+    """``Active`` status with the run's totals and a ``Ready=True`` condition.
+
+    ``detail`` (the first plugin function failure, if any) is appended to the message.
+    """
     message = "Collection successful" if errors == 0 else f"Collected with {errors} errors"
+    if errors and detail:
+        message += f"; first: {detail}"
     ready = Condition("Ready", "True", "CollectionSuccessful",
                       f"Collected {resources} resources from {clusters} clusters", now, generation)
     return CollectedStatus("Active", now, duration_text(elapsed_seconds), resources, clusters, errors,

@@ -16,10 +16,13 @@ from clusterpulse_core.pieces import (
     MetricSourceClusterDeletion,
     MetricSourceDeletion,
     Piece,
+    RecordDeletion,
+    RecordPiece,
     RegistryDeletion,
 )
 from clusterpulse_core.serde import loads
 from clusterpulse_redis import keys
+from clusterpulse_redis.records import delete_record, write_record
 
 #: Keys deleted per pipeline (§12: 1000 for clusters, 100 for registries).
 CLUSTER_DELETE_BATCH = 1000
@@ -116,10 +119,13 @@ def delete_metricsource_cluster_data(client: redis.Redis, piece: MetricSourceClu
                     for suffix in ("resources", "meta", "aggregations")))
 
 
-#: Piece type -> deletion. Each runs after the commands queued before it were sent.
+#: Piece type -> deletion (or a write that reads first). Each runs after the commands queued before it
+#: were sent.
 DELETERS: Mapping[type[Piece], Deleter] = {
     ClusterDeletion: delete_cluster,
     RegistryDeletion: delete_registry,
     MetricSourceDeletion: delete_metricsource,
     MetricSourceClusterDeletion: delete_metricsource_cluster_data,
+    RecordPiece: write_record,
+    RecordDeletion: delete_record,
 }

@@ -106,3 +106,13 @@ _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 def glob_literal(text: str) -> str:
     """``text`` with the glob characters of ``SCAN MATCH`` escaped, so it matches only itself."""
     return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+def record(prefix: str, record_id: str) -> str:
+    """``<kind>:<namespace>/<name>`` — one generic record (``RecordPiece``)."""
+    return f"{prefix}:{record_id}"
+
+
+def record_index(prefix: str, index: str | None = None) -> str:
+    """``<kind>:all``, or ``<kind>:index:<index>`` — sets of ``<namespace>/<name>``."""
+    return f"{prefix}:all" if index is None else f"{prefix}:index:{index}"

@@ -6,10 +6,12 @@ from collections.abc import Sequence
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
+from clusterpulse_core.context import Runtime
 from clusterpulse_core.model import Alert
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_redis.alerts import read_alerts
 from clusterpulse_redis.connection import connect
+from clusterpulse_redis.restart import RestartWatcher
 from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.store import RedisStore
 
@@ -21,6 +23,7 @@ class RedisPlugin:
 
     def __init__(self) -> None:
         self.settings: RedisSettings | None = None
+        self.watchers: list[RestartWatcher] = []
 
     @hookimpl
     def clusterpulse_settings_class(self) -> type:
@@ -36,6 +39,25 @@ class RedisPlugin:
     def clusterpulse_storage_backends(self) -> Sequence[StorageBackend]:
         """One :class:`RedisStore` (default settings when the plugin was not configured)."""
         return [RedisStore(self.settings)]
+
+    @hookimpl
+    def clusterpulse_start(self, runtime: Runtime) -> None:
+        """Count skipped (invalid) names; watch for a Redis that lost its data (then resync everything)."""
+        interval = (self.settings or RedisSettings()).restart_check_interval
+        for store in runtime.store.backends:
+            if isinstance(store, RedisStore):
+                store.names.register_metrics(runtime.metrics)
+                if interval > 0:
+                    watcher = RestartWatcher(store.client, runtime.request_resync, interval)
+                    watcher.start()
+                    self.watchers.append(watcher)
+
+    @hookimpl
+    def clusterpulse_stop(self, runtime: Runtime) -> None:
+        """Stop the restart watchers."""
+        for watcher in self.watchers:
+            watcher.stop()
+        self.watchers.clear()
 
     @hookimpl
     def clusterpulse_stored_alerts(self) -> Sequence[Alert]:

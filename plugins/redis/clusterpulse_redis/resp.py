@@ -92,6 +92,10 @@ class CommandBatch:
         """``SADD key member ...`` (at least one member)."""
         self._queue(("SADD", key, *members))
 
+    def srem(self, key: str, *members: Arg) -> None:
+        """``SREM key member ...`` (at least one member)."""
+        self._queue(("SREM", key, *members))
+
     def delete(self, key: str) -> None:
         """``DEL key``."""
         self._queue(("DEL", key))

@@ -32,3 +32,5 @@ class RedisSettings:
     retry_backoff_cap: float = setting(2.0, help="largest retry delay, seconds")
     socket_timeout: float = setting(5.0, help="read/write timeout of one command, seconds")
     socket_connect_timeout: float = setting(5.0, help="connect timeout, seconds")
+    restart_check_interval: float = setting(
+        1.0, help="how often to check whether Redis lost its data (then everything is queued again); 0 = never")

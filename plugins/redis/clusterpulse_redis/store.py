@@ -10,7 +10,9 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from clusterpulse_core.model.time import utcnow
-from clusterpulse_core.pieces import Piece
+from clusterpulse_core.names import NameGuard
+from clusterpulse_core.pieces import NodesPiece, Piece
+from clusterpulse_redis import keys
 from clusterpulse_redis.connection import Client, connect, describe
 from clusterpulse_redis.deletion import DELETERS
 from clusterpulse_redis.errors import RedisStoreError
@@ -56,12 +58,15 @@ class RedisStore:
         self.client = client if client is not None else connect(self.settings)
         self.address = describe(self.client)
         self._clock = clock
+        #: Names that are not valid Kubernetes names are skipped here, before they become keys.
+        self.names = NameGuard()
 
     def store(self, pieces: Sequence[Piece]) -> None:
         """Write the pieces of one reconcile; raise :class:`RedisStoreError` if Redis fails."""
-        ctx = WriteContext(now=self._clock(), cache_ttl=self.settings.cache_ttl,
-                           metrics_retention=self.settings.metrics_retention)
         try:
+            ctx = WriteContext(now=self._clock(), cache_ttl=self.settings.cache_ttl,
+                               metrics_retention=self.settings.metrics_retention, names=self.names,
+                               previous_nodes=self._previous_nodes(pieces))
             writes: list[tuple[Writer, Piece]] = []
             for piece in pieces:
                 writer = _handler(WRITERS, piece)
@@ -77,6 +82,18 @@ class RedisStore:
             self._write(writes, ctx)
         except REDIS_ERRORS as exc:
             raise RedisStoreError(f"redis at {self.address}: {type(exc).__name__}: {exc}") from exc
+
+    def _previous_nodes(self, pieces: Sequence[Piece]) -> dict[str, frozenset[str]]:
+        """The stored node set of each cluster whose nodes are about to be written (to prune it)."""
+        clusters = sorted({piece.cluster for piece in pieces if isinstance(piece, NodesPiece)})
+        if not clusters:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for cluster in clusters:
+            pipe.smembers(keys.cluster(cluster, "nodes"))
+        found = pipe.execute()
+        return {cluster: frozenset(m.decode() if isinstance(m, bytes) else str(m) for m in members)
+                for cluster, members in zip(clusters, found, strict=True)}
 
     def _write(self, writes: Sequence[tuple[Writer, Piece]], ctx: WriteContext) -> None:
         """Run the writers on one batch (again from the start when a retry resends it)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from clusterpulse_core.names import NameGuard, is_dns1123_subdomain
 from clusterpulse_core.pieces import (
     AggregationsPiece,
     AlertPiece,
@@ -55,6 +56,10 @@ class WriteContext:
     now: datetime
     cache_ttl: int
     metrics_retention: int
+    #: Skips (and counts) names that are not valid Kubernetes names before they go into keys.
+    names: NameGuard = attrs.field(factory=NameGuard)
+    #: Per cluster, the members of ``cluster:<c>:nodes`` before this store (read by the store).
+    previous_nodes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
 
     @property
     def now_unix(self) -> int:
@@ -144,11 +149,14 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
     """Node hashes, conditions and time series, then the node set, then the summary (one batch, §3).
 
     The conditions hash (DECISIONS R2) is rewritten whole with its node: deleted, then
-    filled when the node has conditions, with the node hash's TTL.
+    filled when the node has conditions, with the node hash's TTL. Nodes whose name is not a
+    DNS-1123 subdomain are skipped (counted, never written). The node set is rewritten to the
+    current nodes, and the keys of nodes no longer there are deleted.
     """
     now, now_unix, cache_ttl, retention = ctx.now, ctx.now_unix, ctx.cache_ttl, ctx.metrics_retention
     cutoff = now_unix - retention
-    current_nodes = [derive.node_current(node) for node in piece.nodes]
+    current_nodes = [derive.node_current(node) for node in piece.nodes
+                     if ctx.names.subdomain("node", piece.cluster, node.name)]
     for node in current_nodes:
         node_key = keys.node(piece.cluster, node.name)
         series_key = keys.node_metrics(piece.cluster, node.name)
@@ -163,8 +171,19 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
         batch.zadd(series_key, now_unix, dumps(derive.node_sample(node)))
         batch.zremrangebyscore(series_key, "-inf", cutoff)
         batch.expire(series_key, retention)
+    set_key = keys.cluster(piece.cluster, "nodes")
     if current_nodes:
-        batch.sadd(keys.cluster(piece.cluster, "nodes"), *(node.name for node in current_nodes))
+        batch.sadd(set_key, *(node.name for node in current_nodes))
+    # Members go before their keys, so a reader never finds a member whose hash was deleted.
+    gone = sorted(ctx.previous_nodes.get(piece.cluster, frozenset()) - {node.name for node in current_nodes})
+    if gone:
+        batch.srem(set_key, *gone)
+    for name in gone:
+        if not is_dns1123_subdomain(name):
+            continue  # an invalid member left by an older version: its "keys" may be another node's
+        batch.delete(keys.node(piece.cluster, name))
+        batch.delete(keys.node_metrics(piece.cluster, name))
+        batch.delete(keys.node_conditions(piece.cluster, name))
     summary_key = keys.cluster(piece.cluster, "nodes:summary")
     batch.hset(summary_key, {"data": dumps(derive.nodes_summary(current_nodes, now))})
     batch.expire(summary_key, cache_ttl)
@@ -192,6 +211,8 @@ def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, c
     batch.set(keys.cluster(piece.cluster, "cluster_operators_summary"),
              dumps(derive.cluster_operators_summary(operators, ctx.now)), ex=ctx.cache_ttl)
     for op in operators:
+        if not ctx.names.subdomain("cluster_operator", piece.cluster, op.name):
+            continue
         batch.set(keys.cluster_operator(piece.cluster, op.name),
                  dumps(derive.cluster_operator_state(op, ctx.now)), ex=ctx.cache_ttl)
 

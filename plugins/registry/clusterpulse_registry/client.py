@@ -17,6 +17,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import InsecureRequestWarning
 
+from clusterpulse_core import deadline as core_deadline
 from clusterpulse_core import serde
 from clusterpulse_registry.auth import (
     BearerChallenge,
@@ -115,6 +116,8 @@ class RegistryClient:
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=POOL_SIZE, max_retries=0)
         self.session.mount("https://", adapter)
         self.session.mount("http://", adapter)
+        # Each request's wall clock (connect, headers and body) is cut off by the core's watchdog.
+        core_deadline.watch_pool(adapter.poolmanager)
         if not verify:
             _quiet_insecure_warning()
         self._tokens = TokenCache()
@@ -134,8 +137,7 @@ class RegistryClient:
         params = {key: value for key, value in (("service", challenge.service),
                                                 ("scope", challenge.scope)) if value}
         try:
-            response = self.session.get(challenge.realm, params=params, headers=self._basic_headers(),
-                                        timeout=deadline.remaining(), verify=self.verify)
+            response = self._send(challenge.realm, deadline, params=params, headers=self._basic_headers())
         except requests.RequestException as exc:
             raise TokenError(0, describe_failure(exc, challenge.realm, deadline.seconds)) from exc
         if response.status_code != 200:
@@ -148,6 +150,15 @@ class RegistryClient:
         self._tokens.put(challenge, token.value, token.expires_in)
         return token.value
 
+    def _send(self, url: str, deadline: Deadline, **kwargs: Any) -> requests.Response:
+        """One GET within what is left of ``deadline``, wall clock (a dripping registry is cut off)."""
+        left = deadline.remaining()
+        try:
+            with core_deadline.guard(left, f"GET {url}"):
+                return self.session.get(url, timeout=left, verify=self.verify, **kwargs)
+        except core_deadline.DeadlineExceeded as exc:
+            raise requests.exceptions.Timeout(f"check timed out after {deadline.seconds:g}s") from exc
+
     def get(self, url: str, deadline: Deadline) -> Exchange:
         """GET ``url``, answering a Bearer challenge once with a (cached or fresh) token.
 
@@ -159,7 +170,7 @@ class RegistryClient:
         challenged = fresh = False
         while True:
             headers = {"Authorization": f"Bearer {token}"} if token else self._basic_headers()
-            response = self.session.get(url, headers=headers, timeout=deadline.remaining(), verify=self.verify)
+            response = self._send(url, deadline, headers=headers)
             if response.status_code != 401:
                 return Exchange(response, challenged, bearer=token is not None)
             challenged = True

@@ -90,7 +90,8 @@ class RegistryReconciler:
 
     def check(self, spec: RegistryConnectionSpec, ctx: ReconcileContext) -> HealthCheckResult:
         """Run the (extended) health check with the Secret's credentials and the reused client."""
-        credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log)
+        credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log,
+                                           ctx.runtime.secrets)
         settings = ClientSettings(normalise_endpoint(spec.endpoint, spec.insecure),
                                   verify=not spec.skip_tls_verify, credentials=credentials)
         client, new = self.clients.client(client_key(ctx.ref), settings)

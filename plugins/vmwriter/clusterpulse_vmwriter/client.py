@@ -6,6 +6,7 @@ import zlib
 
 import urllib3
 
+from clusterpulse_core import deadline as core_deadline
 from clusterpulse_vmwriter.settings import VMSettings
 
 #: Client errors that no retry can fix (the body itself is refused); others are retried.
@@ -32,8 +33,9 @@ class ImportClient:
     def __init__(self, settings: VMSettings) -> None:
         self.url = settings.import_url
         self.compress_above = settings.compress_above
-        self._pool = urllib3.PoolManager(
-            num_pools=1, maxsize=1, retries=False, timeout=urllib3.Timeout(total=settings.timeout))
+        self.timeout = settings.timeout
+        self._pool = core_deadline.watch_pool(urllib3.PoolManager(
+            num_pools=1, maxsize=1, retries=False, timeout=urllib3.Timeout(total=settings.timeout)))
         self._headers = {"Content-Type": "text/plain"}
         if settings.username or settings.password:
             basic = urllib3.make_headers(basic_auth=f"{settings.username}:{settings.password}")
@@ -48,8 +50,11 @@ class ImportClient:
             body = gzip_body(body)
             headers["Content-Encoding"] = "gzip"
         try:
-            response = self._pool.request("POST", self.url, body=body, headers=headers,
-                                          preload_content=True, redirect=False)
+            with core_deadline.guard(self.timeout, f"POST {self.url}"):
+                response = self._pool.request("POST", self.url, body=body, headers=headers,
+                                              preload_content=True, redirect=False)
+        except core_deadline.DeadlineExceeded as exc:
+            raise DeliveryError(str(exc), retryable=True) from exc
         except urllib3.exceptions.HTTPError as exc:
             raise DeliveryError(f"POST {self.url}: {exc}", retryable=True) from exc
         if response.status >= 300:

@@ -7,6 +7,7 @@ built-in labels of every series.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -65,7 +66,8 @@ CUSTOM_RESOURCE_PREFIX = "clusterpulse_custom_resource_"
 #: Label naming the group of a grouped (``groupBy``) aggregation result.
 GROUP_LABEL = "group"
 #: Label names the writer sets itself; ``extra_labels`` may not reuse them.
-BUILTIN_LABELS = frozenset({"cluster", "node", "operator", "source", GROUP_LABEL, "alert", "severity", "resource"})
+BUILTIN_LABELS = frozenset({"cluster", "node", "operator", "source", GROUP_LABEL, "alert", "severity", "resource",
+                            "namespace", "name"})
 ALERT_METRIC = "clusterpulse_alert_firing"
 
 
@@ -166,6 +168,26 @@ def custom_resource_lines(aggregation: str, cluster: str, source_id: str, value:
     return [custom_resource_line(aggregation, cluster, source_id, group_value, ts_ms,
                                  ((GROUP_LABEL, str(group)), *extra))
             for group, group_value in value.items() if _is_number(group_value)]
+
+
+def record_metric(kind: str, number: str) -> str:
+    """``clusterpulse_<kind>_<number>`` (kind lower-cased) for a generic record's number."""
+    return sanitize_metric_name(f"clusterpulse_{kind.lower()}_{number}")
+
+
+def record_lines(kind: str, namespace: str, name: str, numbers: Mapping[str, Any], ts_ms: int,
+                 extra: LabelPairs = ()) -> list[str]:
+    """One gauge per number of a generic record, labelled ``namespace`` and ``name``, sorted by number name.
+
+    Non-finite numbers have no sample and are skipped.
+    """
+    labels = render_labels([("namespace", namespace), ("name", name), *extra])
+    lines = []
+    for number, value in sorted(numbers.items()):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            continue
+        lines.append(sample_line(record_metric(kind, number), labels, float_text(float(value)), ts_ms))
+    return lines
 
 
 def alert_line(cluster: str, alert: Alert, firing: bool, ts_ms: int, extra: LabelPairs = ()) -> str:

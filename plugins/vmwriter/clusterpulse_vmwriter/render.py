@@ -17,8 +17,16 @@ from clusterpulse_core.pieces import (
     NodesPiece,
     OperatorsPiece,
     Piece,
+    RecordPiece,
 )
-from clusterpulse_vmwriter.lines import alert_line, cluster_lines, custom_resource_lines, node_lines, operator_lines
+from clusterpulse_vmwriter.lines import (
+    alert_line,
+    cluster_lines,
+    custom_resource_lines,
+    node_lines,
+    operator_lines,
+    record_lines,
+)
 from clusterpulse_vmwriter.text import LabelPairs
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -64,7 +72,7 @@ def piece_lines(pieces: Sequence[Piece], received_ms: int,
     """The stream name and the lines of the pieces the writer understands (others are ignored).
 
     Timestamps are each piece's collection time (``ClusterMetrics.timestamp``, each
-    ``NodeMetrics.timestamp``, ``AggregationResults.computed_at``); operator pieces carry
+    ``NodeMetrics.timestamp``, ``AggregationResults.computed_at``, ``RecordPiece.timestamp``); operator pieces carry
     none, so they use ``received_ms``, as does any piece whose time is unset.
     """
     extra = tuple(extra)
@@ -91,6 +99,10 @@ def piece_lines(pieces: Sequence[Piece], received_ms: int,
             ts_ms = epoch_ms(results.computed_at, received_ms)
             for name, value in results.values.items():
                 lines += custom_resource_lines(name, piece.cluster, results.source_id, value, ts_ms, extra)
+        elif isinstance(piece, RecordPiece) and piece.numbers:
+            stream.append(f"record:{piece.key_prefix}:{piece.record_id}")
+            lines += record_lines(piece.kind, piece.namespace, piece.name, piece.numbers,
+                                  epoch_ms(piece.timestamp, received_ms), extra)
         elif isinstance(piece, AlertPiece | AlertResolution):
             if f"alerts:{piece.cluster}" not in stream:
                 stream.append(f"alerts:{piece.cluster}")

@@ -92,8 +92,27 @@ def function_impls(tree: Node, functions: Mapping[str, Any], source: str = "") -
         if max_args is not None and len(node.args) > max_args:
             raise ExpressionError(
                 f"function {node.name} accepts at most {max_args} arguments", node.position, source)
-        impls[node.name] = getattr(entry, "impl", entry)
+        impl = getattr(entry, "impl", entry)
+        plugin = getattr(entry, "plugin", BUILTIN_PLUGIN)
+        impls[node.name] = impl if plugin == BUILTIN_PLUGIN else _named(node.name, impl, source)
     return impls
+
+
+#: The plugin whose functions are the built-ins (they never raise, so they are not wrapped).
+BUILTIN_PLUGIN = "metricsource"
+
+
+def _named(name: str, impl: Callable[..., Any], source: str) -> Callable[..., Any]:
+    """``impl`` raising :class:`FunctionError` (which names it) instead of whatever it raised."""
+    from clusterpulse_metricsource.failures import FunctionError
+
+    def call(*args: Any) -> Any:
+        try:
+            return impl(*args)
+        except Exception as exc:
+            raise FunctionError(name, exc, source) from exc
+
+    return call
 
 
 def _finite_results(functions: Mapping[str, Any], names: Iterable[str]) -> frozenset[str]:

@@ -1,0 +1,193 @@
+"""A hostile HTTP server for fault tests: a proxy in front of an API server emulator that can
+drip, stall, inflate or nest the answers of chosen paths.
+
+Usage::
+
+    with HostileProxy(upstream=api.url) as proxy:
+        proxy.drip(r"^/api/v1/nodes", bytes_per_second=1)
+        ...  # point a ClusterConnection's endpoint at proxy.url
+
+Every other request is forwarded to ``upstream`` unchanged. Behaviours:
+
+* ``drip``: answer 200 with headers at once, then the upstream body one byte at a time;
+* ``stall_headers``: send the status line, then one header byte per second, never finishing;
+* ``huge``: a syntactically valid ``List`` of ``size`` bytes (one big annotation per item);
+* ``nested``: a JSON document nested ``depth`` levels deep.
+"""
+
+from __future__ import annotations
+
+import re
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from types import TracebackType
+from typing import Any, Self
+
+import urllib3
+
+HOST = "127.0.0.1"
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class HostileProxy:
+    """The proxy; thread-safe behaviour table keyed by path regex (first match wins)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self._lock = threading.Lock()
+        self._rules: list[tuple[re.Pattern[str], str, dict[str, Any]]] = []
+        self._http = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(total=30))
+        self._stop = threading.Event()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                proxy._handle(self)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = _Server((HOST, 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="hostile-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://{HOST}:{self._server.server_address[1]}"
+
+    def start(self) -> Self:
+        """Serve in the background."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (dripping handlers end at their next byte)."""
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ behaviours
+
+    def _add(self, path_regex: str, mode: str, **options: Any) -> None:
+        with self._lock:
+            self._rules.append((re.compile(path_regex), mode, options))
+
+    def drip(self, path_regex: str, bytes_per_second: float = 1.0) -> None:
+        """Answer matching paths one byte at a time."""
+        self._add(path_regex, "drip", rate=bytes_per_second)
+
+    def stall_headers(self, path_regex: str) -> None:
+        """Never finish the headers of matching paths (one byte a second)."""
+        self._add(path_regex, "stall")
+
+    def huge(self, path_regex: str, size: int, kind: str = "NodeList") -> None:
+        """Answer matching paths with a valid list of about ``size`` bytes."""
+        self._add(path_regex, "huge", size=size, kind=kind)
+
+    def nested(self, path_regex: str, depth: int) -> None:
+        """Answer matching paths with JSON nested ``depth`` levels deep."""
+        self._add(path_regex, "nested", depth=depth)
+
+    def clear(self) -> None:
+        """Forward everything again."""
+        with self._lock:
+            self._rules.clear()
+
+    # ------------------------------------------------------------------ serving
+
+    def _rule(self, path: str) -> tuple[str, dict[str, Any]] | None:
+        with self._lock:
+            for pattern, mode, options in self._rules:
+                if pattern.search(path):
+                    return mode, options
+        return None
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        body = request.rfile.read(length) if length else None
+        rule = self._rule(request.path.split("?", 1)[0])
+        try:
+            if rule is None:
+                self._forward(request, body)
+            elif rule[0] == "drip":
+                status, data = self._fetch(request, body)
+                self._send_head(request, status, len(data))
+                self._drip(request, data, float(rule[1]["rate"]))
+            elif rule[0] == "stall":
+                request.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                request.wfile.flush()
+                self._drip(request, b"X-Stall: " + b"x" * 100_000, 1.0)
+            elif rule[0] == "huge":
+                # No Content-Length: the body ends when the connection closes, as a hostile server may.
+                request.send_response(200)
+                request.send_header("Content-Type", "application/json")
+                request.send_header("Connection", "close")
+                request.end_headers()
+                request.close_connection = True
+                for chunk in _huge_list(int(rule[1]["size"]), str(rule[1]["kind"])):
+                    request.wfile.write(chunk)
+            elif rule[0] == "nested":
+                depth = int(rule[1]["depth"])
+                data = b'{"items":' + b"[" * depth + b"]" * depth + b"}"
+                self._send_head(request, 200, len(data))
+                request.wfile.write(data)
+        except (TimeoutError, BrokenPipeError, ConnectionResetError, OSError):
+            request.close_connection = True
+
+    def _fetch(self, request: BaseHTTPRequestHandler, body: bytes | None) -> tuple[int, bytes]:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        response = self._http.request(request.command, self.upstream + request.path, body=body, headers=headers)
+        return response.status, response.data
+
+    def _forward(self, request: BaseHTTPRequestHandler, body: bytes | None) -> None:
+        status, data = self._fetch(request, body)
+        self._send_head(request, status, len(data))
+        request.wfile.write(data)
+
+    @staticmethod
+    def _send_head(request: BaseHTTPRequestHandler, status: int, length: int) -> None:
+        request.send_response(status)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", str(length))
+        request.end_headers()
+        request.wfile.flush()
+
+    def _drip(self, request: BaseHTTPRequestHandler, data: bytes, rate: float) -> None:
+        pause = 1.0 / rate if rate > 0 else 1.0
+        for index in range(len(data)):
+            if self._stop.is_set():
+                return
+            request.wfile.write(data[index:index + 1])
+            request.wfile.flush()
+            time.sleep(pause)
+
+
+def _huge_list(size: int, kind: str) -> Iterator[bytes]:
+    """A valid list of about ``size`` bytes: items with 1 MiB annotations, streamed in chunks."""
+    annotation = b"a" * (1024 * 1024)
+    yield b'{"kind":"' + kind.encode() + b'","apiVersion":"v1","metadata":{},"items":['
+    written, index = 0, 0
+    while written < size:
+        item = (b'{"metadata":{"name":"n' + str(index).encode() + b'","annotations":{"big":"'
+                + annotation + b'"}}}')
+        yield (b"," if index else b"") + item
+        written += len(item) + 1
+        index += 1
+    yield b"]}"

@@ -1,0 +1,160 @@
+"""Helpers of the fault suite: a hub with managed clusters, and the manager as a subprocess."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+
+HUB_NAMESPACE = "clusterpulse"
+TOKEN = "fault-token"
+CC_API = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30.0, poll: float = 0.1) -> Any:
+    """Poll ``condition`` until it returns something truthy (bounded); returns that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        time.sleep(poll)
+
+
+def node(name: str, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A Ready node with some capacity."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name},
+                         "annotations": dict(annotations or {})},
+            "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                       "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def managed_objects(*node_names: str) -> list[dict[str, Any]]:
+    """A managed cluster: a namespace and the named nodes."""
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+            *(node(name) for name in node_names)]
+
+
+def secret(name: str, data: Mapping[str, str]) -> dict[str, Any]:
+    """A Secret in the hub namespace."""
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+
+
+def make_hub(kube_api: Callable[..., Any], *crds: Any) -> Any:
+    """A hub emulator with the ClusterConnection CRD (and ``crds``) and the hub namespace."""
+    hub = kube_api()
+    for kind in (CLUSTER_CONNECTION, *crds):
+        hub.add_crd(kind.group, kind.version, kind.kind, kind.plural, short_names=kind.short_names)
+    hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HUB_NAMESPACE}}])
+    return hub
+
+
+def add_cluster(hub: Any, name: str, endpoint: str, **spec: Any) -> None:
+    """A token Secret and a ClusterConnection for ``endpoint``."""
+    hub.create(secret(f"{name}-token", {"token": TOKEN}))
+    hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
+                "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+                "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}, **spec}})
+
+
+def write_config(path: Path, redis_url: str, core: Mapping[str, Any] | None = None,
+                 plugins: Mapping[str, Mapping[str, Any]] | None = None,
+                 enabled: tuple[str, ...] = ("redis", "cluster")) -> Path:
+    """A config file: no probe servers unless asked, the given core and plugin settings."""
+    lines = ["[clusterpulse]", f"plugins = {list(enabled)!r}".replace("'", '"'), f'namespace = "{HUB_NAMESPACE}"']
+    core = {"metrics_bind_address": "0", "health_probe_bind_address": "0", **(core or {})}
+    lines += [f"{key} = {_toml(value)}" for key, value in core.items()]
+    sections: dict[str, dict[str, Any]] = {"redis": {"url": redis_url}}
+    for name, values in (plugins or {}).items():
+        sections.setdefault(name, {}).update(values)
+    for name, values in sections.items():
+        lines.append(f"[plugins.{name}]")
+        lines += [f"{key} = {_toml(value)}" for key, value in values.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
+
+
+class ManagerProcess:
+    """``clusterpulse run`` as a subprocess against ``hub``, logging to a file."""
+
+    def __init__(self, config: Path, hub: Any, workdir: Path, name: str = "manager") -> None:
+        self.log_path = workdir / f"{name}.log"
+        kubeconfig = hub.write_kubeconfig(workdir / f"{name}.kubeconfig")
+        env = dict(os.environ, KUBECONFIG=str(kubeconfig), CLUSTERPULSE_CONFIG=str(config))
+        env.pop("REDIS_HOST", None)
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", "from clusterpulse_core.cli import main; main()", "run"], env=env, stdout=log,
+                stderr=subprocess.STDOUT)
+
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        return self.process.pid
+
+    def log(self) -> str:
+        """Everything logged so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
+        """Wait until a log line matches ``pattern``."""
+        def found() -> re.Match[str] | None:
+            assert self.process.poll() is None or re.search(pattern, self.log()), (
+                f"manager exited ({self.process.returncode}) before logging {pattern!r}:\n{self.log()[-3000:]}")
+            return re.search(pattern, self.log(), re.M)
+        match: re.Match[str] = wait_for(found, f"log line {pattern!r}", timeout)
+        return match
+
+    def log_time(self, pattern: str) -> float:
+        """The wall time (epoch seconds) of the first log line matching ``pattern``."""
+        for line in self.log().splitlines():
+            if re.search(pattern, line):
+                stamp = LOG_TIME.match(line)
+                assert stamp, line
+                return datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        raise AssertionError(f"no log line matches {pattern!r}")
+
+    def signal(self, signum: signal.Signals) -> None:
+        """Send a signal."""
+        self.process.send_signal(signum)
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the exit code (bounded)."""
+        return self.process.wait(timeout=timeout)
+
+    def peak_rss_mb(self) -> float:
+        """The process's peak resident set size so far (VmHWM), MiB."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmHWM in /proc status")
+
+    def stop(self) -> None:
+        """Make sure the process is gone."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.kill()
+            self.process.wait(timeout=10)

@@ -1,0 +1,75 @@
+"""Every remote call has a wall-clock deadline: a server dripping one byte a second, or never
+finishing its headers, is cut off at the call's timeout (or the surrounding deadline), not after
+minutes; an answer over ``max_bytes`` is refused as soon as it is too big."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from clusterpulse_registry.client import Deadline, RegistryClient
+
+from clusterpulse_core import deadline
+from clusterpulse_core.kube.client import CallDeadlineError, KubeClient, ResponseTooLargeError, make_api_client
+from clusterpulse_core.testing.hostile import HostileProxy
+
+SLACK = 1.5  # generous: the machine is shared
+
+
+@pytest.fixture
+def proxy(kube_api: Callable[..., Any]) -> Iterator[HostileProxy]:
+    with HostileProxy(kube_api().url) as hostile:
+        hostile.drip(r"^/api/v1/nodes", bytes_per_second=2)
+        hostile.stall_headers(r"^/api/v1/pods")
+        hostile.huge(r"^/api/v1/secrets", 50 * 1024 * 1024)
+        hostile.drip(r"^/v2/", bytes_per_second=2)
+        yield hostile
+
+
+def _timed(call: Callable[[], Any]) -> tuple[float, BaseException]:
+    started = time.monotonic()
+    try:
+        call()
+    except Exception as exc:
+        return time.monotonic() - started, exc
+    raise AssertionError("the call did not fail")
+
+
+def test_a_dripping_body_and_stalled_headers_are_cut_off_at_the_timeout(proxy: HostileProxy) -> None:
+    client = KubeClient(make_api_client(proxy.url), timeout=1.0)
+    assert client.get("/api/v1/namespaces")["kind"] == "NamespaceList"
+    body_after, body_error = _timed(lambda: client.get("/api/v1/nodes"))
+    headers_after, headers_error = _timed(lambda: client.get("/api/v1/pods"))
+    with deadline.within(0.3):
+        within_after, within_error = _timed(lambda: client.get("/api/v1/nodes"))
+    print(f"\ndripping body cut after {body_after:.2f}s, stalled headers after {headers_after:.2f}s "
+          f"(timeout 1s); under a 0.3s deadline after {within_after:.2f}s")
+    for after, error, limit in ((body_after, body_error, 1.0), (headers_after, headers_error, 1.0),
+                                (within_after, within_error, 0.3)):
+        assert isinstance(error, CallDeadlineError), error
+        assert error.status == 0 and "deadline exceeded" in str(error)
+        assert limit * 0.9 <= after < limit + SLACK
+    assert client.get("/api/v1/namespaces")["kind"] == "NamespaceList"  # the pool still works
+
+
+def test_an_answer_over_max_bytes_is_refused_early(proxy: HostileProxy) -> None:
+    client = KubeClient(make_api_client(proxy.url), timeout=30.0, max_bytes=4 * 1024 * 1024)
+    after, error = _timed(lambda: client.get("/api/v1/secrets"))
+    print(f"\n50 MiB answer refused after {after:.2f}s: {error}")
+    assert isinstance(error, ResponseTooLargeError)
+    assert "over the limit of 4194304 bytes" in str(error)
+
+
+def test_the_registry_client_has_a_wall_clock_deadline_too(proxy: HostileProxy) -> None:
+    client = RegistryClient(proxy.url, verify=False)
+    started = time.monotonic()
+    result = client.health_check(Deadline(1.0), logging.getLogger("test"))
+    after = time.monotonic() - started
+    print(f"\ndripping registry given up after {after:.2f}s: {result.error}")
+    assert not result.available
+    assert "timeout" in result.error
+    assert after < 1.0 + SLACK
+    client.close()
