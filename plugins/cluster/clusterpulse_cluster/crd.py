@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import CONDITIONS, DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
 GROUP = "clusterpulse.io"
@@ -91,4 +91,17 @@ CLUSTER_CONNECTION = ResourceKind(
     status_subresource=True,
     workers=10,
     sharded=True,
+    hub_access=(READ_REFERENCED_SECRETS,),
+    # What the collectors read on a managed cluster (inventory, counts, resources, info, olm,
+    # clusteroperators).
+    managed_access=(
+        ApiAccess("", ("nodes", "pods", "namespaces", "services", "persistentvolumeclaims"), ("list",)),
+        ApiAccess("apps", ("deployments", "statefulsets", "daemonsets"), ("list",)),
+        ApiAccess("config.openshift.io", ("clusterversions",), ("get",), resource_names=("version",)),
+        ApiAccess("config.openshift.io", ("clusteroperators",), ("list",)),
+        ApiAccess("route.openshift.io", ("routes",), ("get",), resource_names=("console",)),
+        ApiAccess("operators.coreos.com", ("subscriptions",), ("list",)),
+        ApiAccess("operators.coreos.com", ("clusterserviceversions",), ("get",)),
+        READ_DISCOVERY,
+    ),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import resource_schema
 
 
@@ -195,5 +195,10 @@ METRIC_SOURCE = ResourceKind(
         PrinterColumn("Clusters", "integer", ".status.clustersCollected"),
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
+    # The fleet: connected ClusterConnections, and the Secrets holding their credentials.
+    hub_access=(ApiAccess("clusterpulse.io", ("clusterconnections",), ("list",)), READ_REFERENCED_SECRETS),
+    # Namespace patterns and discovery; the collected resource types themselves depend on the
+    # MetricSources applied: add them with `clusterpulse rbac --managed --read GROUP/RESOURCE`.
+    managed_access=(ApiAccess("", ("namespaces",), ("list",)), READ_DISCOVERY),
 )
 """The MetricSource kind declared through ``clusterpulse_resource_kinds``."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterpulse_core.kinds import PrinterColumn, ResourceKind
+from clusterpulse_core.kinds import READ_REFERENCED_SECRETS, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import BOOLEAN, DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
 GROUP = "clusterpulse.io"
@@ -90,4 +90,5 @@ REGISTRY_CONNECTION = ResourceKind(
     status_subresource=True,
     workers=5,
     sharded=True,
+    hub_access=(READ_REFERENCED_SECRETS,),
 )

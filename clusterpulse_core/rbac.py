@@ -1,0 +1,164 @@
+"""Least-privilege RBAC generated from what the enabled kinds declare (``clusterpulse rbac``).
+
+Three sets of manifests:
+
+* the hub (:func:`hub_manifests`): a Role in the watched namespace for the controller's
+  ServiceAccount: list/watch of every enabled kind, ``patch`` of its status, what each kind's
+  reconcile declares in :attr:`ResourceKind.hub_access` (e.g. ``get`` on the Secrets it
+  references), ``create`` on Events and, with leader election, the Lease;
+* the hub, opt-in (:func:`cross_namespace_manifests`): a ClusterRole and ClusterRoleBinding for the
+  accesses marked ``other_namespaces`` (Secrets named by ``credentialsRef.namespace``);
+* a managed cluster (:func:`managed_manifests`): a read-only ClusterRole with what the kinds'
+  collectors read (:attr:`ResourceKind.managed_access`), a ServiceAccount, its binding and a
+  long-lived token Secret, whose token and CA go into the hub Secret a ClusterConnection names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import yaml
+
+from clusterpulse_core.config import CoreSettings
+from clusterpulse_core.kinds import ApiAccess, ResourceKind
+from clusterpulse_core.runtime.leader import LEASE_KIND, LEASE_NAME
+
+CONTROLLER = "clusterpulse-controller"
+READER = "clusterpulse-reader"
+READER_NAMESPACE = "clusterpulse-reader"
+RBAC_API = "rbac.authorization.k8s.io/v1"
+_LABELS = {"app.kubernetes.io/part-of": "clusterpulse"}
+
+
+def kind_hub_access(kind: ResourceKind) -> list[ApiAccess]:
+    """What the core does with a kind on the hub (informer list/watch, status patch) plus its own declarations."""
+    own = [ApiAccess(kind.group, (kind.plural,), ("list", "watch"))]
+    status = f"{kind.plural}/status" if kind.status_subresource else kind.plural
+    own.append(ApiAccess(kind.group, (status,), ("patch",)))
+    return own + list(kind.hub_access)
+
+
+def core_hub_access(settings: CoreSettings) -> list[ApiAccess]:
+    """What the core itself calls on the hub: Events (kube/events.py), the leader Lease when elected,
+    and with sharding the member Leases (named after each replica: listed, read and renewed)."""
+    events = [ApiAccess("", ("events",), ("create",))]
+    if not settings.leader_elect and not settings.sharding:
+        return events
+    accesses = [
+        *events,
+        ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("create",)),
+        ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "update"), resource_names=(LEASE_NAME,)),
+    ]
+    if settings.sharding:
+        accesses.append(ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "list", "update")))
+    return accesses
+
+
+def rules(accesses: Iterable[ApiAccess]) -> list[dict[str, Any]]:
+    """Merge accesses into sorted, de-duplicated RBAC ``rules`` (one per group/names/verbs)."""
+    verbs: dict[tuple[str, str, tuple[str, ...]], set[str]] = {}
+    urls: dict[str, set[str]] = {}
+    for access in accesses:
+        for resource in access.resources:
+            verbs.setdefault((access.group, resource, tuple(sorted(access.resource_names))), set()).update(
+                access.verbs)
+        for url in access.non_resource_urls:
+            urls.setdefault(url, set()).update(access.verbs)
+    grouped: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for (group, resource, names), resource_verbs in verbs.items():
+        grouped.setdefault((group, names, tuple(sorted(resource_verbs))), []).append(resource)
+    out: list[dict[str, Any]] = []
+    for (group, names, rule_verbs), resources in sorted(grouped.items()):
+        rule: dict[str, Any] = {"apiGroups": [group], "resources": sorted(resources)}
+        if names:
+            rule["resourceNames"] = list(names)
+        rule["verbs"] = list(rule_verbs)
+        out.append(rule)
+    by_verbs: dict[tuple[str, ...], list[str]] = {}
+    for url, verb_set in urls.items():
+        by_verbs.setdefault(tuple(sorted(verb_set)), []).append(url)
+    for path_verbs, paths in sorted(by_verbs.items()):
+        out.append({"nonResourceURLs": sorted(paths), "verbs": list(path_verbs)})
+    return out
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(_LABELS)
+    return meta
+
+
+def _binding(kind: str, name: str, namespace: str | None, role_kind: str, subject_namespace: str,
+             subject: str) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC_API,
+        "kind": kind,
+        "metadata": _meta(name, namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": subject, "namespace": subject_namespace}],
+    }
+
+
+def hub_manifests(kinds: Sequence[ResourceKind], settings: CoreSettings,
+                  service_account: str = CONTROLLER) -> list[dict[str, Any]]:
+    """The Role and RoleBinding the controller needs in the watched namespace."""
+    namespace = settings.namespace
+    accesses = core_hub_access(settings)
+    for kind in kinds:
+        accesses += kind_hub_access(kind)
+    role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(service_account, namespace),
+            "rules": rules(accesses)}
+    return [role, _binding("RoleBinding", service_account, namespace, "Role", namespace, service_account)]
+
+
+def cross_namespace_manifests(kinds: Sequence[ResourceKind], settings: CoreSettings,
+                              service_account: str = CONTROLLER) -> list[dict[str, Any]]:
+    """The opt-in ClusterRole (and binding) for accesses outside the watched namespace."""
+    name = f"{service_account}-cross-namespace"
+    accesses = [a for kind in kinds for a in kind.hub_access if a.other_namespaces]
+    if not accesses:
+        return []
+    role = {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": _meta(name), "rules": rules(accesses)}
+    binding = _binding("ClusterRoleBinding", name, None, "ClusterRole", settings.namespace, service_account)
+    binding["roleRef"]["name"] = name
+    return [role, binding]
+
+
+def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] = (),
+                      name: str = READER, namespace: str = READER_NAMESPACE) -> list[dict[str, Any]]:
+    """The read-only ClusterRole, ServiceAccount, binding and token Secret for one managed cluster."""
+    accesses = [a for kind in kinds for a in kind.managed_access] + list(extra)
+    for access in accesses:
+        if set(access.verbs) - {"get", "list", "watch"}:
+            raise ValueError(f"managed-cluster access must be read-only, got {sorted(access.verbs)} "
+                             f"on {access.resources or access.non_resource_urls}")
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)},
+        {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": _meta(name), "rules": rules(accesses)},
+        _binding("ClusterRoleBinding", name, None, "ClusterRole", namespace, name),
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/service-account-token",
+            "metadata": {**_meta(f"{name}-token", namespace),
+                         "annotations": {"kubernetes.io/service-account.name": name}},
+        },
+    ]
+
+
+def parse_read(text: str) -> ApiAccess:
+    """``GROUP/RESOURCE`` (``/pods`` or ``pods`` for the core group) as a get/list access."""
+    group, _, resource = text.rpartition("/")
+    if not resource or "/" in group:
+        raise ValueError(f"--read: expected GROUP/RESOURCE (e.g. apps/statefulsets, pods), got {text!r}")
+    return ApiAccess(group, (resource,), ("get", "list"))
+
+
+def manifests_yaml(docs: Iterable[dict[str, Any]], header: str = "") -> str:
+    """Multi-document YAML, with ``header`` as leading comment lines."""
+    body = yaml.safe_dump_all(list(docs), sort_keys=False, default_flow_style=False)
+    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + body

@@ -1,0 +1,180 @@
+"""The RBAC `clusterpulse rbac` prints covers every API call the real controller makes, and no more.
+
+The real manager and plugins run against the emulated demo fleet (hub + three managed clusters);
+every request the emulators logged is mapped to its RBAC verb and resource and checked against the
+generated rules: the hub Role for the hub, the read-only ClusterRole for the managed clusters.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from clusterpulse_core import rbac
+from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
+from clusterpulse_core.demo.fleet import running_fleet
+from clusterpulse_core.demo.run import _run_cycles
+from clusterpulse_core.kinds import ApiAccess, ResourceKind
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import build_runtime
+from clusterpulse_core.runtime.leader import LEASE_NAME
+from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.servers import redis_process
+
+PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts")
+#: What the default ``system:discovery`` ClusterRole grants every authenticated user (a Role cannot
+#: grant non-resource URLs, so the hub relies on it for discovery).
+SYSTEM_DISCOVERY = {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+@attrs.frozen
+class Call:
+    """One logged API request in RBAC terms (``resource`` empty for a non-resource URL)."""
+
+    verb: str
+    group: str = ""
+    resource: str = ""
+    namespace: str = ""
+    name: str = ""
+    url: str = ""
+
+
+def to_call(method: str, path: str, query: dict[str, str]) -> Call:
+    """Map a request to what the API server's authorizer checks."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 2:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        rest = []
+    if not rest:
+        return Call("get" if method == "GET" else method.lower(), url=path)
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    resource, name = rest[0], rest[1] if len(rest) > 1 else ""
+    if len(rest) > 2:
+        resource += "/" + rest[2]
+    if method == "GET":
+        verb = "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list")
+    else:
+        verb = _VERBS[method]
+    return Call(verb, group, resource, namespace, name)
+
+
+def allowed(call: Call, rules: list[dict[str, Any]]) -> bool:
+    """Whether one of ``rules`` grants ``call`` (RBAC's matching, without wildcards we never emit)."""
+    for rule in rules:
+        if call.verb not in rule["verbs"]:
+            continue
+        if not call.resource:
+            if any(call.url == u or (u.endswith("*") and call.url.startswith(u[:-1]))
+                   for u in rule.get("nonResourceURLs", ())):
+                return True
+            continue
+        if call.group in rule.get("apiGroups", ()) and call.resource in rule.get("resources", ()):
+            names = rule.get("resourceNames")
+            if not names or call.name in names:
+                return True
+    return False
+
+
+def _role_rules(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return next(d["rules"] for d in docs if d["kind"] == kind)
+
+
+@pytest.fixture(scope="module")
+def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[ResourceKind], CoreSettings, list[Call],
+                                                                    list[Call]]:
+    """Two reconcile cycles of the demo fleet with leader election: (kinds, settings, hub calls, managed calls)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed: sudo apt-get install -y redis-server")
+    host = PluginHost(PLUGINS)
+    kinds = [kind for _owner, kind in host.kinds.values()]
+    server = redis_process(binary)
+    server.start()
+    try:
+        with running_fleet(kinds) as fleet, tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
+            core = CoreSettings(plugins=PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
+                                metrics_bind_address="0", health_probe_bind_address="0", leader_elect=True)
+            raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"}},
+                            source="test")
+            config = finish_config(raw, host.settings_classes(), env={})
+            host.configure(config)
+            manager = Manager(build_runtime(config, host), identity="rbac-test")
+            manager.start()
+            try:
+                _run_cycles(manager, fleet, 2, echo=lambda _line: None)
+            finally:
+                manager.stop()
+            hub = [to_call(*request) for request in fleet.hub.requests]
+            managed = [to_call(*request) for cluster in fleet.clusters for request in cluster.api.requests]
+    finally:
+        server.cleanup()
+    return kinds, config.core, hub, managed
+
+
+def test_the_hub_role_allows_every_call_and_every_rule_is_used(fleet_calls: Any) -> None:
+    kinds, settings, hub, _managed = fleet_calls
+    rules = _role_rules(rbac.hub_manifests(kinds, settings), "Role")
+    denied = {c for c in hub if not allowed(c, [*rules, SYSTEM_DISCOVERY])}
+    assert not denied, f"the hub Role lacks: {sorted(map(str, denied))}"
+    assert all(c.namespace == settings.namespace for c in hub if c.resource), "a hub call left the namespace"
+    assert Call("create", "coordination.k8s.io", "leases", settings.namespace) in hub
+    assert Call("get", "coordination.k8s.io", "leases", settings.namespace, LEASE_NAME) in hub
+    for rule in rules:
+        assert any(allowed(c, [rule]) for c in hub), f"rule never used by the controller: {rule}"
+
+
+def test_the_managed_cluster_role_allows_every_call_and_is_read_only(fleet_calls: Any) -> None:
+    kinds, _settings, _hub, managed = fleet_calls
+    rules = _role_rules(rbac.managed_manifests(kinds), "ClusterRole")
+    denied = {c for c in managed if not allowed(c, rules)}
+    assert not denied, f"the managed-cluster ClusterRole lacks: {sorted(map(str, denied))}"
+    assert {c.verb for c in managed} <= {"get", "list", "watch"}
+    used = {(c.group, c.resource) for c in managed if c.resource}
+    for rule in rules:
+        for group in rule.get("apiGroups", ()):
+            for resource in rule["resources"]:
+                assert (group, resource) in used, f"{group}/{resource} granted but never read by the demo fleet"
+
+
+def test_without_a_rule_the_call_is_denied(fleet_calls: Any) -> None:
+    kinds, settings, hub, _managed = fleet_calls
+    rules = [r for r in _role_rules(rbac.hub_manifests(kinds, settings), "Role") if "secrets" not in r["resources"]]
+    assert any(c.resource == "secrets" and not allowed(c, rules) for c in hub)
+
+
+def test_rules_merge_verbs_and_resources_deterministically() -> None:
+    merged = rbac.rules([
+        ApiAccess("", ("pods",), ("list",)),
+        ApiAccess("", ("nodes", "pods"), ("list",)),
+        ApiAccess("", ("pods",), ("get",)),
+        ApiAccess("x.io", ("things",), ("get",), resource_names=("one",)),
+        ApiAccess(non_resource_urls=("/version",)),
+    ])
+    assert merged == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+        {"apiGroups": ["x.io"], "resources": ["things"], "resourceNames": ["one"], "verbs": ["get"]},
+        {"nonResourceURLs": ["/version"], "verbs": ["get"]},
+    ]
+
+
+def test_managed_access_must_be_read_only_and_read_flags_are_checked() -> None:
+    writer = ResourceKind("x.io", "v1", "X", "xs", schema={}, managed_access=(ApiAccess("", ("pods",), ("delete",)),))
+    with pytest.raises(ValueError, match="read-only"):
+        rbac.managed_manifests([writer])
+    assert rbac.parse_read("apps/statefulsets") == ApiAccess("apps", ("statefulsets",), ("get", "list"))
+    assert rbac.parse_read("pods") == ApiAccess("", ("pods",), ("get", "list"))
+    with pytest.raises(ValueError, match="GROUP/RESOURCE"):
+        rbac.parse_read("a/b/c")
