@@ -12,7 +12,8 @@ Every other request is forwarded to ``upstream`` unchanged. Behaviours:
 * ``drip``: answer 200 with headers at once, then the upstream body one byte at a time;
 * ``stall_headers``: send the status line, then one header byte per second, never finishing;
 * ``huge``: a syntactically valid ``List`` of ``size`` bytes (one big annotation per item);
-* ``nested``: a JSON document nested ``depth`` levels deep.
+* ``nested``: a JSON document nested ``depth`` levels deep;
+* ``respond``: a fixed status and JSON body (a stand-in for a simple endpoint).
 """
 
 from __future__ import annotations
@@ -105,6 +106,10 @@ class HostileProxy:
         """Answer matching paths with JSON nested ``depth`` levels deep."""
         self._add(path_regex, "nested", depth=depth)
 
+    def respond(self, path_regex: str, status: int = 200, body: bytes = b"{}") -> None:
+        """Answer matching paths with ``status`` and ``body`` at once."""
+        self._add(path_regex, "respond", status=status, body=body)
+
     def clear(self) -> None:
         """Forward everything again."""
         with self._lock:
@@ -143,6 +148,10 @@ class HostileProxy:
                 request.close_connection = True
                 for chunk in _huge_list(int(rule[1]["size"]), str(rule[1]["kind"])):
                     request.wfile.write(chunk)
+            elif rule[0] == "respond":
+                data = bytes(rule[1]["body"])
+                self._send_head(request, int(rule[1]["status"]), len(data))
+                request.wfile.write(data)
             elif rule[0] == "nested":
                 depth = int(rule[1]["depth"])
                 data = b'{"items":' + b"[" * depth + b"]" * depth + b"}"

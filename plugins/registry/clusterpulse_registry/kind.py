@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterpulse_core.kinds import READ_REFERENCED_SECRETS, PrinterColumn, ResourceKind
-from clusterpulse_core.openapi import BOOLEAN, DATE_TIME, INT32, STRING, resource_schema, secret_ref
+from clusterpulse_core.openapi import BOOLEAN, CONDITIONS, DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
 GROUP = "clusterpulse.io"
 VERSION = "v1alpha1"
@@ -62,6 +62,7 @@ _STATUS: dict[str, Any] = {
         "repositoryCount": {"type": "integer"},
         "version": {**_STRING, "description": "Docker-Distribution-Api-Version header."},
         "features": {"type": "object", "additionalProperties": _BOOL},
+        "conditions": dict(CONDITIONS),
     },
 }
 

@@ -6,9 +6,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from clusterpulse_core import serde
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.model import RegistryMetricsRecord, RegistryStatusRecord
+from clusterpulse_core.model.condition import Condition, ready_condition
 from clusterpulse_core.pieces import (
     EventPiece,
     Piece,
@@ -81,6 +83,27 @@ def _store(ctx: ReconcileContext, *pieces: Piece) -> str:
     return ""
 
 
+def _ready(obj: Mapping[str, Any], status: Mapping[str, Any], health: str, message: str,
+           now: datetime) -> Condition:
+    """The ``Ready`` condition: True unless the registry is unhealthy."""
+    generation = (obj.get("metadata") or {}).get("generation")
+    previous = status.get("conditions")
+    return ready_condition(health != UNHEALTHY, "ConnectionFailed" if health == UNHEALTHY else "Connected", message,
+                           generation if isinstance(generation, int) else 0, now,
+                           previous if isinstance(previous, list) else None)
+
+
+def _record_event(ctx: ReconcileContext, obj: Mapping[str, Any], before: str, after: str, message: str) -> None:
+    """Connected / Recovered / ConnectionFailed on the RegistryConnection when its health changes."""
+    uid = str((obj.get("metadata") or {}).get("uid") or "")
+    if after == UNHEALTHY:
+        ctx.event("ConnectionFailed", message, warning=True, uid=uid)
+    elif before == UNHEALTHY:
+        ctx.event("Recovered", message, uid=uid)
+    elif not before or before == "unknown":
+        ctx.event("Connected", message, uid=uid)
+
+
 class RegistryReconciler:
     """Checks one RegistryConnection per call; owns the registry clients."""
 
@@ -113,11 +136,14 @@ class RegistryReconciler:
         old = parse_status(obj)
         if should_update_status(old, result, health, message):
             new = desired_status(result, health, message, now)
-            patch = status_patch(obj.get("status") or {}, new, spec.monitoring.check_catalog)
+            raw_status = obj.get("status") or {}
+            patch = status_patch(raw_status, new, spec.monitoring.check_catalog)
             if patch:
+                patch["conditions"] = [serde.unstructure(_ready(obj, raw_status, health, message, now))]
                 ctx.patch_status(patch)
             if old.health != health:
                 ctx.log.info("registry is %s: %s", health, message)
+                _record_event(ctx, obj, old.health, health, message)
         store_error = _store(ctx, reconciled_event(name, spec, result, health, now)) or store_error
         interval = reconcile_interval(spec.monitoring.interval)
         return ReconcileResult(requeue_after=float(interval),
