@@ -112,3 +112,18 @@ def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Manage
     assert client.smembers("configaudit:all") == set()
     assert client.exists("configaudit:index:audited=team-a") == 0
     assert not [key for key in client.scan_iter("configaudit:*")]
+
+
+def test_the_generated_rbac_grants_what_the_plugin_declares(tmp_path: Path) -> None:
+    from clusterpulse_core import rbac
+
+    config_file = tmp_path / "clusterpulse.toml"
+    config_file.write_text('[clusterpulse]\nplugins = ["configaudit"]\n')
+    config, host = load(str(config_file), env={})
+    kinds = [kind for _owner, kind in host.kinds.values()]
+    role = next(doc for doc in rbac.hub_manifests(kinds, config.core) if doc["kind"] == "Role")
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]} in role["rules"]
+    assert {"apiGroups": ["audit.example.com"], "resources": ["configaudits/status"], "verbs": ["patch"]} \
+        in role["rules"]
+    cross = next(doc for doc in rbac.cross_namespace_manifests(kinds, config.core) if doc["kind"] == "ClusterRole")
+    assert cross["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]

@@ -13,7 +13,7 @@ from typing import Any
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.context import ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, PrinterColumn, ReconcileResult, ResourceKind
+from clusterpulse_core.kinds import ApiAccess, ObjectRef, PrinterColumn, ReconcileResult, ResourceKind
 from clusterpulse_core.pieces import RecordDeletion, RecordPiece
 
 CONFIG_AUDIT = ResourceKind(
@@ -35,6 +35,9 @@ CONFIG_AUDIT = ResourceKind(
         },
     },
     printer_columns=(PrinterColumn("ConfigMaps", "integer", ".status.configMaps"),),
+    # What reconcile calls besides the kind itself (`clusterpulse rbac` turns it into the Role).
+    # Audited namespaces may be outside the watch namespace: granted there by `rbac --cross-namespace`.
+    hub_access=(ApiAccess("", ("configmaps",), ("list",), other_namespaces=True),),
 )
 
 
