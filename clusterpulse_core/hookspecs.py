@@ -14,7 +14,9 @@ Hooks come in five groups, called in this order during a run:
 2. **Aggregate** — registry callbacks for functions used by MetricSources, alert rules,
    and the expression compiler other plugins reuse.
 3. **Store** — ``clusterpulse_storage_backends``: every backend gets every piece.
-4. **Collect** — ``clusterpulse_collectors``: named pieces of state per managed cluster.
+4. **Collect** — ``clusterpulse_collectors``: named pieces of state per managed cluster
+   (also run by the push-mode agent; ``clusterpulse_agent_connection`` and
+   ``clusterpulse_agent_sources`` connect the agent, the ingester and the reconciles).
 5. **Reconcile** — ``clusterpulse_resource_kinds``, ``clusterpulse_reconcile``,
    ``clusterpulse_forget``.
 
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-    from clusterpulse_core.model import Alert
+    from clusterpulse_core.model import AgentConnection, Alert
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -229,7 +231,7 @@ def clusterpulse_stored_alerts() -> Sequence[Alert]:
 
 
 @hookspec
-def clusterpulse_collectors() -> Sequence[Collector]:
+def clusterpulse_collectors(where: str) -> Sequence[Collector]:
     """Return collectors: each takes one managed cluster and returns pieces of its state.
 
     The cluster reconcile runs every registered collector in parallel for every cluster
@@ -237,6 +239,40 @@ def clusterpulse_collectors() -> Sequence[Collector]:
     certificates...) to every cluster without touching the cluster plugin. A collector
     marked ``critical`` fails the reconcile when it raises; the others are logged and
     skipped.
+
+    ``where`` is ``"hub"`` for a pull reconcile on the hub and ``"agent"`` inside the push-mode
+    collector agent (``clusterpulse agent``), which runs the same collectors against its own
+    cluster and streams the pieces to the hub's ingester. An implementation may leave the
+    argument out; one that knows the difference returns its agent variant there (the
+    MetricSource plugin, for instance, only collects inside an agent what the hub sent it).
+    """
+
+
+# --------------------------------------------------------------------------- push mode
+
+
+@hookspec(firstresult=True)
+def clusterpulse_agent_connection(cluster: str) -> AgentConnection | None:
+    """The push-mode collector agent currently connected for ``cluster``, if any.
+
+    Implemented by the plugin that receives agent streams (the ingester); asked by the
+    cluster reconcile before it collects a ``collectionMode: push`` cluster. ``None`` means no
+    agent is connected (or no plugin receives agents): the cluster is collected by pull
+    (DECISIONS C3). The answer carries the agent's version and the time it was last heard
+    from, so the caller can treat a silent agent as gone.
+    """
+
+
+@hookspec
+def clusterpulse_agent_sources(sources: Sequence[bytes], plugins: PluginHost) -> None:
+    """Inside the collector agent: the hub sent the MetricSource definitions to evaluate.
+
+    ``sources`` are the compiled MetricSource JSON documents of a ``ConfigUpdate`` (the same
+    documents the hub stores under ``metricsource:<ns>:<name>``), replacing the previous set;
+    an empty sequence clears it. The plugin that evaluates them compiles expressions and
+    namespace patterns from their source text (DECISIONS C6), skips (and logs) a document it
+    cannot use, and returns its collector from ``clusterpulse_collectors(where="agent")``.
+    ``plugins`` gives the registered functions and aggregations to compile against.
     """
 
 

@@ -18,6 +18,7 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.model import AgentConnection
 from clusterpulse_core.store import StorageBackend
 
 log = logging.getLogger(__name__)
@@ -301,12 +302,20 @@ class PluginHost:
         """Every backend from every plugin, in load order."""
         return [b for result in self.pm.hook.clusterpulse_storage_backends() for b in (result or ())]
 
-    def collectors(self) -> list[Collector]:
-        """Every collector from every plugin; names must be unique."""
+    def collectors(self, where: str = "hub") -> list[Collector]:
+        """Every collector from every plugin (``where``: ``hub`` or ``agent``); names must be unique."""
         seen: dict[str, Collector] = {}
-        for result in self.pm.hook.clusterpulse_collectors():
+        for result in self.pm.hook.clusterpulse_collectors(where=where):
             for collector in result or ():
                 if collector.name in seen:
                     raise PluginError(f"collector {collector.name!r} is registered twice")
                 seen[collector.name] = collector
         return list(seen.values())
+
+    def agent_connection(self, cluster: str) -> AgentConnection | None:
+        """The push agent connected for ``cluster`` (``None`` when none is, or nothing receives agents)."""
+        return self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
+
+    def agent_sources(self, sources: Sequence[bytes]) -> None:
+        """Hand the MetricSource documents an agent received to the plugins that evaluate them."""
+        self.pm.hook.clusterpulse_agent_sources(sources=list(sources), plugins=self)

@@ -24,6 +24,8 @@ class ManagedCluster:
 
     name: str
     api: KubeAPI
+    #: The bearer token the cluster requires (also its push agent's collector token).
+    token: str = ""
 
 
 @attrs.frozen
@@ -67,7 +69,7 @@ def running_fleet(kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR,
             api = KubeAPI(version=entry.get("version"), require_token=entry.get("token")).start()
             started.append(api)
             api.seed(_folder(fleet_dir / entry["objects"], {}))
-            clusters.append(ManagedCluster(entry["name"], api))
+            clusters.append(ManagedCluster(entry["name"], api, str(entry.get("token") or "")))
             variables[entry["urlVariable"]] = api.url
         hub = KubeAPI().start()
         started.append(hub)

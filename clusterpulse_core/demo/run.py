@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +16,7 @@ import attrs
 import redis
 
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
-from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, running_fleet
+from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, ManagedCluster, running_fleet
 from clusterpulse_core.demo.summary import (
     format_alerts,
     format_fleet,
@@ -28,13 +31,18 @@ from clusterpulse_core.demo.summary import (
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.servers import ServerUnavailable, docker_registry_process, redis_process
+from clusterpulse_core.testing.servers import ServerUnavailable, docker_registry_process, free_port, redis_process
 
-#: What the demo enables: storage first, then the kinds it has sample objects for, then alerts.
-DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts")
+#: What the demo enables: storage first, then the kinds it has sample objects for, then alerts and
+#: the ingester (push-mode clusters of the fleet are streamed by a ``clusterpulse agent`` process).
+DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester")
 #: Plugin sections of the demo: alerts fire at once (a demo runs for seconds, not the rules' ``for``).
 DEMO_SETTINGS: dict[str, dict[str, object]] = {"alerts": {"default_for": 0.0}}
 CYCLE_TIMEOUT = 120.0
+#: Seconds between a demo agent's collections (the real default is 60).
+AGENT_INTERVAL = 2.0
+#: Environment variables of the agent's settings: the demo's config file decides, not the caller's shell.
+_AGENT_ENV = ("CLUSTER_NAME", "INGESTER_", "COLLECTOR_TOKEN", "COLLECT_INTERVAL", "BUFFER_SIZE")
 
 
 class DemoError(Exception):
@@ -116,8 +124,12 @@ class DemoResult:
 
 
 def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = print,
-             fleet_dir: Path = FLEET_DIR) -> DemoResult:
-    """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys."""
+             fleet_dir: Path = FLEET_DIR, push_agents: bool = True) -> DemoResult:
+    """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys.
+
+    With ``push_agents`` every push-mode cluster of the fleet gets its ``clusterpulse agent``
+    process; without, those clusters are collected by pull (DECISIONS C3).
+    """
     host = PluginHost(DEMO_PLUGINS)
     kinds = [kind for _owner, kind in host.kinds.values()]
     with redis_for_demo(redis_url) as url, registry_for_demo(echo) as registry_url, \
@@ -126,17 +138,37 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
         kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
         core = CoreSettings(plugins=DEMO_PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                             metrics_bind_address="0", health_probe_bind_address="0")
-        raw = RawConfig(core=core, plugin_sections={"redis": {"url": url}, **DEMO_SETTINGS}, source="demo")
+        ingester_port = free_port()
+        sections: dict[str, dict[str, object]] = {"redis": {"url": url}, **DEMO_SETTINGS,
+                    "ingester": {"bind_address": "127.0.0.1", "port": ingester_port}}
+        raw = RawConfig(core=core, plugin_sections=sections, source="demo")
         config = finish_config(raw, host.settings_classes(), env={})
         host.configure(config)
         echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
              f"({', '.join(c.name for c in fleet.clusters)}), redis {url}"
              + (f", registry {registry_url}" if registry_url else ""))
+        pushed = _push_clusters(fleet) if push_agents else []
+        agents = [_start_agent(cluster, ingester_port, Path(tmp)) for cluster in pushed]
         manager = Manager(build_runtime(config, host), identity="demo")
-        manager.start()
         try:
+            manager.start()
+            for cluster in pushed:
+                _wait_for(lambda c=cluster: manager.runtime.plugins.agent_connection(c.name) is not None,  # type: ignore[misc]
+                          CYCLE_TIMEOUT, f"the collector agent of {cluster.name}")
+                echo(f"demo: {cluster.name} is push mode: its `clusterpulse agent` process streams to the "
+                     f"ingester on port {ingester_port}")
             _run_cycles(manager, fleet, cycles, echo)
+            if pushed:
+                _wait_for(lambda: _pushed_sources_arrived(url, [c.name for c in pushed]), CYCLE_TIMEOUT,
+                          "the agents' MetricSource results")
+            for cluster in pushed:
+                connection = manager.runtime.plugins.agent_connection(cluster.name)
+                state = (f"agent {connection.version} connected, last heartbeat "
+                         f"{connection.last_heartbeat:%H:%M:%S}") if connection else "agent not connected"
+                echo(f"push: {cluster.name} ({state}); the other clusters are pulled")
         finally:
+            for agent in agents:
+                _stop_agent(agent)
             manager.stop()
         client = redis.Redis.from_url(url, decode_responses=True)
         try:
@@ -169,3 +201,45 @@ def _run_cycles(manager: Manager, fleet: Fleet, cycles: int, echo: Callable[[str
                   CYCLE_TIMEOUT, f"cycle {cycle}")
         done = _reconciles(manager)
         echo(f"cycle {cycle}: reconciled {objects} objects in {time.monotonic() - started:.2f}s")
+
+
+def _push_clusters(fleet: Fleet) -> list[ManagedCluster]:
+    """The managed clusters whose ClusterConnection asks for push mode."""
+    push = {obj["metadata"]["name"] for obj in fleet.hub.list("clusterpulse.io/v1alpha1", "clusterconnections",
+                                                               fleet.namespace)
+            if (obj.get("spec") or {}).get("collectionMode") == "push"}
+    return [cluster for cluster in fleet.clusters if cluster.name in push]
+
+
+def _start_agent(cluster: ManagedCluster, port: int, tmp: Path) -> subprocess.Popen[bytes]:
+    """``clusterpulse agent`` for one emulated cluster, pushing to the demo's ingester."""
+    kubeconfig = cluster.api.write_kubeconfig(tmp / f"{cluster.name}.kubeconfig", token=cluster.token)
+    config = tmp / f"agent-{cluster.name}.toml"
+    config.write_text(
+        '[clusterpulse]\nplugins = ["cluster", "metricsource", "ingester"]\nmetrics_bind_address = "0"\n'
+        'health_probe_bind_address = "0"\nlog_level = "warn"\n[plugins.ingester]\n'
+        f'cluster_name = "{cluster.name}"\ningester_address = "127.0.0.1:{port}"\n'
+        f'collector_token = "{cluster.token}"\ncollect_interval = {AGENT_INTERVAL}\nheartbeat_interval = 5.0\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_AGENT_ENV)}
+    return subprocess.Popen(
+        [sys.executable, "-c", "from clusterpulse_core.cli import main; main()", "--config", str(config),
+         "agent", "--kubeconfig", str(kubeconfig)], env=env, cwd=tmp)
+
+
+def _stop_agent(agent: subprocess.Popen[bytes]) -> None:
+    agent.terminate()
+    try:
+        agent.wait(30)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        agent.wait(5)
+
+
+def _pushed_sources_arrived(url: str, clusters: list[str]) -> bool:
+    """Whether every push cluster has sent results for every enabled MetricSource (agents run on a timer)."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        sources = [str(source) for source in client.smembers("metricsources:enabled")]
+        return all(client.exists(f"cluster:{c}:custom:{s}:resources") for c in clusters for s in sources)
+    finally:
+        client.close()

@@ -4,6 +4,7 @@ Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
 """
 
+from clusterpulse_core.model.agent import AgentConnection
 from clusterpulse_core.model.alert import Alert, Severity
 from clusterpulse_core.model.cluster import (
     ClusterMetrics,
@@ -39,6 +40,7 @@ from clusterpulse_core.model.registry import (
 )
 
 __all__ = [
+    "AgentConnection",
     "AggregationResults",
     "Alert",
     "ClusterMetrics",

@@ -58,6 +58,8 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     assert [line.split(":")[0] for line in lines if line.startswith("cycle ")] == ["cycle 1", "cycle 2"]
     # Three ClusterConnections, the docker-registry's RegistryConnection and the MetricSource.
     assert any(line.startswith("cycle 2: reconciled 5 objects") for line in lines)
+    # edge-lab is push mode: a `clusterpulse agent` process streams it (both modes side by side).
+    assert any(line.startswith("push: edge-lab (agent ") and "connected" in line for line in lines)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     rows = {row.name: row for row in read_fleet(client)}
     assert sorted(rows) == sorted(_cluster_names())

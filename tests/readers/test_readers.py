@@ -89,7 +89,9 @@ def client() -> Iterator[redis.Redis]:
     server = redis_process(require_binary("redis-server", "redis-server"))
     server.start()
     url = f"redis://127.0.0.1:{server.port}/0"
-    run_demo(2, url, echo=lambda _line: None)
+    # Pull data for every cluster: a push agent's batches carry less (no conditions, resource lists,
+    # object counts or node age; docs/push-mode.md), so edge-lab is collected by pull here (C3).
+    run_demo(2, url, echo=lambda _line: None, push_agents=False)
     reader = redis.Redis.from_url(url, decode_responses=True)
     yield reader
     reader.close()

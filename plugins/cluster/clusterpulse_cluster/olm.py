@@ -41,8 +41,13 @@ def _split_namespaces(text: str) -> list[str]:
     return text.split(",")
 
 
-def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any]) -> OperatorInfo | None:
-    """The OperatorInfo of one CSV and the Subscription that installed it; ``None`` without a spec."""
+def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any], agent: bool = False) -> OperatorInfo | None:
+    """The OperatorInfo of one CSV and the Subscription that installed it; ``None`` without a spec.
+
+    ``agent`` applies the push agent's rules (controllers.md §10.5): a missing version stays
+    empty, a missing phase reads ``Unknown``, ``WATCH_NAMESPACE`` wins over the target-namespaces
+    annotation, ``available_count`` is filled and no timestamps are set (the ingester stamps them).
+    """
     spec = csv.get("spec")
     if not isinstance(spec, Mapping):
         return None
@@ -69,22 +74,26 @@ def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any]) -> Op
     targets = str(_mapping(meta.get("annotations")).get("olm.targetNamespaces") or "")
     if cluster_wide:
         available = ["*"]
+    elif agent and available:
+        pass
     elif targets:
         stripped = targets.strip("\"'")
         if stripped:
             available = _split_namespaces(stripped)
     else:
         available = [namespace]
-    status, updated = "", created
+    status, updated = ("Unknown" if agent else ""), created
     csv_status = csv.get("status")
     if isinstance(csv_status, Mapping):
         status = str(csv_status.get("phase") or "Unknown")
         updated = _time(csv_status.get("lastUpdateTime"), created)
+    if agent:
+        created = updated = ZERO_TIME
     provider = _mapping(spec.get("provider")).get("name")
     return OperatorInfo(
         name=name,
         display_name=str(spec.get("displayName") or name),
-        version=str(spec.get("version") or "unknown"),
+        version=str(spec.get("version") or ("" if agent else "unknown")),
         status=status,
         installed_namespace=namespace,
         install_modes=tuple(install_modes),
@@ -94,11 +103,12 @@ def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any]) -> Op
         updated_at=updated,
         is_cluster_wide=cluster_wide,
         available_in_namespaces=tuple(available),
+        available_count=len(available) if agent else 0,
         subscription=subscription_info,
     )
 
 
-def list_operators(target: ClusterTarget) -> list[OperatorInfo]:
+def list_operators(target: ClusterTarget, agent: bool = False) -> list[OperatorInfo]:
     """Every Subscription's installed operator, in Subscription order; ``[]`` without OLM."""
     subscriptions = get_optional(target.client, SUBSCRIPTIONS_PATH)
     operators: list[OperatorInfo] = []
@@ -113,7 +123,7 @@ def list_operators(target: ClusterTarget) -> list[OperatorInfo]:
         except Exception as exc:
             log.debug("cluster %s: reading CSV %s/%s failed: %s", target.name, namespace, installed, exc)
             continue
-        info = operator_info(csv, subscription) if isinstance(csv, Mapping) else None
+        info = operator_info(csv, subscription, agent) if isinstance(csv, Mapping) else None
         if info is not None:
             operators.append(info)
     return operators
@@ -125,6 +135,8 @@ class OperatorsCollector:
 
     scan_interval: float
     clock: Callable[[], datetime]
+    #: Inside the push agent: the agent's extraction rules (see :func:`operator_info`).
+    agent: bool = False
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
         """An OperatorsPiece when a scan is due and found operators; nothing otherwise."""
@@ -132,6 +144,6 @@ class OperatorsCollector:
         last = target.state.get(LAST_SCAN_KEY)
         if isinstance(last, datetime) and (now - last).total_seconds() < self.scan_interval:
             return []
-        operators = list_operators(target)
+        operators = list_operators(target, self.agent)
         target.after_store.append(lambda: target.state.__setitem__(LAST_SCAN_KEY, now))
         return [OperatorsPiece(target.name, tuple(operators))] if operators else []

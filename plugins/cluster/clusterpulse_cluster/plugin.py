@@ -60,15 +60,20 @@ class ClusterPlugin:
         return [CLUSTER_CONNECTION]
 
     @hookimpl
-    def clusterpulse_collectors(self) -> Sequence[Collector]:
-        """Nodes (critical), cluster info, OLM operators, OpenShift ClusterOperators and resource lists."""
+    def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
+        """Nodes (critical), cluster info, OLM operators, OpenShift ClusterOperators and resource lists.
+
+        Inside the push agent (``where == "agent"``) OLM operators follow the agent's rules, and
+        the resource lists are left out: the proto has no field for them.
+        """
         return [
             Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now,
                                                         self.settings.max_annotation_bytes), critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
-            Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now)),
+            Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now,
+                                                      agent=where == "agent")),
             Collector("cluster_operators", ClusterOperatorsCollector()),
-            Collector("resources", ResourceCollector(self.settings, self.now)),
+            *([] if where == "agent" else [Collector("resources", ResourceCollector(self.settings, self.now))]),
         ]
 
     @hookimpl

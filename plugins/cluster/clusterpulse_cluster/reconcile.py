@@ -123,6 +123,11 @@ class ClusterReconciler:
             interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
             self._store_spec(ctx, name, spec)
             validate_spec(spec)
+            fallback = ""
+            if spec.is_push:
+                fallback = self._push_state(ctx, name, current, obj)
+                if not fallback:
+                    return ReconcileResult(requeue_after=interval)
             pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
         except (InvalidSpecError, ReconcileFailure) as exc:
             return self._fail(ctx, name, current, interval, str(exc), obj)
@@ -139,13 +144,36 @@ class ClusterReconciler:
             stored()
         self._patch_status(ctx, current, connection_status.connected(
             now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0,
-            _generation(obj), current))
+            _generation(obj), current, fallback))
         previous_phase = current.get("phase")
         if previous_phase != connection_status.PHASE_CONNECTED:
             recovered = previous_phase == connection_status.PHASE_ERROR
             ctx.event("Recovered" if recovered else "Connected",
                       f"cluster {name} is reachable" + (" again" if recovered else ""), uid=_uid(obj))
         return ReconcileResult(requeue_after=interval)
+
+    def _push_state(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any],
+                    obj: Mapping[str, Any]) -> str:
+        """Push mode: ``""`` when the agent is connected and heard from (status patched), else why we pull.
+
+        The connection table comes from whichever plugin receives agents, through the
+        ``clusterpulse_agent_connection`` hook; with none, every push cluster is pulled (C3).
+        """
+        agent = ctx.runtime.plugins.agent_connection(name)
+        now = self.clock()
+        if agent is not None and (now - agent.last_heartbeat).total_seconds() <= self.settings.agent_silence_limit:
+            patch = connection_status.push_active(agent.version, agent.last_heartbeat, now, _generation(obj),
+                                                  current)
+            if any(current.get(key) != value for key, value in patch.items()):
+                ctx.patch_status(patch)
+            return ""
+        disconnected = connection_status.collector_disconnected(current)
+        if disconnected is not None:
+            ctx.patch_status({"collectorStatus": disconnected})
+        reason = connection_status.push_fallback_reason(agent.version, agent.last_heartbeat) if agent else \
+            connection_status.push_fallback_reason("", None)
+        ctx.log.info("%s (DECISIONS C3)", reason)
+        return reason
 
     def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
         pieces: list[Piece] = [ClusterSpecPiece(name, spec.record())]
@@ -173,8 +201,6 @@ class ClusterReconciler:
 
     def _collect(self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec,
                  collectors: Sequence[Collector]) -> tuple[list[Piece], ClusterTarget]:
-        if spec.is_push:
-            ctx.log.debug("push mode without a connected agent: collecting by pull (DECISIONS C3)")
         client = self._client(ctx, name, namespace, spec)
         timeout = connect_timeout(self.settings.connect_timeout, spec.monitoring.timeout)
         try:

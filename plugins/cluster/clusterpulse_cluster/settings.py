@@ -18,6 +18,8 @@ class ClusterSettings:
     connect_timeout: int = setting(
         10, env="CONNECT_TIMEOUT", minimum=5, help="default connection-test timeout, seconds")
     page_size: int = setting(500, minimum=1, help="items per page when listing nodes and pods")
+    agent_silence_limit: float = setting(
+        90.0, help="a push agent not heard from for this many seconds is treated as gone (pull fallback)")
     max_annotation_bytes: int = setting(
         8192, minimum=64, help="longest stored node annotation value, bytes (longer ones are truncated)")
     collect_timeout: int = setting(

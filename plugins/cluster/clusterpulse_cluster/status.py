@@ -10,7 +10,7 @@ import attrs
 
 from clusterpulse_core.model import Health
 from clusterpulse_core.model.condition import Condition, ready_condition
-from clusterpulse_core.serde import unstructure, wire
+from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"
 PHASE_ERROR = "Error"
@@ -41,10 +41,11 @@ class ConnectionStatus:
 
 
 def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
-              previous: Mapping[str, Any] | None = None) -> ConnectionStatus:
-    """Status after a successful pull collection, with ``Ready=True``."""
-    ready = ready_condition(True, PHASE_CONNECTED, REACHABLE, generation, now, _conditions(previous))
-    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, REACHABLE, now, nodes, namespaces, (ready,))
+              previous: Mapping[str, Any] | None = None, note: str = "") -> ConnectionStatus:
+    """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled)."""
+    message = f"{REACHABLE} ({note})" if note else REACHABLE
+    ready = ready_condition(True, PHASE_CONNECTED, message, generation, now, _conditions(previous))
+    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces, (ready,))
 
 
 def failed(message: str, now: datetime | None = None, generation: int = 0,
@@ -58,3 +59,37 @@ def failed(message: str, now: datetime | None = None, generation: int = 0,
 def _conditions(status: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     found = (status or {}).get("conditions")
     return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
+
+
+PUSH_ACTIVE = "Collector push active"
+
+
+def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
+                previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Status patch of a push-mode cluster whose agent is connected and heard from (§7.2 step 5)."""
+    beat = format_time(last_heartbeat)
+    message = f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})"
+    ready = ready_condition(True, PHASE_CONNECTED, PUSH_ACTIVE, generation, now, _conditions(previous))
+    patch = ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, conditions=(ready,)).patch()
+    patch["collectorStatus"] = {"connected": True, "version": version, "lastHeartbeat": beat}
+    return patch
+
+
+def push_fallback_reason(version: str, last_heartbeat: datetime | None) -> str:
+    """Why a push-mode cluster is being pulled (DECISIONS C3), for the status message."""
+    if last_heartbeat is None:
+        return "push agent not connected: collecting by pull"
+    return f"push agent {version or 'unknown'} silent since {format_time(last_heartbeat)}: collecting by pull"
+
+
+def collector_disconnected(current: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``collectorStatus`` marking the agent disconnected (keeping version and heartbeat), or None if it is."""
+    previous = current.get("collectorStatus")
+    previous = previous if isinstance(previous, Mapping) else {}
+    if previous and previous.get("connected") is False:
+        return None
+    out: dict[str, Any] = {"connected": False}
+    for key in ("version", "lastHeartbeat"):
+        if previous.get(key):
+            out[key] = previous[key]
+    return out

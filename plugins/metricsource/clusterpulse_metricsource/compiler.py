@@ -11,7 +11,7 @@ whose message is upstream's and whose ``field`` names the offending spec field.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -186,11 +186,16 @@ def compile_source(spec: MetricSourceSpec, discover: Discover | None = None) -> 
 
 def _compile_computed(spec: MetricSourceSpec, catalog: Catalog) -> tuple[ComputedStep, ...]:
     """Compile every expression, check references (M5, M6) and order by dependency."""
-    field_names = {f.name for f in spec.fields or ()}
-    computed_names = {c.name for c in spec.computed}
+    return _computed_steps([f.name for f in spec.fields or ()], spec.computed, catalog)
+
+
+def _computed_steps(fields: Sequence[str], computed_specs: Sequence[Any], catalog: Catalog) -> tuple[ComputedStep, ...]:
+    """Computed steps from extracted field names and ``(name, expression, type)`` specs."""
+    field_names = set(fields)
+    computed_names = {c.name for c in computed_specs}
     compiled: dict[str, Any] = {}
     references: dict[str, list[str]] = {}
-    for i, computed in enumerate(spec.computed):
+    for i, computed in enumerate(computed_specs):
         where = f"spec.computed[{i}].expression"
         try:
             expression = compile_expression(computed.expression, catalog.functions)
@@ -210,9 +215,9 @@ def _compile_computed(spec: MetricSourceSpec, catalog: Catalog) -> tuple[Compute
     try:
         order = evaluation_order(references)
     except CircularDependencyError as exc:
-        index = next(i for i, c in enumerate(spec.computed) if c.name == exc.cycle[0])
+        index = next(i for i, c in enumerate(computed_specs) if c.name == exc.cycle[0])
         raise SpecError(_COMPUTED_PREFIX + str(exc), f"spec.computed[{index}].expression", str(exc)) from exc
-    types = {c.name: c.type or "float" for c in spec.computed}
+    types = {c.name: c.type or "float" for c in computed_specs}
     return tuple(ComputedStep(name, compiled[name], types[name]) for name in order)
 
 
@@ -296,3 +301,36 @@ def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
         aggregations=tuple(AggregationPlan.bind(a, catalog) for a in aggregations),
         namespace_filter=namespace_filter,
     )
+
+
+def program_from_compiled(compiled: CompiledMetricSource, catalog: Catalog | None = None) -> Program:
+    """The Program of an already compiled definition (what a push agent receives, DECISIONS C6).
+
+    Field extractors, computed expressions (compiled from their source text, checked and put in
+    dependency order as at compile time), aggregations and namespace patterns are rebuilt, so an
+    agent evaluates exactly what the hub would. Raises :class:`SpecError` for a definition that
+    does not compile here (an expression using a function this process does not have).
+    """
+    catalog = catalog or builtin_catalog()
+    try:
+        extractors = []
+        for field in compiled.fields:
+            field_type = catalog.field_type(field.type)
+            extractors.append(FieldExtractor(field.name, compile_steps(list(field.path_segments or ())), field_type,
+                                             converted_default(field_type, field.default)))
+        steps = _computed_steps([f.name for f in compiled.fields], compiled.computed, catalog)
+        namespace_filter = None
+        if compiled.source.namespaces is not None:
+            namespace_filter = NamespaceFilter.from_patterns(compiled.source.namespaces.include,
+                                                             compiled.source.namespaces.exclude)
+        return Program(
+            compiled=compiled,
+            extractors=tuple(extractors),
+            computed=steps,
+            aggregations=tuple(AggregationPlan.bind(a, catalog) for a in compiled.aggregations),
+            namespace_filter=namespace_filter,
+        )
+    except MetricSourceError:
+        raise
+    except Exception as exc:
+        raise SpecError(f"internal compile error: {type(exc).__name__}: {exc}") from exc

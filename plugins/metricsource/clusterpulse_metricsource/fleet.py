@@ -1,9 +1,10 @@
 """Collecting one MetricSource from every connected cluster in parallel (controllers.md §9 step 5).
 
 Only ClusterConnections in the watch namespace whose ``status.phase`` is exactly ``Connected``
-are used. Each cluster gets its client from the shared pool (credentials from its Secret) and
-runs under the source's timeout; a cluster that hangs is given up on at the deadline, so it
-never holds back the results of the others.
+are used, except those a connected push agent serves (it evaluates the sources itself). Each
+cluster gets its client from the shared pool (credentials from its Secret) and runs under the
+source's timeout; a cluster that hangs is given up on at the deadline, so it never holds back
+the results of the others.
 """
 
 from __future__ import annotations
@@ -67,11 +68,14 @@ class FleetOutcome:
 
 
 def connected_clusters(hub: KubeClient, namespace: str) -> list[ClusterRef]:
-    """The ClusterConnections in ``namespace`` whose status phase is ``Connected``."""
+    """The ClusterConnections in ``namespace`` whose status phase is ``Connected`` and that no push agent serves."""
     refs = []
     for obj in hub.list_items(CLUSTER_CONNECTIONS.format(namespace=namespace)):
-        if (obj.get("status") or {}).get("phase") != "Connected":
+        status = obj.get("status") or {}
+        if status.get("phase") != "Connected":
             continue
+        if (status.get("collectorStatus") or {}).get("connected") is True:
+            continue  # a push agent collects this cluster's MetricSources itself
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         creds = spec.get("credentialsRef") or {}

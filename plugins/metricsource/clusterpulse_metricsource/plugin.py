@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
+from clusterpulse_metricsource.agent import AGENT_COLLECTOR, AgentSources
 from clusterpulse_metricsource.builtins.aggregations import register_builtin_aggregations
 from clusterpulse_metricsource.builtins.field_types import register_builtin_field_types
 from clusterpulse_metricsource.builtins.filters import register_builtin_filter_operators
@@ -15,6 +16,7 @@ from clusterpulse_metricsource.reconcile import MetricSourceReconciler
 from clusterpulse_metricsource.settings import MetricSourceSettings
 
 from clusterpulse_core import hookimpl
+from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.hookspecs import ExpressionCompiler, Register
@@ -29,6 +31,7 @@ class MetricSourcePlugin:
 
     def __init__(self) -> None:
         self.reconciler = MetricSourceReconciler()
+        self.agent_sources = AgentSources()
 
     @hookimpl
     def clusterpulse_settings_class(self) -> type:
@@ -82,6 +85,20 @@ class MetricSourcePlugin:
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Remove a deleted MetricSource's state."""
         return self.reconciler.forget(ref, ctx)
+
+    @hookimpl
+    def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
+        """Inside a push agent: the MetricSources the hub sent (the hub collects them itself)."""
+        if where != "agent":
+            return []
+        return [Collector(AGENT_COLLECTOR, self.agent_sources.collect)]
+
+    @hookimpl
+    def clusterpulse_agent_sources(self, sources: Sequence[bytes], plugins: PluginHost) -> None:
+        """Compile the definitions a push agent received (computed fields and namespace patterns too)."""
+        from clusterpulse_metricsource.catalog import Catalog
+
+        self.agent_sources.replace(sources, Catalog.from_contributions(plugins.contributions))
 
     @hookimpl
     def clusterpulse_add_commands(self, cli: click.Group, plugins: PluginHost) -> None:

@@ -1,0 +1,316 @@
+"""The ingester under 1,000 concurrent agent streams, against a bare ``grpc.aio`` echo server.
+
+Clients run in another process (``--client`` mode of this script): ``--streams`` Connect streams
+over ``--channels`` connections, each registering once and then sending a ``--nodes``-node batch
+as soon as the previous one is acked, for ``--seconds``. The same client run is made against
+
+* a bare echo server: the generated servicer answering every batch with ``Ack(success=True)``,
+  no parsing beyond protobuf, no auth, no storage (the ceiling of grpc.aio itself), and
+* the real ingester plugin: C4 token checks against a hub emulator holding 1,000
+  ClusterConnections and Secrets, conversion to pieces, the store fan-out (a backend that
+  accepts and discards the pieces, so Redis speed is not what is measured) and the acks.
+
+Prints sustained batches/s, p50/p99 ack latency, streams held, and the server process's RSS,
+each beside the echo figure. Targets: 1,000 streams held, >= 50 % of the echo throughput,
+RSS < 1 GiB.
+
+    .venv/bin/python benchmarks/bench_ingester.py [--streams 1000] [--seconds 20] [--nodes 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.pieces import Piece
+from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
+from clusterpulse_core.testing.kube_api import KubeAPI
+from clusterpulse_core.testing.recording import BackendPlugin
+from clusterpulse_core.testing.servers import free_port
+
+NAMESPACE = "clusterpulse"
+TARGET_SHARE = 0.5
+TARGET_RSS = 1024**3
+
+
+def cluster(index: int) -> str:
+    """The name of stream ``index``'s cluster."""
+    return f"agent-{index:04d}"
+
+
+def make_batch(name: str, nodes: int) -> pb.MetricsBatch:
+    """A batch like a 50-node cluster's (nodes, totals, info, namespaces)."""
+    batch = pb.MetricsBatch(cluster_name=name)
+    batch.cluster_metrics.CopyFrom(pb.ClusterMetrics(
+        nodes=nodes, nodes_ready=nodes, namespaces=30, namespace_list=[f"team-{i}" for i in range(30)],
+        pods=nodes * 20, pods_running=nodes * 18, cpu_capacity=nodes * 8.0, memory_capacity=nodes * 32 * 2**30,
+        deployments=nodes * 4))
+    for i in range(nodes):
+        batch.node_metrics.append(pb.NodeMetrics(
+            name=f"node-{i:03d}", status="Ready", roles=["worker"], cpu_capacity=8.0, memory_capacity=32 * 2**30,
+            storage_capacity=120 * 2**30, pods_capacity=110, cpu_allocatable=7.5, memory_allocatable=31 * 2**30,
+            storage_allocatable=110 * 2**30, pods_allocatable=110, cpu_requested=3.2, memory_requested=12 * 2**30,
+            cpu_usage_percent=42.6, memory_usage_percent=38.7, pods_running=18, pods_pending=1, pods_total=20,
+            kernel_version="5.14.0-284", os_image="RHCOS 4.14", container_runtime="cri-o://1.27.1",
+            kubelet_version="v1.27.16", architecture="amd64", internal_ip=f"10.0.0.{i}", hostname=f"node-{i:03d}",
+            labels={"kubernetes.io/hostname": f"node-{i:03d}", "node-role.kubernetes.io/worker": "",
+                    "topology.kubernetes.io/zone": f"zone-{i % 3}"}))
+    batch.cluster_info.CopyFrom(pb.ClusterInfo(version="v1.27.16", platform="linux/amd64"))
+    return batch
+
+
+# --------------------------------------------------------------------------- servers
+
+
+class EchoServicer(pb_grpc.CollectorServiceServicer):
+    """The bare comparison: config at register, an ack per batch, nothing else."""
+
+    async def Connect(self, request_iterator: Any, context: Any) -> None:
+        """Answer like an ingester that does no work."""
+        async for request in request_iterator:
+            kind = request.WhichOneof("payload")
+            if kind == "register":
+                await context.write(pb.ConnectResponse(config=pb.ConfigUpdate()))
+            elif kind == "metrics":
+                await context.write(pb.ConnectResponse(ack=pb.Ack(batch_id=request.metrics.batch_id, success=True)))
+
+
+class EchoServer:
+    """The echo servicer on its own event loop thread."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._serve(),), daemon=True)
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 2**20)])
+        pb_grpc.add_CollectorServiceServicer_to_server(EchoServicer(), server)
+        server.add_insecure_port(f"127.0.0.1:{self.port}")
+        await server.start()
+        self._ready.set()
+        await self._stop.wait()
+        await server.stop(0.5)
+
+    def __enter__(self) -> EchoServer:
+        self._thread.start()
+        self._ready.wait(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+
+class DiscardBackend:
+    """Accepts pieces and forgets them (the store fan-out still runs)."""
+
+    name = "discard"
+
+    def __init__(self) -> None:
+        self.stored = 0
+
+    def store(self, pieces: Sequence[Piece]) -> None:
+        """Count and drop."""
+        self.stored += len(pieces)
+
+    def ready(self) -> str | None:
+        """Always ready."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def hub_with_clusters(streams: int) -> KubeAPI:
+    """A hub emulator holding one ClusterConnection and token Secret per stream."""
+    hub = KubeAPI().start()
+    kind = CLUSTER_CONNECTION
+    hub.add_crd(kind.group, kind.version, kind.kind, kind.plural)
+    objects: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
+    for i in range(streams):
+        name = cluster(i)
+        objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-token",
+                                                                            "namespace": NAMESPACE},
+                        "data": {"token": base64.b64encode(f"token-{name}".encode()).decode()}})
+        objects.append({"apiVersion": kind.api_version, "kind": kind.kind,
+                        "metadata": {"name": name, "namespace": NAMESPACE},
+                        "spec": {"endpoint": "https://unreachable", "credentialsRef": {"name": f"{name}-token"},
+                                 "collectionMode": "push", "ingesterAddress": "bench:9443"}})
+    hub.seed(objects)
+    return hub
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process now."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run_clients(port: int, args: argparse.Namespace) -> dict[str, Any]:
+    """This script in ``--client`` mode against ``port``; returns its JSON result."""
+    result = subprocess.run(
+        [sys.executable, __file__, "--client", "--port", str(port), "--streams", str(args.streams),
+         "--seconds", str(args.seconds), "--nodes", str(args.nodes), "--channels", str(args.channels)],
+        capture_output=True, text=True, timeout=args.seconds * 10 + 300)
+    if result.returncode != 0:
+        raise SystemExit(f"client failed: {result.stderr[-2000:]}")
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+# --------------------------------------------------------------------------- clients
+
+
+async def client_main(args: argparse.Namespace) -> dict[str, Any]:
+    """Open every stream, register, then send closed-loop for ``seconds``; latencies of every ack."""
+    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{args.port}",
+                                          options=[("grpc.max_send_message_length", 16 * 2**20)])
+                for _ in range(args.channels)]
+    registered = 0
+    failed: list[str] = []
+    latencies: list[float] = []
+    start = asyncio.Event()
+    all_registered = asyncio.Event()
+    deadline = [0.0]
+
+    async def stream(index: int) -> None:
+        nonlocal registered
+        name = cluster(index)
+        token = f"token-{name}"
+        stub = pb_grpc.CollectorServiceStub(channels[index % len(channels)])
+        call = stub.Connect(metadata=(("authorization", f"Bearer {token}"),))
+        batch = make_batch(name, args.nodes)
+        try:
+            await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=name, token=token,
+                                                                           version="bench")))
+            first = await call.read()
+            if first is grpc.aio.EOF:
+                raise RuntimeError("closed at register")
+            registered += 1
+            if registered == args.streams:
+                all_registered.set()
+            await start.wait()
+            sequence = 0
+            while time.monotonic() < deadline[0]:
+                sequence += 1
+                batch.batch_id = f"{index}-{sequence}"
+                sent = time.perf_counter()
+                await call.write(pb.ConnectRequest(metrics=batch))
+                response = await call.read()
+                if response is grpc.aio.EOF or not response.ack.success:
+                    raise RuntimeError(f"bad ack: {response}")
+                latencies.append(time.perf_counter() - sent)
+            await call.done_writing()
+        except Exception as exc:
+            failed.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+            all_registered.set() if registered + len(failed) >= args.streams else None
+
+    tasks = [asyncio.ensure_future(stream(i)) for i in range(args.streams)]
+    register_started = time.monotonic()
+    await asyncio.wait_for(all_registered.wait(), timeout=300)
+    register_seconds = time.monotonic() - register_started
+    deadline[0] = time.monotonic() + args.seconds
+    started = time.monotonic()
+    start.set()
+    await asyncio.gather(*tasks)
+    elapsed = time.monotonic() - started
+    for channel in channels:
+        await channel.close()
+    latencies.sort()
+
+    def quantile(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")
+
+    return {"acks": len(latencies), "seconds": elapsed, "rate": len(latencies) / elapsed,
+            "p50": quantile(0.5), "p99": quantile(0.99), "held": args.streams - len(failed),
+            "registered": registered, "register_seconds": register_seconds, "failed": failed[:3]}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--channels", type=int, default=10)
+    parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client:
+        print(json.dumps(asyncio.run(client_main(args))))
+        return
+
+    size = make_batch(cluster(0), args.nodes).ByteSize()
+    print(f"{args.streams} streams over {args.channels} connections, {args.nodes}-node batches of {size} bytes, "
+          f"closed loop for {args.seconds:.0f} s; clients in another process; busy shared 2-core machine")
+    base_rss = rss_bytes()
+    port = free_port()
+    with EchoServer(port):
+        echo = run_clients(port, args)
+    echo_rss = rss_bytes()
+
+    hub = hub_with_clusters(args.streams)
+    discard = DiscardBackend()
+    port = free_port()
+    config_file = Path(f"/tmp/bench-ingester-{port}.toml")
+    config_file.write_text(f'[clusterpulse]\nplugins = ["ingester"]\nnamespace = "{NAMESPACE}"\n'
+                           f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
+                           f'[plugins.ingester]\nbind_address = "127.0.0.1"\nport = {port}\n')
+    try:
+        config, host = load(str(config_file), env={}, extra_plugins={"discard": BackendPlugin(discard)})
+        runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
+        start_plugins(runtime)
+        try:
+            ingester = run_clients(port, args)
+            ingester_rss = rss_bytes()
+        finally:
+            stop_plugins(runtime)
+    finally:
+        config_file.unlink(missing_ok=True)
+        hub.stop()
+
+    def row(label: str, r: dict[str, Any], rss: int) -> str:
+        return (f"{label:<9} {r['held']:>5}/{args.streams} held  {r['rate']:>8.1f} batches/s  "
+                f"p50 {r['p50'] * 1000:>7.1f} ms  p99 {r['p99'] * 1000:>7.1f} ms  "
+                f"register all {r['register_seconds']:.1f} s  RSS {rss / 2**20:.0f} MiB")
+
+    print(row("echo", echo, echo_rss))
+    print(row("ingester", ingester, ingester_rss))
+    share = ingester["rate"] / echo["rate"] if echo["rate"] else 0.0
+    print(f"ingester / echo throughput: {share * 100:.0f} % (target >= {TARGET_SHARE * 100:.0f} %: "
+          f"{'met' if share >= TARGET_SHARE else 'NOT met'})")
+    print(f"streams held: {ingester['held']} (target {args.streams}: "
+          f"{'met' if ingester['held'] == args.streams else 'NOT met'})")
+    print(f"benchmark process RSS with the ingester: {ingester_rss / 2**20:.0f} MiB (before any server "
+          f"{base_rss / 2**20:.0f} MiB; target < {TARGET_RSS / 2**30:.0f} GiB: "
+          f"{'met' if ingester_rss < TARGET_RSS else 'NOT met'}); pieces stored: {discard.stored}")
+    for failure in ingester["failed"] + echo["failed"]:
+        print(f"  failure: {failure}")
+
+
+if __name__ == "__main__":
+    main()

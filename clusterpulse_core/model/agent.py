@@ -1,0 +1,24 @@
+"""Push mode: what the hub knows about a connected collector agent (controllers.md §7.4, §11.1)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import attrs
+
+from clusterpulse_core.model.time import ZERO_TIME
+
+
+@attrs.frozen
+class AgentConnection:
+    """One collector agent's stream, as the ingester's connection table holds it.
+
+    ``last_heartbeat`` is the registration time, refreshed by every health report and every
+    metrics batch; ``buffered_batches`` is what the agent's last health report said it holds.
+    """
+
+    cluster: str
+    version: str = ""
+    connected_at: datetime = ZERO_TIME
+    last_heartbeat: datetime = ZERO_TIME
+    buffered_batches: int = 0

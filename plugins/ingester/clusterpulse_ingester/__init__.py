@@ -1,0 +1,1 @@
+"""ClusterPulse push mode: the gRPC ingester and the collector agent."""

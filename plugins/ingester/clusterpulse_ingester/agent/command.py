@@ -1,0 +1,94 @@
+"""``clusterpulse agent``: the push-mode collector agent as a command of the same image."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from importlib import metadata
+
+import click
+from prometheus_client import CollectorRegistry
+
+from clusterpulse_core.config import Config
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_ingester.settings import IngesterSettings
+
+log = logging.getLogger(__name__)
+
+
+def agent_version() -> str:
+    """The version the agent reports at registration (the ingester distribution's, else ``dev``)."""
+    try:
+        return metadata.version("clusterpulse-ingester")
+    except metadata.PackageNotFoundError:
+        return "dev"
+
+
+def local_client(kubeconfig: str, timeout: float) -> KubeClient:
+    """The agent's own cluster: in-cluster service account, or ``kubeconfig`` when given."""
+    from clusterpulse_core.kube.hub import hub_client
+
+    client = hub_client(kubeconfig, timeout=timeout)
+    client.name = "local"
+    return client
+
+
+def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
+    """Build the agent from the loaded plugins and run it until SIGTERM/SIGINT; returns the exit code."""
+    from clusterpulse_core.runtime.probes import ProbeServer, metrics_reply, parse_bind_address
+    from clusterpulse_ingester.agent.runner import Agent
+
+    settings = config.plugin("ingester") or IngesterSettings()
+    if not settings.cluster_name:
+        log.error("CLUSTER_NAME is required")
+        return 1
+    try:
+        client = local_client(kubeconfig or config.core.kubeconfig, config.core.request_timeout)
+    except Exception as exc:
+        log.error("cannot reach the local cluster: %s", exc)
+        return 1
+    registry = CollectorRegistry()
+    agent = Agent(settings, host, client, registry, version=agent_version())
+    probe = None
+    address = parse_bind_address(config.core.metrics_bind_address)
+    if address is not None:
+        probe = ProbeServer("metrics", address, {"/metrics": metrics_reply(registry)})
+        probe.start()
+        log.info("agent metrics on port %d", probe.port)
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, agent.request_stop)
+        return await agent.run()
+
+    log.info("agent for cluster %s -> %s (TLS %s), every %ss", settings.cluster_name, settings.ingester_address,
+             "on" if settings.tls_enabled else "off", settings.collect_interval)
+    try:
+        return asyncio.run(main())
+    finally:
+        if probe is not None:
+            probe.stop()
+        client.close()
+
+
+def make_agent_command(config: Callable[[], Config | None], host: PluginHost) -> click.Command:
+    """The ``agent`` command over the loaded plugins (``config`` gives the validated configuration)."""
+
+    @click.command("agent")
+    @click.option("--kubeconfig", default="", help="collect this cluster instead of the in-cluster service account")
+    def agent_command(kubeconfig: str) -> None:
+        """Run the push-mode collector agent: collect this cluster, stream it to the hub's ingester."""
+        from clusterpulse_core.logs import configure_logging
+
+        loaded = config()
+        if loaded is None:
+            raise click.ClickException("the ingester plugin was not configured")
+        configure_logging(loaded.core.log_level)
+        sys.exit(run_agent(loaded, host, kubeconfig))
+
+    return agent_command

@@ -1,0 +1,329 @@
+"""MetricsBatch <-> pieces: the one place push data changes shape (collector.proto.md §4, controllers.md §11.2).
+
+The agent turns the pieces its collectors return into a ``MetricsBatch``; the ingester turns
+a batch back into the same pieces a pull reconcile stores, so every storage backend handles
+push data without knowing it came by push. What the proto cannot carry (node conditions,
+taints, annotations, external IP, image and volume counts, extra cluster-info keys) is lost on
+the way, as upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import attrs
+
+from clusterpulse_core.model import (
+    AggregationResults,
+    ClusterMetrics,
+    ClusterOperatorCondition,
+    ClusterOperatorInfo,
+    ClusterOperatorVersion,
+    ClusterStatusRecord,
+    CollectedResource,
+    CustomResourceCollection,
+    Health,
+    NodeMetrics,
+    NodeStatus,
+    OperatorInfo,
+    RelatedObject,
+)
+from clusterpulse_core.model.cluster import ObjectCounts, PodPhaseCounts, cluster_metrics
+from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.pieces import (
+    AggregationsPiece,
+    ClusterInfoPiece,
+    ClusterMetricsPiece,
+    ClusterOperatorsPiece,
+    ClusterStatusPiece,
+    CustomResourcesPiece,
+    EventPiece,
+    NamespacesPiece,
+    NodesPiece,
+    OperatorsPiece,
+    Piece,
+)
+from clusterpulse_ingester.proto import collector_pb2 as pb
+
+#: Redis status message of a cluster whose data arrives by push (controllers.md §11.2 step 8).
+PUSH_ACTIVE_MESSAGE = "Collector push active"
+#: A ``collected_at`` further in the future than this is not trusted; the receipt time is used.
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+_INFO_OPTIONAL = ("console_url", "channel", "cluster_id")
+
+
+class BatchError(ValueError):
+    """A batch that cannot be stored as sent; the message names the field."""
+
+
+# --------------------------------------------------------------------------- small conversions
+
+
+def to_float64(value: Any) -> tuple[float, bool]:
+    """An aggregation result as a proto double: numbers convert, anything else is ``(0.0, False)``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0, False
+    return float(value), True
+
+
+def cluster_info_map(info: pb.ClusterInfo) -> dict[str, Any]:
+    """The stored cluster-info map of a pushed ClusterInfo (``api_url``/``version``/``platform`` always)."""
+    out: dict[str, Any] = {"api_url": info.api_url, "version": info.version, "platform": info.platform}
+    for key in _INFO_OPTIONAL:
+        value = getattr(info, key)
+        if value:
+            out[key] = value
+    return out
+
+
+def timestamp_of(dt: datetime) -> Any:
+    """A proto Timestamp of an aware datetime."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    ts = Timestamp()
+    ts.FromDatetime(dt.astimezone(UTC))
+    return ts
+
+
+def batch_time(batch: pb.MetricsBatch, received: datetime) -> datetime:
+    """When the batch was collected: its ``collected_at``, or the receipt time when unset or implausible."""
+    if not batch.HasField("collected_at"):
+        return received
+    collected = batch.collected_at.ToDatetime(tzinfo=UTC)
+    if collected.year < 2000 or collected - received > MAX_CLOCK_SKEW:
+        return received
+    return collected
+
+
+# --------------------------------------------------------------------------- agent: pieces -> batch
+
+
+def _node_proto(node: NodeMetrics) -> pb.NodeMetrics:
+    return pb.NodeMetrics(
+        name=node.name, status=node.status, roles=list(node.roles),
+        cpu_capacity=node.cpu_capacity, memory_capacity=node.memory_capacity,
+        storage_capacity=node.storage_capacity, pods_capacity=node.pods_capacity,
+        cpu_allocatable=node.cpu_allocatable, memory_allocatable=node.memory_allocatable,
+        storage_allocatable=node.storage_allocatable, pods_allocatable=node.pods_allocatable,
+        cpu_requested=node.cpu_requested, memory_requested=node.memory_requested,
+        cpu_usage_percent=node.cpu_usage_percent, memory_usage_percent=node.memory_usage_percent,
+        pods_running=node.pods_running, pods_pending=node.pods_pending, pods_failed=node.pods_failed,
+        pods_succeeded=node.pods_succeeded, pods_total=node.pods_total,
+        kernel_version=node.kernel_version, os_image=node.os_image, container_runtime=node.container_runtime,
+        kubelet_version=node.kubelet_version, architecture=node.architecture,
+        labels=dict(node.labels), internal_ip=node.internal_ip, hostname=node.hostname,
+    )
+
+
+def _metrics_proto(metrics: ClusterMetrics) -> pb.ClusterMetrics:
+    return pb.ClusterMetrics(
+        nodes=metrics.nodes, nodes_ready=metrics.nodes_ready, namespaces=metrics.namespaces,
+        namespace_list=list(metrics.namespace_list), pods=metrics.pods, pods_running=metrics.pods_running,
+        cpu_capacity=metrics.cpu_capacity, memory_capacity=metrics.memory_capacity,
+        deployments=metrics.deployments,
+    )
+
+
+def operator_proto(op: OperatorInfo) -> pb.OperatorInfo:
+    """One OLM operator as the agent sends it."""
+    return pb.OperatorInfo(
+        name=op.name, display_name=op.display_name, version=op.version, status=op.status,
+        installed_namespace=op.installed_namespace, install_mode=op.install_mode, provider=op.provider,
+        is_cluster_wide=op.is_cluster_wide, install_modes=list(op.install_modes),
+        available_in_namespaces=list(op.available_in_namespaces),
+        available_count=op.available_count or len(op.available_in_namespaces),
+        subscription=dict(op.subscription),
+    )
+
+
+def _cluster_operator_proto(co: ClusterOperatorInfo) -> pb.ClusterOperatorInfo:
+    return pb.ClusterOperatorInfo(
+        name=co.name, version=co.version, available=co.available, progressing=co.progressing,
+        degraded=co.degraded, upgradeable=co.upgradeable, message=co.message, reason=co.reason,
+        conditions=[pb.ClusterOperatorCondition(type=c.type, status=c.status, reason=c.reason, message=c.message)
+                    for c in co.conditions],
+        versions=[pb.ClusterOperatorVersion(name=v.name, version=v.version) for v in co.versions],
+        related_objects=[pb.RelatedObject(group=r.group, resource=r.resource, namespace=r.namespace, name=r.name)
+                         for r in co.related_objects],
+    )
+
+
+def _info_proto(info: Mapping[str, Any]) -> pb.ClusterInfo:
+    def text(key: str) -> str:
+        value = info.get(key)
+        return value if isinstance(value, str) else ""
+
+    # api_url stays empty: the agent reaches its API server through in-cluster config (§10.5).
+    return pb.ClusterInfo(version=text("version"), platform=text("platform"), console_url=text("console_url"),
+                          channel=text("channel"), cluster_id=text("cluster_id"))
+
+
+def _values_json(values: Mapping[str, Any]) -> bytes:
+    def finite(value: Any) -> Any:
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    return json.dumps({k: finite(v) for k, v in values.items()}, separators=(",", ":"), default=str).encode()
+
+
+def batch_from_pieces(cluster: str, pieces: Sequence[Piece], collected_at: datetime,
+                      batch_id: str | None = None) -> pb.MetricsBatch:
+    """The MetricsBatch of one agent collection (collector.proto.md §4.1); unknown pieces are left out."""
+    batch = pb.MetricsBatch(cluster_name=cluster, batch_id=batch_id or str(uuid.uuid4()))
+    batch.collected_at.CopyFrom(timestamp_of(collected_at))
+    customs: dict[str, pb.CustomResourceBatch] = {}
+    for piece in pieces:
+        if isinstance(piece, NodesPiece):
+            batch.node_metrics.extend(_node_proto(n) for n in piece.nodes)
+        elif isinstance(piece, ClusterMetricsPiece):
+            batch.cluster_metrics.CopyFrom(_metrics_proto(piece.metrics))
+        elif isinstance(piece, ClusterInfoPiece):
+            batch.cluster_info.CopyFrom(_info_proto(piece.info))
+        elif isinstance(piece, OperatorsPiece):
+            batch.operators.extend(operator_proto(op) for op in piece.operators)
+        elif isinstance(piece, ClusterOperatorsPiece):
+            batch.cluster_operators.extend(_cluster_operator_proto(co) for co in piece.cluster_operators)
+        elif isinstance(piece, CustomResourcesPiece):
+            c = piece.collection
+            entry = customs.setdefault(c.source_id, pb.CustomResourceBatch(source_id=c.source_id))
+            entry.resource_count, entry.truncated, entry.duration_ms = c.resource_count, c.truncated, c.duration_ms
+            entry.resources.extend(
+                pb.CustomCollectedResource(id=r.id, namespace=r.namespace, name=r.name, labels=dict(r.labels),
+                                           values_json=_values_json(r.values))
+                for r in c.resources)
+        elif isinstance(piece, AggregationsPiece):
+            source_id = piece.results.source_id
+            entry = customs.setdefault(source_id, pb.CustomResourceBatch(source_id=source_id))
+            for key, value in piece.results.values.items():
+                number, ok = to_float64(value)
+                if ok:
+                    entry.aggregation_values[key] = number
+    batch.custom_resources.extend(customs.values())
+    return batch
+
+
+# --------------------------------------------------------------------------- ingester: batch -> pieces
+
+
+def _node(node: pb.NodeMetrics, at: datetime, where: str) -> NodeMetrics:
+    if not node.name:
+        raise BatchError(f"{where}.name: empty node name")
+    return NodeMetrics(
+        name=node.name, timestamp=at, status=node.status or NodeStatus.UNKNOWN.value, roles=tuple(node.roles),
+        cpu_capacity=node.cpu_capacity, memory_capacity=node.memory_capacity,
+        storage_capacity=node.storage_capacity, pods_capacity=node.pods_capacity,
+        cpu_allocatable=node.cpu_allocatable, memory_allocatable=node.memory_allocatable,
+        storage_allocatable=node.storage_allocatable, pods_allocatable=node.pods_allocatable,
+        cpu_requested=node.cpu_requested, memory_requested=node.memory_requested,
+        cpu_usage_percent=node.cpu_usage_percent, memory_usage_percent=node.memory_usage_percent,
+        pods_running=node.pods_running, pods_pending=node.pods_pending, pods_failed=node.pods_failed,
+        pods_succeeded=node.pods_succeeded, pods_total=node.pods_total,
+        kernel_version=node.kernel_version, os_image=node.os_image, container_runtime=node.container_runtime,
+        kubelet_version=node.kubelet_version, architecture=node.architecture, labels=dict(node.labels),
+        internal_ip=node.internal_ip, hostname=node.hostname,
+    )
+
+
+def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics], at: datetime) -> ClusterMetrics:
+    """Cluster totals of a batch (DECISIONS R1): what the proto carries, the rest from its nodes.
+
+    Built with the same :func:`~clusterpulse_core.model.cluster.cluster_metrics` as pull mode.
+    Pending and failed pods are the batch's nodes' tallies (unbound pods are not carried);
+    Services, StatefulSets, DaemonSets and PVCs are not carried and stay 0.
+    """
+    pods = PodPhaseCounts(total=metrics.pods, running=metrics.pods_running,
+                          pending=sum(n.pods_pending for n in nodes), failed=sum(n.pods_failed for n in nodes))
+    derived = cluster_metrics(nodes, tuple(metrics.namespace_list), at, pods,
+                              ObjectCounts(deployments=metrics.deployments))
+    # The proto's own totals win over sums of its nodes (they agree for a complete batch).
+    return attrs.evolve(
+        derived, nodes=metrics.nodes, nodes_ready=metrics.nodes_ready,
+        nodes_not_ready=max(0, metrics.nodes - metrics.nodes_ready), namespaces=metrics.namespaces,
+        cpu_capacity=metrics.cpu_capacity, memory_capacity=metrics.memory_capacity)
+
+
+def _operator(op: pb.OperatorInfo, at: datetime) -> OperatorInfo:
+    return OperatorInfo(
+        name=op.name, display_name=op.display_name, version=op.version, status=op.status,
+        installed_namespace=op.installed_namespace, install_modes=tuple(op.install_modes),
+        install_mode=op.install_mode, provider=op.provider, created_at=at, updated_at=at,
+        is_cluster_wide=op.is_cluster_wide, available_in_namespaces=tuple(op.available_in_namespaces),
+        available_count=op.available_count, subscription=dict(op.subscription),
+    )
+
+
+def _cluster_operator(co: pb.ClusterOperatorInfo, at: datetime) -> ClusterOperatorInfo:
+    return ClusterOperatorInfo(
+        name=co.name, version=co.version, available=co.available, progressing=co.progressing,
+        degraded=co.degraded, upgradeable=co.upgradeable, message=co.message, reason=co.reason,
+        last_transition_time=at,
+        conditions=tuple(ClusterOperatorCondition(type=c.type, status=c.status, last_transition_time=ZERO_TIME,
+                                                  reason=c.reason, message=c.message) for c in co.conditions),
+        versions=tuple(ClusterOperatorVersion(v.name, v.version) for v in co.versions),
+        related_objects=tuple(RelatedObject(r.group, r.resource, r.namespace, r.name) for r in co.related_objects),
+    )
+
+
+def _resource_values(raw: bytes, where: str) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        values = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BatchError(f"{where}.values_json: not valid JSON: {exc}") from exc
+    if not isinstance(values, dict):
+        raise BatchError(f"{where}.values_json: expected a JSON object, got {type(values).__name__}")
+    return values
+
+
+def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: str) -> list[Piece]:
+    if "/" not in entry.source_id:
+        raise BatchError(f"{where}.source_id: expected <namespace>/<name>, got {entry.source_id!r}")
+    resources = tuple(
+        CollectedResource(id=r.id, name=r.name, namespace=r.namespace, labels=dict(r.labels),
+                          values=_resource_values(r.values_json, f"{where}.resources[{j}]"))
+        for j, r in enumerate(entry.resources))
+    pieces: list[Piece] = [CustomResourcesPiece(cluster, CustomResourceCollection(
+        source_id=entry.source_id, cluster_name=cluster, collected_at=at, resource_count=entry.resource_count,
+        truncated=entry.truncated, duration_ms=entry.duration_ms, resources=resources))]
+    if entry.aggregation_values:
+        pieces.append(AggregationsPiece(cluster, AggregationResults(
+            source_id=entry.source_id, computed_at=at, duration_ms=entry.duration_ms,
+            values={k: float(v) for k, v in entry.aggregation_values.items()})))
+    return pieces
+
+
+def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime) -> list[Piece]:
+    """Every piece a batch stores, in the pull write order, then status and event (§11.2).
+
+    Raises :class:`BatchError` (naming the field) for content that cannot be stored; nothing of
+    such a batch is stored.
+    """
+    at = batch_time(batch, received)
+    pieces: list[Piece] = []
+    nodes = tuple(_node(n, at, f"node_metrics[{i}]") for i, n in enumerate(batch.node_metrics))
+    if nodes:
+        pieces.append(NodesPiece(cluster, nodes))
+    if batch.HasField("cluster_metrics"):
+        metrics = cluster_metrics_of(batch.cluster_metrics, nodes, at)
+        pieces.append(ClusterMetricsPiece(cluster, metrics))
+        if metrics.namespace_list:
+            pieces.append(NamespacesPiece(cluster, metrics.namespace_list, timestamp=at))
+    if batch.HasField("cluster_info"):
+        pieces.append(ClusterInfoPiece(cluster, cluster_info_map(batch.cluster_info)))
+    if batch.operators:
+        pieces.append(OperatorsPiece(cluster, tuple(_operator(op, at) for op in batch.operators)))
+    if batch.cluster_operators:
+        pieces.append(ClusterOperatorsPiece(cluster, tuple(_cluster_operator(co, at)
+                                                           for co in batch.cluster_operators)))
+    for i, entry in enumerate(batch.custom_resources):
+        pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]"))
+    pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(Health.HEALTHY.value, PUSH_ACTIVE_MESSAGE,
+                                                                  received)))
+    pieces.append(EventPiece("cluster.reconciled", cluster,
+                             {"health": Health.HEALTHY.value, "source": "collector-push"}, timestamp=received))
+    return pieces

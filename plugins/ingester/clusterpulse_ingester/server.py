@@ -1,0 +1,396 @@
+"""The hub's gRPC ingester (controllers.md §11 with DECISIONS C4, C5): a ``grpc.aio`` server in its own thread.
+
+Every stream must register first; the token is checked against the cluster's credentials
+Secret (C4). Each batch becomes the pieces a pull reconcile stores and goes through the same
+store fan-out; the ack says whether storing worked. MetricSource changes reach every connected
+agent as a ``ConfigUpdate`` (C5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import grpc
+
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.pieces import Piece
+from clusterpulse_core.store import StoreError
+from clusterpulse_ingester.auth import AuthError, bearer_token, check_tokens, expected_token
+from clusterpulse_ingester.connections import ConnectionTable
+from clusterpulse_ingester.convert import BatchError, pieces_from_batch
+from clusterpulse_ingester.metrics import IngesterMetrics
+from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from clusterpulse_ingester.settings import IngesterSettings
+from clusterpulse_ingester.sources import SourceBook
+
+log = logging.getLogger(__name__)
+
+#: Ack error prefix of a batch that can never be stored: the agent drops it instead of retrying.
+REJECTED = "rejected: "
+#: Ack error prefix of a batch that failed to store: the agent keeps it and sends it again.
+STORAGE_FAILED = "storage failed: "
+STOPPING = "ingester stopping"
+#: Stored batch ids remembered for duplicate detection (a few per connected agent).
+RECENT_BATCHES = 4096
+
+
+class StartError(Exception):
+    """The server could not start (port in use, unreadable TLS key pair)."""
+
+
+class StoreWorker:
+    """Stores batches on one thread, several at a time (group commit).
+
+    Storage backends block (Redis, HTTP), so they cannot run on the event loop; a thread hop
+    per batch costs more than the conversion under load. Batches waiting while a store call
+    runs are stored together by the next call, and each waiting batch learns the outcome.
+    """
+
+    #: Most batches stored by one call.
+    MAX_GROUP = 64
+
+    def __init__(self, put: Callable[..., None], loop: asyncio.AbstractEventLoop) -> None:
+        self._put = put
+        self._loop = loop
+        self._queue: queue.SimpleQueue[tuple[Sequence[Piece], asyncio.Future[None]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="ingester-store", daemon=True)
+        self._thread.start()
+
+    async def store(self, pieces: Sequence[Piece]) -> None:
+        """Store ``pieces`` (with whatever else is waiting); raises what the store raised."""
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._queue.put((pieces, future))
+        await future
+
+    def close(self) -> None:
+        """Finish what is queued, then stop the thread."""
+        self._queue.put(None)
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            group = [item]
+            while len(group) < self.MAX_GROUP:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    break
+                group.append(more)
+            error: BaseException | None = None
+            try:
+                self._put(*[piece for pieces, _ in group for piece in pieces])
+            except Exception as exc:
+                error = exc
+            for _, future in group:
+                self._loop.call_soon_threadsafe(_settle, future, error)
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
+
+
+def server_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
+    """Keepalive (§11.1) and message-size options of the server."""
+    return [
+        ("grpc.keepalive_time_ms", int(settings.keepalive_time * 1000)),
+        ("grpc.keepalive_timeout_ms", int(settings.keepalive_timeout * 1000)),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", int(settings.min_ping_interval * 1000)),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+    ]
+
+
+@attrs.define(eq=False)
+class _Peer:
+    """One agent stream: its context, the lock serialising writes, and what it registered as."""
+
+    context: Any
+    lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+    stream_id: int | None = None
+    cluster: str = ""
+
+
+class _Refused(Exception):
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str) -> None:
+        self.code, self.reason = code, reason
+        super().__init__(message)
+
+
+class IngesterServer:
+    """Owns the gRPC server, its event loop thread, the connection table and the config pushes."""
+
+    def __init__(self, settings: IngesterSettings, runtime: Runtime, table: ConnectionTable, book: SourceBook,
+                 clock: Callable[[], datetime] = utcnow) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.table = table
+        self.book = book
+        self.clock = clock
+        self.metrics = IngesterMetrics.create(runtime.metrics)
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._peers: set[_Peer] = set()
+        self._pushes: set[asyncio.Future[None]] = set()
+        self._inflight = 0
+        self._stopping = False
+        self._worker: StoreWorker | None = None
+        #: (cluster, batch_id) of the latest stored batches: a batch resent after a lost ack is not stored twice.
+        self._recent: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    # ------------------------------------------------------------------ lifecycle (any thread)
+
+    def start(self, timeout: float = 30.0) -> int:
+        """Start serving; returns the bound port. Raises :class:`StartError`."""
+        ready = threading.Event()
+        errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(ready, errors), name="ingester", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout):
+            raise StartError("ingester did not start in time")
+        if errors:
+            raise StartError(str(errors[0])) from errors[0]
+        log.info("ingester listening on %s:%d (TLS %s)", self.settings.bind_address, self.port,
+                 "on" if self.settings.tls_enabled else "off")
+        return self.port
+
+    def stop(self) -> None:
+        """Finish in-flight batches (up to ``stop_grace``), then close every stream and the server.
+
+        :meth:`start` may be called again afterwards (same settings, so the same port).
+        """
+        loop, event = self._loop, self._stop_event
+        if loop is not None and event is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:
+                pass
+        if self._thread is not None:
+            self._thread.join(self.settings.stop_grace + 5.0)
+            self._thread = None
+
+    def push_config(self) -> None:
+        """Send the current MetricSources to every registered agent (safe from any thread)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._broadcast)
+            except RuntimeError:
+                pass
+
+    # ------------------------------------------------------------------ event loop
+
+    def _run(self, ready: threading.Event, errors: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._serve(ready, errors))
+        finally:
+            self._loop = None
+            loop.close()
+
+    async def _serve(self, ready: threading.Event, errors: list[BaseException]) -> None:
+        self._stop_event = asyncio.Event()
+        self._stopping = False
+        self._worker = StoreWorker(self.runtime.store.put, asyncio.get_running_loop())
+        try:
+            server = grpc.aio.server(options=server_options(self.settings))
+            pb_grpc.add_CollectorServiceServicer_to_server(_Servicer(self), server)
+            address = f"{self.settings.bind_address}:{self.settings.port}"
+            if self.settings.tls_enabled:
+                key = Path(self.settings.tls_key).read_bytes()
+                cert = Path(self.settings.tls_cert).read_bytes()
+                port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+            else:
+                port = server.add_insecure_port(address)
+            if not port:
+                raise StartError(f"cannot listen on {address}")
+            await server.start()
+            self.port = port
+        except BaseException as exc:
+            errors.append(exc)
+            ready.set()
+            self._worker.close()
+            return
+        ready.set()
+        await self._stop_event.wait()
+        self._stopping = True
+        deadline = time.monotonic() + self.settings.stop_grace
+        while self._inflight and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await server.stop(0.5)
+        await asyncio.to_thread(self._worker.close)
+        log.info("ingester stopped")
+
+    def _broadcast(self) -> None:
+        for peer in list(self._peers):
+            if peer.stream_id is not None:
+                push = asyncio.ensure_future(self._send_config(peer))
+                self._pushes.add(push)
+                push.add_done_callback(self._pushes.discard)
+
+    async def _send_config(self, peer: _Peer) -> None:
+        update = pb.ConfigUpdate(metric_sources_json=self.book.documents(),
+                                 default_interval_seconds=self.settings.agent_collect_interval)
+        try:
+            async with peer.lock:
+                await peer.context.write(pb.ConnectResponse(config=update))
+            self.metrics.config_updates.inc()
+        except Exception as exc:
+            log.info("cluster %s: sending a config update failed: %s", peer.cluster, exc)
+
+    # ------------------------------------------------------------------ one stream
+
+    async def connect(self, context: Any) -> None:
+        """Serve one ``Connect`` stream until the agent ends it or it is refused."""
+        peer = _Peer(context)
+        self._peers.add(peer)
+        metadata_token = bearer_token(context.invocation_metadata())
+        try:
+            while True:
+                request = await context.read()
+                if request is grpc.aio.EOF:
+                    break
+                await self._handle(peer, request, metadata_token)
+        except _Refused as refused:
+            self.metrics.streams_rejected.labels(reason=refused.reason).inc()
+            log.warning("agent stream refused (%s): %s", refused.reason, refused)
+            self._forget(peer)
+            await context.abort(refused.code, str(refused))
+        finally:
+            self._forget(peer)
+
+    def _forget(self, peer: _Peer) -> None:
+        self._peers.discard(peer)
+        if peer.stream_id is not None:
+            self.table.remove(peer.stream_id)
+            peer.stream_id = None
+            self.metrics.connected.set(len(self.table))
+
+    async def _handle(self, peer: _Peer, request: pb.ConnectRequest, metadata_token: str) -> None:
+        kind = request.WhichOneof("payload")
+        if kind == "register":
+            await self._register(peer, request.register, metadata_token)
+        elif kind == "health":
+            if peer.stream_id is None:
+                raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
+                               "health received before registration")
+            self.table.heartbeat(peer.stream_id, self.clock(), request.health.buffered_batches)
+        elif kind == "metrics":
+            if peer.stream_id is None:
+                raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
+                               "metrics received before registration")
+            batch = request.metrics
+            if batch.cluster_name and batch.cluster_name != peer.cluster:
+                raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "other_cluster",
+                               f"batch for cluster {batch.cluster_name[:80]!r} on a stream registered "
+                               f"as {peer.cluster!r}")
+            # In flight until the ack is written, so a graceful stop waits for the ack too.
+            self._inflight += 1
+            try:
+                ack = await self._process(peer, batch)
+                async with peer.lock:
+                    await peer.context.write(pb.ConnectResponse(ack=ack))
+            finally:
+                self._inflight -= 1
+        else:
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload")
+
+    async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
+        name = register.cluster_name
+        if not name:
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required")
+        try:
+            expected = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
+            check_tokens(expected, register.token, metadata_token)
+        except AuthError as exc:
+            raise _Refused(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from exc
+        except Exception as exc:
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "hub_unavailable",
+                           f"cannot verify the collector token now: {exc}") from exc
+        if peer.stream_id is not None:
+            self.table.remove(peer.stream_id)
+        peer.cluster = name
+        peer.stream_id = self.table.register(name, register.version, self.clock())
+        self.metrics.connected.set(len(self.table))
+        log.info("agent registered: cluster %s, version %s", name, register.version or "?")
+        await self._send_config(peer)
+
+    async def _process(self, peer: _Peer, batch: pb.MetricsBatch) -> pb.Ack:
+        started = time.perf_counter()
+        try:
+            self.metrics.batches_received.inc()
+            self.metrics.bytes_received.inc(batch.ByteSize())
+            now = self.clock()
+            if peer.stream_id is not None:
+                self.table.heartbeat(peer.stream_id, now)
+            if self._stopping:
+                return self._reject(batch, "stopping", STOPPING)
+            key = (peer.cluster, batch.batch_id)
+            if batch.batch_id and key in self._recent:
+                # Sent again because its ack was lost: it is stored already.
+                self.metrics.batches_acked.inc()
+                return pb.Ack(batch_id=batch.batch_id, success=True)
+            try:
+                pieces = pieces_from_batch(batch, peer.cluster, now)
+            except BatchError as exc:
+                return self._reject(batch, "malformed", REJECTED + str(exc))
+            try:
+                assert self._worker is not None
+                await self._worker.store(pieces)
+            except StoreError as exc:
+                return self._reject(batch, "storage", STORAGE_FAILED + str(exc))
+            except Exception as exc:
+                return self._reject(batch, "storage", f"{STORAGE_FAILED}{type(exc).__name__}: {exc}")
+            self._remember(key)
+            self.metrics.batches_acked.inc()
+            return pb.Ack(batch_id=batch.batch_id, success=True)
+        finally:
+            self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _remember(self, key: tuple[str, str]) -> None:
+        self._recent[key] = None
+        while len(self._recent) > RECENT_BATCHES:
+            self._recent.popitem(last=False)
+
+    def _reject(self, batch: pb.MetricsBatch, reason: str, message: str) -> pb.Ack:
+        self.metrics.batches_rejected.labels(reason=reason).inc()
+        log.warning("cluster %s: batch %s not stored: %s", batch.cluster_name, batch.batch_id[:40], message)
+        return pb.Ack(batch_id=batch.batch_id, success=False, error=message)
+
+
+class _Servicer(pb_grpc.CollectorServiceServicer):
+    """The generated service's one method, delegating to :class:`IngesterServer`."""
+
+    def __init__(self, server: IngesterServer) -> None:
+        self._server = server
+
+    async def Connect(self, request_iterator: Any, context: Any) -> None:
+        """A bidirectional agent stream."""
+        await self._server.connect(context)

@@ -1,0 +1,51 @@
+"""``[plugins.ingester]`` settings: the hub's ingester and the collector agent, with the upstream names.
+
+One section serves both processes: the manager reads the ingester half (controllers.md §2.2),
+``clusterpulse agent`` the agent half (§2.3). Environment variables override the file with the
+upstream parsing rules.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from clusterpulse_core.config import setting
+
+MIB = 1024 * 1024
+
+
+@attrs.frozen
+class IngesterSettings:
+    """Ingester (hub) and collector agent (managed cluster) settings."""
+
+    # ------------------------------------------------------------------ ingester (hub)
+    enabled: bool = setting(True, env="INGESTER_ENABLED", help="start the gRPC ingester in the manager")
+    port: int = setting(9443, env="INGESTER_PORT", minimum=1024, help="ingester listen port")
+    bind_address: str = setting("0.0.0.0", help="ingester listen address")
+    tls_enabled: bool = setting(False, env="INGESTER_TLS_ENABLED",
+                                help="TLS on the ingester (and, in the agent, to the ingester)")
+    tls_cert: str = setting("/etc/ingester-tls/tls.crt", env="INGESTER_TLS_CERT", help="ingester PEM certificate")
+    tls_key: str = setting("/etc/ingester-tls/tls.key", env="INGESTER_TLS_KEY", help="ingester PEM private key")
+    max_message_bytes: int = setting(16 * MIB, minimum=64 * 1024,
+                                     help="largest gRPC message accepted (ingester) or sent (agent), bytes")
+    keepalive_time: float = setting(30.0, help="ping a silent peer after this many seconds")
+    keepalive_timeout: float = setting(10.0, help="close the connection when a ping is not answered in time")
+    min_ping_interval: float = setting(10.0, help="ingester: shortest ping interval allowed from an agent")
+    stop_grace: float = setting(10.0, help="ingester: seconds to finish in-flight batches when stopping")
+    agent_collect_interval: int = setting(
+        0, minimum=0, help="collect interval sent to agents in every ConfigUpdate; 0 leaves COLLECT_INTERVAL")
+
+    # ------------------------------------------------------------------ collector agent
+    cluster_name: str = setting("", env="CLUSTER_NAME", help="agent: this cluster's ClusterConnection name")
+    ingester_address: str = setting("ingester:9443", env="INGESTER_ADDRESS", help="agent: ingester host:port")
+    collector_token: str = setting("", env="COLLECTOR_TOKEN", secret=True,
+                                   help="agent: bearer token (the cluster's credentials Secret token)")
+    collect_interval: float = setting(60.0, env="COLLECT_INTERVAL", help="agent: seconds between collections")
+    buffer_size: int = setting(10, env="BUFFER_SIZE", help="agent: batches kept while the ingester is away")
+    tls_ca: str = setting("", env="INGESTER_TLS_CA", help="agent: PEM CA bundle; empty = system trust store")
+    tls_server_name: str = setting("", env="INGESTER_TLS_SERVER_NAME",
+                                   help="agent: name the ingester certificate is verified against")
+    heartbeat_interval: float = setting(30.0, help="agent: seconds between health reports")
+    ack_timeout: float = setting(60.0, help="agent: seconds to wait for a batch's ack before reconnecting")
+    flush_timeout: float = setting(5.0, help="agent: on SIGTERM, seconds allowed to send what is buffered")
+    backoff_cap: float = setting(300.0, help="agent: longest reconnect delay, seconds (C7)")

@@ -1,0 +1,78 @@
+"""Push-mode ClusterConnections (DECISIONS C3): not pulled while an agent is live, pulled when it is not.
+
+The connection table comes through the ``clusterpulse_agent_connection`` hook; here a small
+plugin answers it, so the cluster plugin is tested against the contract, not the ingester.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import three_node
+from cluster_support import FakeClock, Harness
+
+from clusterpulse_core import hookimpl
+from clusterpulse_core.model import AgentConnection
+
+
+class Agents:
+    """Answers ``clusterpulse_agent_connection`` from a dict the test fills."""
+
+    def __init__(self) -> None:
+        self.connected: dict[str, AgentConnection] = {}
+
+    @hookimpl
+    def clusterpulse_agent_connection(self, cluster: str) -> AgentConnection | None:
+        return self.connected.get(cluster)
+
+
+def test_live_agent_means_no_pull_and_silence_or_absence_means_pull(
+        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    agents = Agents()
+    clock = FakeClock()
+    harness = make_harness(extra={"agents": agents}, clock=clock)
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    harness.add("edge", cluster.url, token=three_node.TOKEN, collectionMode="push", ingesterAddress="hub:9443")
+
+    connected_at: datetime = clock.now - timedelta(minutes=5)
+    agents.connected["edge"] = AgentConnection("edge", "1.2.3", connected_at, clock.now - timedelta(seconds=20))
+    cluster.clear_requests()
+    outcome = harness.reconcile("edge")
+    assert outcome.ok and outcome.requeue_after == 30
+    assert cluster.requests == []  # a live agent: nothing is pulled
+    status = harness.cr("edge")["status"]
+    assert status["phase"] == "Connected" and status["health"] == "healthy"
+    assert status["message"] == "Collector push active (agent 1.2.3, last heartbeat 2024-12-31T23:59:40Z)"
+    assert status["collectorStatus"] == {"connected": True, "version": "1.2.3",
+                                         "lastHeartbeat": "2024-12-31T23:59:40Z"}
+    assert harness.redis.get("cluster:edge:metrics") is None
+
+    clock.advance(120)  # past the 90 s silence limit: pulled, and the status says why
+    assert harness.reconcile("edge").ok
+    assert cluster.requests != []
+    status = harness.cr("edge")["status"]
+    assert status["message"] == ("Cluster is reachable (push agent 1.2.3 silent since 2024-12-31T23:59:40Z: "
+                                 "collecting by pull)")
+    assert status["collectorStatus"] == {"connected": False, "version": "1.2.3",
+                                         "lastHeartbeat": "2024-12-31T23:59:40Z"}
+    assert harness.json("cluster:edge:metrics")["nodes"] == 3
+
+    del agents.connected["edge"]
+    assert harness.reconcile("edge").ok
+    assert harness.cr("edge")["status"]["message"] == (
+        "Cluster is reachable (push agent not connected: collecting by pull)")
+
+
+def test_silence_limit_is_a_setting(make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    agents = Agents()
+    clock = FakeClock()
+    harness = make_harness(settings={"agent_silence_limit": 10.0}, extra={"agents": agents}, clock=clock)
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    harness.add("edge", cluster.url, token=three_node.TOKEN, collectionMode="push", ingesterAddress="hub:9443")
+    agents.connected["edge"] = AgentConnection("edge", "1.2.3", clock.now, clock.now - timedelta(seconds=20))
+    cluster.clear_requests()
+    assert harness.reconcile("edge").ok
+    assert cluster.requests != []
+    assert "silent since" in harness.cr("edge")["status"]["message"]

@@ -1,0 +1,243 @@
+"""Shared helpers of the push-mode tests: a small managed cluster, hub objects, configs, gRPC clients."""
+
+from __future__ import annotations
+
+import base64
+import os
+import queue
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+
+HUB_NAMESPACE = "clusterpulse"
+CC_API = "clusterpulse.io/v1alpha1"
+TOKEN = "push-token-0123456789"
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTERPULSE = str(Path(sys.executable).parent / "clusterpulse")
+
+
+def node(name: str, ready: bool = True, role: str = "worker") -> dict[str, Any]:
+    """A node with capacity, allocatable, a Ready condition, addresses and node info."""
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "creationTimestamp": "2024-12-01T10:00:00Z",
+                     "labels": {"kubernetes.io/hostname": name, f"node-role.kubernetes.io/{role}": ""}},
+        "spec": {},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "100Gi", "pods": "110"},
+            "allocatable": {"cpu": "3500m", "memory": "15Gi", "ephemeral-storage": "96Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady",
+                            "message": "kubelet is posting ready status",
+                            "lastTransitionTime": "2024-12-01T10:00:30Z"}],
+            "addresses": [{"type": "InternalIP", "address": f"10.0.0.{len(name)}"},
+                          {"type": "Hostname", "address": name}],
+            "nodeInfo": {"kernelVersion": "5.14.0", "osImage": "RHEL CoreOS", "containerRuntimeVersion": "cri-o://1.27",
+                         "kubeletVersion": "v1.27.16", "architecture": "amd64"},
+        },
+    }
+
+
+def pod(namespace: str, name: str, node_name: str, phase: str, cpu: str = "250m", memory: str = "256Mi",
+        replicas: int | None = None) -> dict[str, Any]:
+    """A pod bound to ``node_name`` with one container's requests."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": name.split("-")[0]}},
+            "spec": {"nodeName": node_name, "containers": [
+                {"name": "c", "image": "example/app:1", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
+            "status": {"phase": phase}}
+
+
+def deployment(namespace: str, name: str, replicas: int) -> dict[str, Any]:
+    """A Deployment (MetricSources read ``spec.replicas``)."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace,
+                                                                        "labels": {"app": name}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}},
+            "status": {"replicas": replicas, "readyReplicas": replicas}}
+
+
+def managed_objects() -> list[dict[str, Any]]:
+    """A three-node cluster with pods in several phases, four namespaces and three Deployments."""
+    namespaces = ["default", "kube-system", "app-a", "app-b"]
+    objects: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                                     for ns in namespaces]
+    objects += [node("cp-0", role="master"), node("worker-1"), node("worker-2", ready=False)]
+    objects += [pod("app-a", "web-1", "worker-1", "Running"), pod("app-a", "web-2", "worker-1", "Running"),
+                pod("app-b", "batch-1", "worker-2", "Succeeded", cpu="1"), pod("app-b", "api-1", "worker-2", "Pending"),
+                pod("kube-system", "dns-1", "cp-0", "Running", cpu="100m", memory="70Mi")]
+    objects += [deployment("app-a", "web", 2), deployment("app-b", "api", 3), deployment("kube-system", "dns", 1)]
+    return objects
+
+
+def secret(name: str, token: str) -> dict[str, Any]:
+    """A hub Secret with ``token``."""
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+            "data": {"token": base64.b64encode(token.encode()).decode()}}
+
+
+def cluster_connection(name: str, endpoint: str, push: bool = False, ingester: str = "") -> dict[str, Any]:
+    """A ClusterConnection whose credentials are the Secret ``<name>-token``."""
+    spec: dict[str, Any] = {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}}
+    if push:
+        spec.update(collectionMode="push", ingesterAddress=ingester or "127.0.0.1:1")
+    return {"apiVersion": CC_API, "kind": "ClusterConnection",
+            "metadata": {"name": name, "namespace": HUB_NAMESPACE}, "spec": spec}
+
+
+def metric_source(name: str, expression: str) -> dict[str, Any]:
+    """A MetricSource over Deployments with one computed field ``doubled = <expression>``."""
+    return {"apiVersion": CC_API, "kind": "MetricSource", "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+            "spec": {"source": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                "namespaces": {"include": ["app-*"]}},
+                     "fields": [{"name": "replicas", "path": ".spec.replicas", "type": "integer"}],
+                     "computed": [{"name": "doubled", "expression": expression, "type": "integer"}],
+                     "aggregations": [{"name": "total", "field": "doubled", "function": "sum"}],
+                     "collection": {"intervalSeconds": 30},
+                     "rbac": {"resourceTypeName": "deployments"}}}
+
+
+def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapping[str, Any]],
+                 core: Mapping[str, Any] | None = None) -> Path:
+    """A clusterpulse.toml with ``[clusterpulse]`` and ``[plugins.<name>]`` sections."""
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return repr(v)
+
+    core_values = {"namespace": HUB_NAMESPACE, "metrics_bind_address": "0", "health_probe_bind_address": "0",
+                   **(core or {})}
+    lines = ["[clusterpulse]", "plugins = [" + ", ".join(f'"{p}"' for p in plugins) + "]"]
+    lines += [f"{k} = {value(v)}" for k, v in core_values.items()]
+    for name, section in sections.items():
+        lines.append(f"[plugins.{name}]")
+        lines += [f"{k} = {value(v)}" for k, v in section.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30.0, interval: float = 0.05) -> Any:
+    """Poll ``condition`` until it returns something truthy (returned) or fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        time.sleep(interval)
+
+
+class AgentProcess:
+    """``clusterpulse agent`` as a subprocess, its log in a file, its /metrics scraped over HTTP."""
+
+    def __init__(self, config: Path, kubeconfig: Path, metrics_port: int, log: Path,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.log = log
+        self.metrics_port = metrics_port
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("INGESTER_", "COLLECT", "CLUSTER_NAME",
+                                                                               "BUFFER_SIZE"))}
+        full_env.update(env or {})
+        self._log_file = log.open("w")
+        self.process = subprocess.Popen(
+            [CLUSTERPULSE, "--config", str(config), "agent", "--kubeconfig", str(kubeconfig)],
+            stdout=self._log_file, stderr=subprocess.STDOUT, env=full_env, cwd=config.parent)
+
+    def metric(self, name: str, labels: str = "") -> float:
+        """One sample of the agent's /metrics (0 when absent)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return -1.0
+        pattern = re.escape(name) + (re.escape("{" + labels + "}") if labels else "") + r" ([0-9.e+-]+)"
+        found = re.search(r"^" + pattern + r"$", text, re.M)
+        return float(found.group(1)) if found else 0.0
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM, then wait; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(5)
+        self._log_file.close()
+        return code
+
+    def output(self) -> str:
+        """The agent's log so far."""
+        return self.log.read_text()
+
+
+def make_certificates(directory: Path, server_name: str) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for ``server_name`` only (not 127.0.0.1): CA, cert, key paths."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("push test CA")).issuer_name(name("push test CA"))
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=7))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    cert = (x509.CertificateBuilder().subject_name(name(server_name)).issuer_name(ca.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=7))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(server_name)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = directory / "ca.crt", directory / "tls.crt", directory / "tls.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return paths
+
+
+class Stream:
+    """One raw Connect stream driven message by message (a test stand-in for an agent)."""
+
+    def __init__(self, port: int, token: str | None, channel: grpc.Channel | None = None) -> None:
+        self.channel = channel or grpc.insecure_channel(f"127.0.0.1:{port}")
+        self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
+        metadata = [("authorization", f"Bearer {token}")] if token is not None else []
+        self._responses: Iterator[pb.ConnectResponse] = pb_grpc.CollectorServiceStub(self.channel).Connect(
+            iter(self._requests.get, None), metadata=metadata, timeout=20)
+
+    def send(self, request: pb.ConnectRequest) -> None:
+        self._requests.put(request)
+
+    def register(self, cluster: str, token: str, version: str = "test-1") -> pb.ConnectResponse:
+        self.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=token, version=version)))
+        return self.recv()
+
+    def recv(self) -> pb.ConnectResponse:
+        return next(self._responses)
+
+    def error(self) -> grpc.RpcError:
+        with pytest.raises(grpc.RpcError) as info:
+            while True:
+                self.recv()
+        return info.value
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self.channel.close()

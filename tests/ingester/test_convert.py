@@ -1,0 +1,97 @@
+"""Pieces -> MetricsBatch (agent) -> pieces (ingester): what survives, what the proto cannot carry."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from clusterpulse_ingester.convert import batch_from_pieces, pieces_from_batch
+from clusterpulse_metricsource.agent import AgentSources
+from clusterpulse_metricsource.catalog import builtin_catalog
+from clusterpulse_metricsource.compiler import compile_metric_source
+
+from clusterpulse_core.model import (
+    AggregationResults,
+    ClusterMetrics,
+    CollectedResource,
+    CustomResourceCollection,
+    NodeCondition,
+    NodeMetrics,
+    OperatorInfo,
+)
+from clusterpulse_core.pieces import (
+    AggregationsPiece,
+    ClusterInfoPiece,
+    ClusterMetricsPiece,
+    ClusterStatusPiece,
+    CustomResourcesPiece,
+    EventPiece,
+    NamespacesPiece,
+    NodesPiece,
+    OperatorsPiece,
+)
+from clusterpulse_core.serde import dumps
+
+AT = datetime(2025, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
+LATER = datetime(2025, 3, 1, 12, 0, 5, tzinfo=UTC)
+
+
+def test_round_trip_keeps_what_the_proto_carries() -> None:
+    node = NodeMetrics(name="n1", timestamp=AT, status="Ready", roles=("worker",), cpu_capacity=4.0,
+                       memory_capacity=2**34, pods_total=3, labels={"a": "b"}, internal_ip="10.0.0.1",
+                       conditions=(NodeCondition(type="Ready", status="True"),), external_ip="1.2.3.4")
+    metrics = ClusterMetrics(timestamp=AT, nodes=1, nodes_ready=1, namespaces=2, namespace_list=("a", "b"),
+                             pods=3, cpu_capacity=4.0, memory_capacity=2**34, deployments=1)
+    collection = CustomResourceCollection(
+        source_id="ns/src", cluster_name="c", collected_at=AT, resource_count=1, duration_ms=7,
+        resources=(CollectedResource(id="a/x", name="x", namespace="a", values={"r": 2, "nan": float("nan")}),))
+    pieces = [NodesPiece("c", (node,)), ClusterMetricsPiece("c", metrics), NamespacesPiece("c", ("a", "b")),
+              ClusterInfoPiece("c", {"api_url": "https://hub-side", "version": "v1", "platform": "OpenShift",
+                                     "channel": "stable", "image": "not carried"}),
+              OperatorsPiece("c", (OperatorInfo(name="op", available_in_namespaces=("x", "y")),)),
+              CustomResourcesPiece("c", collection),
+              AggregationsPiece("c", AggregationResults("ns/src", values={"n": 3, "names": ["x"], "flag": True}))]
+    batch = batch_from_pieces("c", pieces, AT)
+    assert batch.cluster_info.api_url == ""  # the agent never reports an API URL
+    assert batch.operators[0].available_count == 2
+    assert dict(batch.custom_resources[0].aggregation_values) == {"n": 3.0}  # numbers only
+
+    back = pieces_from_batch(batch, "c", LATER)
+    kinds = [type(p).__name__ for p in back]
+    assert kinds == ["NodesPiece", "ClusterMetricsPiece", "NamespacesPiece", "ClusterInfoPiece", "OperatorsPiece",
+                     "CustomResourcesPiece", "AggregationsPiece", "ClusterStatusPiece", "EventPiece"]
+    nodes = back[0]
+    assert isinstance(nodes, NodesPiece)
+    got = nodes.nodes[0]
+    assert got.timestamp == AT  # the batch's collected_at, not the receipt time
+    assert (got.name, got.cpu_capacity, got.labels, got.internal_ip) == ("n1", 4.0, {"a": "b"}, "10.0.0.1")
+    assert got.conditions == () and got.external_ip == ""  # not in the proto
+    got_metrics = back[1]
+    assert isinstance(got_metrics, ClusterMetricsPiece)
+    assert (got_metrics.metrics.nodes, got_metrics.metrics.namespace_list) == (1, ("a", "b"))
+    info = back[3]
+    assert isinstance(info, ClusterInfoPiece)
+    assert info.info == {"api_url": "", "version": "v1", "platform": "OpenShift", "channel": "stable"}
+    resources = back[5]
+    assert isinstance(resources, CustomResourcesPiece)
+    assert resources.collection.resources[0].values == {"r": 2, "nan": None}
+    assert resources.collection.collected_at == AT
+    status, event = back[7], back[8]
+    assert isinstance(status, ClusterStatusPiece) and status.status.message == "Collector push active"
+    assert status.status.last_check == LATER
+    assert isinstance(event, EventPiece) and event.data == {"health": "healthy", "source": "collector-push"}
+
+
+def test_agent_sources_compile_what_they_can_and_skip_the_rest() -> None:
+    program = compile_metric_source({
+        "metadata": {"name": "src", "namespace": "ns"},
+        "spec": {"source": {"apiVersion": "v1", "kind": "ConfigMap", "namespaces": {"exclude": ["kube-*"]}},
+                 "fields": [{"name": "n", "path": ".data.n", "type": "integer"}],
+                 "computed": [{"name": "twice", "expression": "n * 2"}]}})
+    sources = AgentSources()
+    problems = sources.replace([b"{not json", dumps(program.compiled), b'{"name": "x"}'], builtin_catalog())
+    assert sources.source_ids == ["ns/src"]
+    assert [p.split(":")[0] for p in problems] == ["metric_sources_json[0]", "metric_sources_json[2]"]
+    rebuilt = sources._collectors[0].program
+    assert rebuilt.values({"data": {"n": "21"}}) == {"n": 21, "twice": 42.0}
+    assert rebuilt.namespace_filter is not None and not rebuilt.namespace_filter.keeps("kube-system")
+    assert sources.replace([], builtin_catalog()) == [] and sources.source_ids == []

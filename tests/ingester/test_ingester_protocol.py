@@ -1,0 +1,318 @@
+"""The ingester over real gRPC on loopback: authentication, ordering rules, acks, config pushes, TLS."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import redis
+from clusterpulse_ingester.convert import timestamp_of
+from clusterpulse_ingester.plugin import IngesterPlugin
+from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from push_support import TOKEN, Stream, wait_for
+
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.model import ClusterMetrics
+from clusterpulse_core.pieces import ClusterMetricsPiece, MetricSourceDeletion, MetricSourcePiece
+from clusterpulse_core.serde import loads
+
+
+def batch(cluster: str, batch_id: str = "b-1", nodes: int = 2, values_json: bytes = b'{"replicas": 3}',
+          collected_at: datetime | None = None) -> pb.MetricsBatch:
+    out = pb.MetricsBatch(cluster_name=cluster, batch_id=batch_id)
+    out.collected_at.CopyFrom(timestamp_of(collected_at or datetime.now(UTC)))
+    out.cluster_metrics.CopyFrom(pb.ClusterMetrics(nodes=nodes, nodes_ready=nodes, namespaces=2,
+                                                   namespace_list=["default", "app"], pods=5, pods_running=4,
+                                                   cpu_capacity=8.0, memory_capacity=2**34, deployments=3))
+    out.node_metrics.extend(pb.NodeMetrics(name=f"n{i}", status="Ready", cpu_capacity=4.0, cpu_allocatable=3.5,
+                                           cpu_requested=0.5, pods_total=2) for i in range(nodes))
+    out.cluster_info.CopyFrom(pb.ClusterInfo(version="v1.29.1", platform="linux/amd64"))
+    out.custom_resources.append(pb.CustomResourceBatch(
+        source_id="clusterpulse/deploys", resource_count=1, duration_ms=3,
+        resources=[pb.CustomCollectedResource(id="app/web", namespace="app", name="web", values_json=values_json)],
+        aggregation_values={"total": 3.0}))
+    return out
+
+
+@pytest.fixture
+def ingester(start_ingester: Callable[..., tuple[Runtime, Any]]) -> tuple[Runtime, Any]:
+    return start_ingester()
+
+
+def _port(runtime: Runtime) -> int:
+    plugin = runtime.plugins.plugin("ingester")
+    assert isinstance(plugin, IngesterPlugin) and plugin.server is not None
+    return plugin.server.port
+
+
+def _keys(redis_url: str, pattern: str) -> list[bytes]:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return sorted(client.keys(pattern))
+    finally:
+        client.close()
+
+
+def _sample(runtime: Runtime, name: str, **labels: str) -> float:
+    return runtime.metrics.get_sample_value(name, labels) or 0.0
+
+
+@pytest.mark.parametrize(("metadata_token", "register_token", "reason"), [
+    ("wrong", "wrong", "bad_token"),
+    (None, "", "missing_token"),
+    (TOKEN + "edge", "wrong", "bad_token"),       # both are checked when both are sent
+    (None, TOKEN + "other", "bad_token"),          # another cluster's token
+])
+def test_wrong_or_missing_token_is_unauthenticated_and_stores_nothing(
+        ingester: tuple[Runtime, Any], redis_url: str, metadata_token: str | None, register_token: str,
+        reason: str) -> None:
+    runtime, recording = ingester
+    stream = Stream(_port(runtime), metadata_token)
+    stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=register_token)))
+    stream.send(pb.ConnectRequest(metrics=batch("edge")))
+    error = stream.error()
+    stream.close()
+    assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert _keys(redis_url, "cluster:edge:*") == []
+    assert recording.pieces == []
+    assert runtime.plugins.agent_connection("edge") is None
+    assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason=reason) == 1
+
+
+def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any], redis_url: str) -> None:
+    runtime, _ = ingester
+    for name, detail in (("ghost", "unknown cluster 'ghost'"), ("Bad/Name", "not a valid ClusterConnection name")):
+        stream = Stream(_port(runtime), TOKEN)
+        stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=name, token=TOKEN)))
+        error = stream.error()
+        stream.close()
+        assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert detail in error.details()
+    assert _keys(redis_url, "*ghost*") == []
+
+
+@pytest.mark.parametrize(("first", "code", "message"), [
+    (pb.ConnectRequest(metrics=pb.MetricsBatch(cluster_name="edge", batch_id="x")),
+     grpc.StatusCode.FAILED_PRECONDITION, "metrics received before registration"),
+    (pb.ConnectRequest(health=pb.HealthReport(cluster_name="edge")),
+     grpc.StatusCode.FAILED_PRECONDITION, "health received before registration"),
+    (pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="", token=TOKEN)),
+     grpc.StatusCode.INVALID_ARGUMENT, "register: cluster_name is required"),
+    (pb.ConnectRequest(), grpc.StatusCode.INVALID_ARGUMENT, "ConnectRequest without a payload"),
+])
+def test_protocol_errors_end_the_stream_with_the_spec_messages(
+        ingester: tuple[Runtime, Any], first: pb.ConnectRequest, code: grpc.StatusCode, message: str) -> None:
+    runtime, recording = ingester
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.send(first)
+    error = stream.error()
+    stream.close()
+    assert (error.code(), error.details()) == (code, message)
+    assert recording.pieces == []
+
+
+def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[Runtime, Any], redis_url: str) -> None:
+    runtime, recording = ingester
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    first = stream.register("edge", TOKEN + "edge", version="v9.9")
+    assert first.WhichOneof("payload") == "config"
+    assert list(first.config.metric_sources_json) == []
+    connection = runtime.plugins.agent_connection("edge")
+    assert connection is not None and connection.version == "v9.9"
+
+    collected = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=2)
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "b-1", collected_at=collected)))
+    ack = stream.recv().ack
+    assert (ack.batch_id, ack.success, ack.error) == ("b-1", True, "")
+    client = redis.Redis.from_url(redis_url)
+    try:
+        metrics = loads(client.get("cluster:edge:metrics"))
+        assert (metrics["nodes"], metrics["deployments"], metrics["timestamp"]) == (
+            2, 3, collected.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        status = loads(client.get("cluster:edge:status"))
+        assert (status["health"], status["message"]) == ("healthy", "Collector push active")
+        assert loads(client.get("cluster:edge:info"))["version"] == "v1.29.1"
+    finally:
+        client.close()
+    stored = recording.of(ClusterMetricsPiece)
+    assert stored[0].metrics.timestamp == collected and stored[0].cluster == "edge"
+    # DECISIONS R1 fields the proto lacks are derived from the batch's nodes, as pull derives them.
+    assert (stored[0].metrics.cpu_allocatable, stored[0].metrics.cpu_requested) == (7.0, 1.0)
+    assert stored[0].metrics.cpu_usage_percent == 1.0 / 7.0 * 100
+    assert (stored[0].metrics.nodes_not_ready, stored[0].metrics.pods) == (0, 5)
+
+    before = connection.last_heartbeat
+    stream.send(pb.ConnectRequest(health=pb.HealthReport(cluster_name="edge", buffered_batches=4)))
+    later = wait_for(lambda: (c := runtime.plugins.agent_connection("edge")) and c.buffered_batches == 4 and c,
+                     "the heartbeat")
+    assert later.last_heartbeat >= before
+
+    # The same batch again (its ack was lost, the agent resends it): acked, not stored twice.
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "b-1", collected_at=collected)))
+    assert stream.recv().ack.success
+    assert len(recording.of(ClusterMetricsPiece)) == 1
+
+    # A batch naming another cluster ends the stream without storing it.
+    recording.clear()
+    stream.send(pb.ConnectRequest(metrics=batch("other", "b-2")))
+    error = stream.error()
+    stream.close()
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert recording.pieces == []
+    assert _keys(redis_url, "cluster:other:*") == []
+    wait_for(lambda: runtime.plugins.agent_connection("edge") is None, "the stream to leave the table")
+    assert _sample(runtime, "clusterpulse_ingester_batches_acked_total") == 2
+    assert _sample(runtime, "clusterpulse_ingester_bytes_received_total") > 100
+
+
+def test_malformed_batches_get_a_false_ack_and_lose_nothing_else(
+        ingester: tuple[Runtime, Any], redis_url: str) -> None:
+    runtime, _ = ingester
+    other = Stream(_port(runtime), TOKEN + "other")
+    other.register("other", TOKEN + "other")
+    other.send(pb.ConnectRequest(metrics=batch("other", "o-1")))
+    assert other.recv().ack.success
+
+    edge = Stream(_port(runtime), TOKEN + "edge")
+    edge.register("edge", TOKEN + "edge")
+    for values, detail in ((b"{not json", "not valid JSON"), (b"[1, 2]", "expected a JSON object")):
+        edge.send(pb.ConnectRequest(metrics=batch("edge", "bad", values_json=values)))
+        ack = edge.recv().ack
+        assert not ack.success
+        assert ack.error.startswith("rejected: custom_resources[0].resources[0].values_json: " + detail)
+    assert _keys(redis_url, "cluster:edge:*") == []
+    # The stream is still usable, and the other cluster's data is intact.
+    edge.send(pb.ConnectRequest(metrics=batch("edge", "good")))
+    assert edge.recv().ack.success
+    assert _keys(redis_url, "cluster:other:metrics") == [b"cluster:other:metrics"]
+    assert _sample(runtime, "clusterpulse_ingester_batches_rejected_total", reason="malformed") == 2
+    edge.close()
+    other.close()
+
+
+def test_oversized_message_is_refused_and_the_server_keeps_serving(
+        start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
+    runtime, recording = start_ingester(max_message_bytes=64 * 1024)
+    big = Stream(_port(runtime), TOKEN + "edge")
+    big.register("edge", TOKEN + "edge")
+    big.send(pb.ConnectRequest(metrics=batch("edge", "huge", nodes=2000)))
+    assert big.error().code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    big.close()
+    small = Stream(_port(runtime), TOKEN + "edge")
+    small.register("edge", TOKEN + "edge")
+    small.send(pb.ConnectRequest(metrics=batch("edge", "small")))
+    assert small.recv().ack.success
+    small.close()
+    assert len(recording.of(ClusterMetricsPiece)) == 1
+
+
+def test_storage_failure_is_a_false_ack_then_recovers(ingester: tuple[Runtime, Any], redis_server: Any) -> None:
+    runtime, _ = ingester
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.register("edge", TOKEN + "edge")
+    redis_server.stop()
+    try:
+        stream.send(pb.ConnectRequest(metrics=batch("edge", "while-down")))
+        ack = stream.recv().ack
+        assert not ack.success and ack.error.startswith("storage failed: ")
+        assert "redis" in ack.error
+    finally:
+        redis_server.start()
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "after")))
+    assert wait_for(lambda: stream.recv().ack.success, "a stored batch", timeout=20)
+    stream.close()
+    assert _sample(runtime, "clusterpulse_ingester_batches_rejected_total", reason="storage") == 1
+
+
+def test_metricsource_changes_reach_connected_agents(ingester: tuple[Runtime, Any]) -> None:
+    runtime, _ = ingester
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    assert list(stream.register("edge", TOKEN + "edge").config.metric_sources_json) == []
+    piece = MetricSourcePiece(namespace="clusterpulse", name="deploys", compiled=ClusterMetrics(nodes=1),
+                              hash="h1")
+    runtime.store.put(piece)
+    update = stream.recv().config
+    assert [loads(doc)["nodes"] for doc in update.metric_sources_json] == [1]
+    runtime.store.put(piece)  # unchanged hash: no update
+    runtime.store.put(MetricSourceDeletion("clusterpulse", "deploys"))
+    assert list(stream.recv().config.metric_sources_json) == []
+    stream.close()
+
+
+def test_tls_with_a_private_ca_and_a_server_name_override(
+        start_ingester: Callable[..., tuple[Runtime, Any]], tmp_path: Path) -> None:
+    from clusterpulse_ingester.agent.runner import open_channel
+    from clusterpulse_ingester.settings import IngesterSettings
+    from push_support import make_certificates
+
+    ca, cert, key = make_certificates(tmp_path, "clusterpulse-ingester.clusterpulse.svc")
+    runtime, _ = start_ingester(tls_enabled=True, tls_cert=str(cert), tls_key=str(key))
+    port = _port(runtime)
+
+    async def register(settings: IngesterSettings) -> pb.ConnectResponse:
+        async with open_channel(settings) as channel:
+            call = pb_grpc.CollectorServiceStub(channel).Connect(
+                metadata=(("authorization", f"Bearer {TOKEN}edge"),), timeout=10)
+            await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
+            response = await call.read()
+            call.cancel()
+            return response
+
+    import asyncio
+
+    good = IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=True, tls_ca=str(ca),
+                            tls_server_name="clusterpulse-ingester.clusterpulse.svc")
+    assert asyncio.run(register(good)).WhichOneof("payload") == "config"
+    for bad in (IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=True, tls_ca=str(ca),
+                                 tls_server_name="someone-else.example"),
+                IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=False)):
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            asyncio.run(register(bad))
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+class SlowBackend:
+    """A backend that takes its time, so a batch is in flight when the ingester is told to stop."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+
+    def store(self, pieces: Any) -> None:
+        self.entered.set()
+        time.sleep(1.0)
+
+    def ready(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def test_stop_acks_the_batch_in_flight_then_closes_streams(
+        start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
+    slow = SlowBackend()
+    runtime, recording = start_ingester(slow)
+    plugin = runtime.plugins.plugin("ingester")
+    assert isinstance(plugin, IngesterPlugin) and plugin.server is not None
+    stream = Stream(plugin.server.port, TOKEN + "edge")
+    stream.register("edge", TOKEN + "edge")
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "in-flight")))
+    assert slow.entered.wait(10)
+    stopper = threading.Thread(target=plugin.server.stop)
+    stopper.start()
+    ack = stream.recv().ack
+    assert (ack.batch_id, ack.success) == ("in-flight", True)
+    assert stream.error().code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+    stopper.join(10)
+    assert not stopper.is_alive()
+    stream.close()
+    assert len(recording.of(ClusterMetricsPiece)) == 1

@@ -1,0 +1,38 @@
+"""The committed stubs are what grpcio-tools generates from proto/ (and the .proto is the spec's listing)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from clusterpulse_ingester import protogen
+from clusterpulse_ingester.proto import collector_pb2 as pb
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("CLUSTERPULSE_SHARED") or ROOT.parent / "shared")
+
+
+def test_stubs_match_the_proto() -> None:
+    generated = protogen.generate(ROOT / "proto")
+    assert set(generated) == set(protogen.GENERATED)
+    for name, text in generated.items():
+        committed = (protogen.PACKAGE_DIR / name).read_text()
+        assert protogen.comparable(committed) == protogen.comparable(text), (
+            f"{name} drifted from proto/{protogen.PROTO_FILE}: run python -m clusterpulse_ingester.protogen")
+
+
+def test_proto_is_the_spec_listing() -> None:
+    spec = (SHARED / "spec" / "collector.proto.md").read_text()
+    listing = re.search(r"## 3\. Complete interface listing\n\n```proto\n(.*?)```", spec, re.S)
+    assert listing is not None
+    assert (ROOT / "proto" / protogen.PROTO_FILE).read_text() == listing.group(1)
+
+
+def test_descriptor_names_are_upstream() -> None:
+    assert pb.DESCRIPTOR.name == "clusterpulse/collector/v1/collector.proto"
+    assert pb.DESCRIPTOR.package == "clusterpulse.collector.v1"
+    service = pb.DESCRIPTOR.services_by_name["CollectorService"]
+    assert service.methods_by_name["Connect"].full_name == "clusterpulse.collector.v1.CollectorService.Connect"
+    assert pb.MetricsBatch.DESCRIPTOR.fields_by_name["cluster_info"].number == 9
+    assert pb.ClusterMetrics.DESCRIPTOR.fields_by_name["deployments"].number == 22

@@ -1,0 +1,309 @@
+"""Push mode end to end: a real Manager with the ingester, real ``clusterpulse agent`` processes, real Redis.
+
+Each agent's "own" cluster is a kube_api emulator (reached with ``--kubeconfig``); the hub is
+another emulator. The pull path collects the same emulated cluster under another name, so the
+two ways of collecting can be compared key by key.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import redis
+from clusterpulse_ingester.plugin import IngesterPlugin
+from push_support import (
+    CC_API,
+    HUB_NAMESPACE,
+    TOKEN,
+    AgentProcess,
+    cluster_connection,
+    managed_objects,
+    metric_source,
+    secret,
+    wait_for,
+    write_config,
+)
+
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.pieces import ClusterMetricsPiece
+from clusterpulse_core.runtime.bootstrap import build_runtime, load
+from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.serde import loads
+from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
+from clusterpulse_core.testing.servers import free_port
+
+MANAGED_TOKEN = "managed-cluster-token"
+INTERVAL = 0.5
+
+
+@attrs.define
+class PushWorld:
+    """The hub Manager, its Redis, the managed cluster emulator and a way to start agents."""
+
+    manager: Manager
+    recording: RecordingBackend
+    redis: redis.Redis
+    hub: Any
+    managed: Any
+    port: int
+    tmp: Path
+    agents: list[AgentProcess] = attrs.field(factory=list)
+
+    @property
+    def ingester(self) -> IngesterPlugin:
+        plugin = self.manager.runtime.plugins.plugin("ingester")
+        assert isinstance(plugin, IngesterPlugin)
+        return plugin
+
+    def start_agent(self, cluster: str = "edge", token: str = TOKEN + "edge", **settings: Any) -> AgentProcess:
+        kubeconfig = self.managed.write_kubeconfig(self.tmp / f"{cluster}.kubeconfig", token=MANAGED_TOKEN)
+        metrics_port = free_port()
+        section = {"cluster_name": cluster, "ingester_address": f"127.0.0.1:{self.port}", "collector_token": token,
+                   "collect_interval": INTERVAL, "heartbeat_interval": 1.0, "ack_timeout": 10.0,
+                   "flush_timeout": 5.0, **settings}
+        config = write_config(self.tmp / f"agent-{len(self.agents)}.toml", ["cluster", "metricsource", "ingester"],
+                              {"ingester": section}, core={"metrics_bind_address": f"127.0.0.1:{metrics_port}"})
+        agent = AgentProcess(config, kubeconfig, metrics_port, self.tmp / f"agent-{len(self.agents)}.log")
+        self.agents.append(agent)
+        return agent
+
+    def json(self, key: str) -> Any:
+        raw = self.redis.get(key)
+        return None if raw is None else loads(raw)
+
+    def cr(self, name: str) -> dict[str, Any]:
+        obj = self.hub.get(CC_API, "clusterconnections", name, HUB_NAMESPACE)
+        assert obj is not None
+        return obj
+
+
+@pytest.fixture
+def world(hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> Iterator[PushWorld]:
+    managed = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
+    hub.create(secret("pulled-token", MANAGED_TOKEN))
+    hub.create(cluster_connection("pulled", managed.url))
+    port = free_port()
+    config_file = write_config(
+        tmp_path / "hub.toml", ["redis", "cluster", "metricsource", "ingester"],
+        {"redis": {"url": redis_url}, "cluster": {"agent_silence_limit": 5.0},
+         "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0}})
+    recording = RecordingBackend()
+    config, host = load(str(config_file), env={}, extra_plugins={"recording": BackendPlugin(recording)})
+    runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
+    manager = Manager(runtime, identity="push-test")
+    manager.start()
+    world = PushWorld(manager, recording, redis.Redis.from_url(redis_url), hub, managed, port, tmp_path)
+    try:
+        yield world
+    finally:
+        for agent in world.agents:
+            agent.stop()
+        manager.stop()
+        world.redis.close()
+
+
+def _normalise(value: Any, cluster: str) -> Any:
+    """Drop what legitimately differs between two collections of one cluster: times and the name."""
+    if isinstance(value, dict):
+        return {k: _normalise(v, cluster) for k, v in value.items()
+                if k not in {"timestamp", "last_check", "collectedAt", "collected_at", "computedAt", "last_update"}}
+    if isinstance(value, list):
+        return [_normalise(v, cluster) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"\b(pulled|edge)\b", "<cluster>", value)
+    return value
+
+
+#: What push mode cannot carry (collector.proto.md §2), removed from both sides before comparing.
+NODE_PULL_ONLY = {"conditions", "annotations", "taints", "external_ip", "images_count", "volumes_attached",
+                  "creation_timestamp"}
+#: Cluster info the agent does not send: it has no hub-side endpoint to report or derive a console from.
+INFO_PULL_ONLY = {"api_url", "console_url"}
+#: Keys only pull writes: node conditions hashes (R2; no conditions in NodeMetrics) and the
+#: resource lists (R3; no field for them in the batch).
+PULL_ONLY_KEYS = re.compile(r"node:[^:]+:conditions|pods|deployments|services|statefulsets|daemonsets|"
+                            r"resource_metadata")
+
+
+def _value(world: PushWorld, key: str) -> Any:
+    kind = world.redis.type(key).decode()
+    if kind == "string":
+        return loads(world.redis.get(key))
+    if kind == "hash":
+        out = {}
+        for field, raw in world.redis.hgetall(key).items():
+            try:
+                out[field.decode()] = loads(raw)
+            except ValueError:
+                out[field.decode()] = raw.decode()
+        return out
+    if kind == "set":
+        return sorted(m.decode() for m in world.redis.smembers(key))
+    if kind == "zset":
+        return [loads(m) for m in world.redis.zrange(key, -1, -1)]
+    return kind
+
+
+def _comparable(key: str, value: Any) -> Any:
+    if key == "info":
+        value = {k: v for k, v in value.items() if k not in INFO_PULL_ONLY}
+    if re.fullmatch(r"node:[^:]+", key) and isinstance(value.get("current"), dict):
+        value = {**value, "current": {k: v for k, v in value["current"].items() if k not in NODE_PULL_ONLY}}
+    return _normalise(value, "")
+
+
+def _cluster_keys(world: PushWorld, cluster: str) -> set[str]:
+    return {k.decode().split(":", 2)[2] for k in world.redis.keys(f"cluster:{cluster}:*")}
+
+
+def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_follow_edits(
+        world: PushWorld) -> None:
+    agent = world.start_agent()
+    wait_for(lambda: world.json("cluster:edge:metrics"), "a pushed batch", timeout=30)
+    wait_for(lambda: world.json("cluster:pulled:metrics"), "the pull reconcile", timeout=30)
+    assert world.json("cluster:edge:status")["message"] == "Collector push active"
+    assert world.json("cluster:pulled:status")["message"] == "Cluster is reachable"
+
+    pushed, pulled = _cluster_keys(world, "edge"), _cluster_keys(world, "pulled")
+    pull_only = {key for key in pulled if PULL_ONLY_KEYS.fullmatch(key)}
+    assert {"node:worker-1:conditions", "pods", "resource_metadata"} <= pull_only
+    assert pushed == pulled - pull_only
+    differing = {}
+    for suffix in sorted(pushed - {"spec", "status"}):  # spec: different endpoint/mode by construction
+        a = _comparable(suffix, _value(world, f"cluster:edge:{suffix}"))
+        b = _comparable(suffix, _value(world, f"cluster:pulled:{suffix}"))
+        if a != b:
+            differing[suffix] = (a, b)
+    assert differing == {}
+    # What the proto cannot carry really is missing (and documented as such).
+    node = _value(world, "cluster:edge:node:worker-2")["current"]
+    assert node["conditions"] == [] and _value(world, "cluster:pulled:node:worker-2")["current"]["conditions"]
+    assert world.json("cluster:edge:info")["api_url"] == ""
+
+    # A MetricSource created, then edited, while the agent stays connected.
+    connection = world.manager.runtime.plugins.agent_connection("edge")
+    assert connection is not None
+    world.hub.create(metric_source("deploys", "replicas * 2"))
+    resources_key = "cluster:edge:custom:clusterpulse/deploys:resources"
+
+    def values() -> dict[str, Any]:
+        stored = (world.json(resources_key) or {}).get("resources") or []
+        return {r["_name"]: r["values"] for r in stored}
+
+    wait_for(lambda: values().get("web", {}).get("doubled") == 4, "the agent's first MetricSource values")
+    # Namespace patterns are applied by the agent: only app-* Deployments.
+    assert values() == {"web": {"replicas": 2, "doubled": 4}, "api": {"replicas": 3, "doubled": 6}}
+    source = world.hub.get(CC_API, "metricsources", "deploys", HUB_NAMESPACE)
+    source["spec"]["computed"][0]["expression"] = "replicas * 10"
+    world.hub.update(source)
+    wait_for(lambda: values().get("api", {}).get("doubled") == 30, "the edited expression's values")
+    aggregations = world.json("cluster:edge:custom:clusterpulse/deploys:aggregations")
+    assert aggregations["values"]["total"] == 50.0
+    after = world.manager.runtime.plugins.agent_connection("edge")
+    assert after is not None and after.connected_at == connection.connected_at  # no reconnect
+    assert agent.metric("clusterpulse_agent_config_updates_total") >= 3  # at register, create, edit
+    assert agent.output().count("Registered with ingester") == 1
+    assert agent.stop() == 0
+
+
+def _received(world: PushWorld, cluster: str = "edge") -> list[Any]:
+    return [p.metrics.timestamp for p in world.recording.of(ClusterMetricsPiece) if p.cluster == cluster]
+
+
+def _totals(agent: AgentProcess) -> dict[str, int]:
+    found = re.search(r"agent stopped: (.*)$", agent.output(), re.M)
+    assert found, agent.output()[-3000:]
+    return {k: int(v) for k, v in (item.split("=") for item in found.group(1).split())}
+
+
+@pytest.mark.parametrize(("buffer_size", "outage_cycles"), [(10, 4), (2, 6)])
+def test_batches_collected_while_the_ingester_is_away(world: PushWorld, buffer_size: int,
+                                                      outage_cycles: int) -> None:
+    agent = world.start_agent(buffer_size=buffer_size)
+    wait_for(lambda: len(_received(world)) >= 2, "the first batches")
+    server = world.ingester.server
+    assert server is not None
+    server.stop()
+    collected = agent.metric("clusterpulse_agent_batches_collected_total")
+    wait_for(lambda: agent.metric("clusterpulse_agent_batches_collected_total") >= collected + outage_cycles,
+             f"{outage_cycles} collections during the outage", timeout=30)
+    server.start()
+    wait_for(lambda: agent.metric("clusterpulse_agent_registered") == 1
+             and agent.metric("clusterpulse_agent_buffered_batches") == 0, "the buffer to drain", timeout=30)
+    assert agent.stop() == 0
+    totals = _totals(agent)
+    received = _received(world)
+    # Oldest first, each with its own collected_at; every batch either arrived or was counted as dropped.
+    assert received == sorted(received) and len(set(received)) == len(received)
+    assert totals["buffered"] == 0
+    assert totals["acked"] == len(received)
+    assert totals["collected"] == totals["acked"] + totals["dropped"]
+    if outage_cycles <= buffer_size:
+        assert totals["dropped"] == 0
+    else:
+        assert totals["dropped"] >= outage_cycles - buffer_size - 1
+        # The dropped ones are the oldest of the outage: one gap, then consecutive batches.
+        gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(received)]
+        assert max(gaps) >= totals["dropped"] * INTERVAL * 0.8
+
+
+def test_wrong_token_agent_stores_nothing_and_keeps_trying(world: PushWorld) -> None:
+    agent = world.start_agent(token="not-the-token")
+    wait_for(lambda: "UNAUTHENTICATED" in agent.output(), "the refusal in the agent's log", timeout=30)
+    assert agent.process.poll() is None
+    assert world.redis.keys("cluster:edge:metrics") == []
+    assert _received(world) == []
+    assert agent.stop() == 0
+
+
+def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
+    world.hub.create(secret("fallback-token", MANAGED_TOKEN))
+    world.hub.create(cluster_connection("fallback", world.managed.url, push=True, ingester=f"127.0.0.1:{world.port}"))
+    wait_for(lambda: "push agent not connected" in (world.cr("fallback").get("status") or {}).get("message", ""),
+             "the pull fallback without an agent")
+    assert world.cr("fallback")["status"]["collectorStatus"] == {"connected": False}
+
+    agent = world.start_agent("fallback", token=MANAGED_TOKEN)
+    wait_for(lambda: world.manager.runtime.plugins.agent_connection("fallback"), "the agent to register")
+
+    def touch() -> None:  # a spec change makes the manager reconcile now instead of in 30 s
+        obj = world.cr("fallback")
+        obj["spec"]["labels"] = {"touched": str(len(obj["spec"].get("labels") or {}) + 1 + len(str(obj)))}
+        world.hub.update(obj)
+
+    touch()
+    status = wait_for(lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get(
+        "connected") and s, "push active in the status")
+    assert status["message"].startswith("Collector push active (agent ")
+    assert status["collectorStatus"]["version"] and status["collectorStatus"]["lastHeartbeat"]
+    assert agent.stop() == 0
+    wait_for(lambda: world.manager.runtime.plugins.agent_connection("fallback") is None, "the stream to close")
+    touch()
+    status = wait_for(lambda: "collecting by pull" in (s := world.cr("fallback").get("status") or {}).get(
+        "message", "") and s, "the fallback in the status")
+    assert status["phase"] == "Connected"
+    assert "push agent not connected: collecting by pull" in status["message"]
+    assert status["collectorStatus"]["connected"] is False
+
+
+def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld) -> None:
+    agent = world.start_agent(flush_timeout=2.0)
+    wait_for(lambda: _received(world), "the first batch")
+    server = world.ingester.server
+    assert server is not None
+    server.stop()
+    collected = agent.metric("clusterpulse_agent_batches_collected_total")
+    wait_for(lambda: agent.metric("clusterpulse_agent_buffered_batches") >= 2
+             and agent.metric("clusterpulse_agent_batches_collected_total") >= collected + 2, "buffered batches")
+    started = time.monotonic()
+    assert agent.stop() == 0
+    assert time.monotonic() - started < 2.0 + 8.0  # flush_timeout plus generous process start/stop slack
+    assert "final flush incomplete" in agent.output()
+    assert _totals(agent)["buffered"] >= 2
