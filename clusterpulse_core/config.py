@@ -96,6 +96,10 @@ class CoreSettings:
     lease_duration: float = setting(15.0, help="leader lease duration, seconds")
     renew_deadline: float = setting(10.0, help="leader renew deadline, seconds")
     retry_period: float = setting(2.0, help="leader election retry period, seconds")
+    sharding: bool = setting(False, help="split sharded kinds between replicas by member Leases "
+                                         "(clusterpulse-shard-<identity>); other kinds run on the leader")
+    shard_handover_delay: float = setting(30.0, help="an object taken over from another replica is first "
+                                                     "reconciled this long after it was let go (the interval)")
     metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables",
                                         check=_bind_address)
     health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables",
@@ -119,6 +123,9 @@ class CoreSettings:
     cluster_max_in_flight: int = setting(
         2, minimum=1, help="reconciles that may use one managed cluster at the same time")
     client_max_idle: float = setting(1800.0, help="close managed-cluster clients unused this long, seconds")
+    workers: dict[str, int] = setting(  # noqa: RUF009 (a fresh dict per instance; never mutated)
+        factory=dict, help="reconcile workers per kind, e.g. {ClusterConnection = 16}; "
+        "a kind not listed uses the count its plugin declares")
 
 
 @attrs.frozen

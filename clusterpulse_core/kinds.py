@@ -71,6 +71,9 @@ class ResourceKind:
     categories: tuple[str, ...] = ()
     #: Maximum concurrent reconciles of this kind (controllers.md §1.2).
     workers: int = 1
+    #: With ``sharding = true``, split this kind's objects between the replicas (each object
+    #: reconciled by one); a kind that is not sharded runs on the leader only.
+    sharded: bool = False
     #: What reconciling this kind does on the hub besides watching the kind and patching its
     #: status (which the core grants by itself): e.g. reading the Secrets it references.
     hub_access: tuple[ApiAccess, ...] = ()

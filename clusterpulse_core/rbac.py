@@ -40,15 +40,19 @@ def kind_hub_access(kind: ResourceKind) -> list[ApiAccess]:
 
 
 def core_hub_access(settings: CoreSettings) -> list[ApiAccess]:
-    """What the core itself calls on the hub: Events (kube/events.py), and the leader Lease when elected."""
+    """What the core itself calls on the hub: Events (kube/events.py), the leader Lease when elected,
+    and with sharding the member Leases (named after each replica: listed, read and renewed)."""
     events = [ApiAccess("", ("events",), ("create",))]
-    if not settings.leader_elect:
+    if not settings.leader_elect and not settings.sharding:
         return events
-    return [
+    accesses = [
         *events,
         ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("create",)),
         ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "update"), resource_names=(LEASE_NAME,)),
     ]
+    if settings.sharding:
+        accesses.append(ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "list", "update")))
+    return accesses
 
 
 def rules(accesses: Iterable[ApiAccess]) -> list[dict[str, Any]]:

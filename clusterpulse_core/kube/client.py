@@ -10,9 +10,9 @@ breaker.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from kubernetes.client import ApiClient, Configuration
@@ -21,6 +21,8 @@ from urllib3.exceptions import HTTPError
 
 from clusterpulse_core import deadline
 from clusterpulse_core.breaker import CircuitBreaker
+
+P = TypeVar("P")
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -250,11 +252,31 @@ class KubeClient:
             if not token:
                 return
 
+    def list_decoded(self, path: str, decoder: Callable[[bytes], P], limit: int = 500,
+                     timeout: float | None = None, **query: Any) -> Iterator[P]:
+        """A paginated list, each page decoded once by ``decoder``.
+
+        The continue token is read from the decoded page (``metadata.continue`` of a dict, or
+        ``metadata.continue_`` of a typed page such as one with a ``_ListMeta``-like field), so
+        no page is parsed twice. A typed page without list metadata ends the listing after
+        its first page: give typed decoders a ``metadata`` field.
+        """
+        token: str | None = None
+        while True:
+            page_query = dict(query, limit=limit or None)
+            if token:
+                page_query["continue"] = token
+            page = decoder(self.get_bytes(path, timeout=timeout, **page_query))
+            yield page
+            token = continue_of(page)
+            if not token:
+                return
+
     def list_items(self, path: str, limit: int = 500, timeout: float | None = None,
                    **query: Any) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, decoded page by page."""
-        for body in self.list_pages(path, limit, timeout, **query):
-            yield from decode(body).get("items") or ()
+        for page in self.list_decoded(path, decode, limit, timeout, **query):
+            yield from page.get("items") or ()
 
     def count(self, path: str, timeout: float | None = None, page_size: int = 500, **query: Any) -> int:
         """How many objects a list holds, without decoding them.
@@ -349,6 +371,16 @@ _counted_page = msgspec.json.Decoder(_CountedPage)
 
 def _continue_token(body: bytes) -> str:
     return _list_head.decode(body).metadata.continue_
+
+
+def continue_of(page: Any) -> str:
+    """``metadata.continue`` of a decoded list page: a dict, or a struct with ``metadata.continue_``."""
+    if isinstance(page, dict):
+        meta = page.get("metadata")
+        token = meta.get("continue") if isinstance(meta, dict) else None
+        return token if isinstance(token, str) else ""
+    token = getattr(getattr(page, "metadata", None), "continue_", "")
+    return token if isinstance(token, str) else ""
 
 
 def _query_value(value: Any) -> str:

@@ -2,7 +2,8 @@
 
 Events from the kind's informer become :class:`ObjectRef` items in the work queue (add and
 delete events always; updates only when ``metadata.generation`` changed or a
-``deletionTimestamp`` appeared, so status writes never trigger a reconcile; resyncs always).
+``deletionTimestamp`` appeared, so status writes never trigger a reconcile; resyncs only for an
+object with no reconcile queued or scheduled, spread over a window).
 Each worker takes a reference, reads the object from the informer cache and calls the owning
 plugin:
 
@@ -24,7 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -33,6 +35,7 @@ from clusterpulse_core import deadline
 from clusterpulse_core.context import ObjectLogger, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
 from clusterpulse_core.runtime.informer import Informer, Obj
+from clusterpulse_core.runtime.sharding import Admission
 from clusterpulse_core.runtime.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,14 @@ class ControllerMetrics:
             ["controller"], registry=registry)
 
 
+def spread_offset(ref: ObjectRef, window: float) -> float:
+    """A stable offset in ``[0, window)`` for ``ref``: objects spread evenly over the window."""
+    if window <= 0:
+        return 0.0
+    digest = zlib.crc32(f"{ref.kind}/{ref.namespace}/{ref.name}".encode())
+    return window * digest / 2**32
+
+
 def generation_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """The update filter: spec changed (generation) or deletion started (controllers.md §1.2)."""
     old_meta = old.get("metadata") or {}
@@ -80,7 +91,8 @@ class Controller:
     """
 
     def __init__(self, runtime: Runtime, owner: str, kind: ResourceKind, informer: Informer,
-                 queue: WorkQueue[ObjectRef], metrics: ControllerMetrics, workers: int | None = None) -> None:
+                 queue: WorkQueue[ObjectRef], metrics: ControllerMetrics, workers: int | None = None,
+                 resync_spread: float = 0.0) -> None:
         self.runtime = runtime
         self.owner = owner
         self.kind = kind
@@ -88,6 +100,10 @@ class Controller:
         self.queue = queue
         self.metrics = metrics
         self.workers = max(1, workers if workers is not None else kind.workers)
+        self.resync_spread = resync_spread
+        #: With sharding, says whether this replica may reconcile an object now (None: always).
+        #: The gate also says how long to wait before asking again about an object it holds back.
+        self.gate: Callable[[ObjectRef], tuple[Admission, float]] | None = None
         self._threads: list[threading.Thread] = []
         self._busy: dict[str, tuple[ObjectRef, float]] = {}
         # Objects already forgotten: a pending requeue of a deleted object must not forget it again.
@@ -124,8 +140,15 @@ class Controller:
         self.queue.add(self.ref_of(obj))
 
     def on_resync(self, obj: Obj) -> None:
-        """Queue every object at each resync."""
-        self.queue.add(self.ref_of(obj))
+        """Queue an object at a resync unless a reconcile of it is already queued or scheduled.
+
+        What it does queue is spread over ``resync_spread`` seconds (a stable offset per
+        object), so a resync of a big fleet is not one burst on top of the scheduled requeues.
+        """
+        ref = self.ref_of(obj)
+        if self.queue.scheduled(ref):
+            return
+        self.queue.add_after(ref, spread_offset(ref, self.resync_spread))
 
     # ------------------------------------------------------------------ workers
 
@@ -201,6 +224,14 @@ class Controller:
 
     def process(self, ref: ObjectRef) -> None:
         """Reconcile (or forget) one object and schedule what comes next."""
+        if self.gate is not None:
+            admission, wait = self.gate(ref)
+            if admission is Admission.WAIT:
+                self.queue.add_after(ref, wait)
+                return
+            if admission is Admission.DROP:
+                self.queue.forget(ref)  # another replica owns it
+                return
         ctx = self.runtime.context(self.kind, ref)
         obj = self.informer.get(ref.namespace, ref.name)
         started = time.perf_counter()

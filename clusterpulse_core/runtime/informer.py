@@ -238,8 +238,7 @@ class Informer:
         items: list[Obj] = []
         rv = ""
         path = self.kind.api_path(self.namespace)
-        for body in self.client.list_pages(path, limit=self.page_size):
-            page = decode(body)
+        for page in self.client.list_decoded(path, decode, limit=self.page_size):
             if not rv:
                 rv = resource_version(page)
             items.extend(page.get("items") or ())

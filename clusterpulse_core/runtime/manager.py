@@ -2,7 +2,10 @@
 
 Start-up order: plugins (``clusterpulse_start``), one informer and one controller per
 declared kind, the probe and metrics servers, then either the controllers' workers directly or
-leader election (the informers run on every replica; only the leader runs workers).
+leader election (the informers run on every replica; only the leader runs workers). With
+``sharding`` every replica also joins the shard ring (:mod:`clusterpulse_core.runtime.sharding`)
+and runs the sharded kinds' workers at once, each reconciling only the objects it owns; the
+other kinds stay with the leader.
 
 Shutdown (:meth:`Manager.stop`, or SIGTERM/SIGINT under :meth:`Manager.run`): the queues stop
 handing out work, in-flight reconciles get ``shutdown_grace`` seconds to finish; then the write
@@ -18,12 +21,14 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any
 
 from clusterpulse_core import deadline
+from clusterpulse_core.config import ConfigError
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.runtime.bootstrap import start_plugins, stop_plugins
 from clusterpulse_core.runtime.controller import Controller, ControllerMetrics
 from clusterpulse_core.runtime.informer import Informer
@@ -36,6 +41,7 @@ from clusterpulse_core.runtime.probes import (
     parse_bind_address,
     ready_reply,
 )
+from clusterpulse_core.runtime.sharding import ShardMember, ShardMetrics, sharded_controllers
 from clusterpulse_core.runtime.workqueue import QueueMetrics, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -47,6 +53,23 @@ EXIT_LEADERSHIP_LOST = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 #: How long stopping waits for workers after their remote calls were cut off, seconds.
 CANCEL_WAIT = 2.0
+#: The share of the resync period over which a resync's reconciles are spread.
+RESYNC_SPREAD = 0.1
+
+
+def kind_workers(configured: Mapping[str, int], kinds: Sequence[ResourceKind]) -> dict[str, int]:
+    """Workers per kind: the ``workers`` setting, else the count the kind declares.
+
+    Raises :class:`ConfigError` for a kind nobody declares or a count below 1.
+    """
+    declared = {kind.kind: kind.workers for kind in kinds}
+    for name, count in configured.items():
+        if name not in declared:
+            raise ConfigError(f"clusterpulse.workers.{name}: no enabled plugin declares this kind "
+                              f"(kinds: {', '.join(sorted(declared)) or 'none'})")
+        if count < 1:
+            raise ConfigError(f"clusterpulse.workers.{name}: expected a value >= 1, got {count!r}")
+    return {name: configured.get(name, count) for name, count in declared.items()}
 
 
 class Manager:
@@ -62,6 +85,7 @@ class Manager:
         self.informers: dict[str, Informer] = {}
         self.controllers: dict[str, Controller] = {}
         self.elector: LeaderElector | None = None
+        self.shard: ShardMember | None = None
         self.servers: dict[str, ProbeServer] = {}
         self._queue_metrics = QueueMetrics(runtime.metrics)
         self._controller_metrics = ControllerMetrics(runtime.metrics)
@@ -117,7 +141,7 @@ class Manager:
         queued = 0
         for name, controller in self.controllers.items():
             for obj in self.informers[name].items():
-                controller.on_resync(obj)
+                controller.queue.add(controller.ref_of(obj))
                 queued += 1
         return queued
 
@@ -149,8 +173,11 @@ class Manager:
             self._running.set()
             self._identify()
             self.runtime.on_resync_request(self._resync_requested)
-            if self.core.leader_elect:
+            if self.core.sharding:
+                self._start_sharding()  # sharded replicas write without the leader Lease
+            elif self.core.leader_elect:
                 self.runtime.fence.require_lease()
+            if self.core.leader_elect or self.core.sharding:
                 self.elector = LeaderElector(
                     self.runtime.hub, self.runtime.namespace, self.identity,
                     lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
@@ -206,6 +233,8 @@ class Manager:
                         self.core.shutdown_grace)
         for controller in self.controllers.values():
             controller.join(CANCEL_WAIT)
+        if self.shard is not None:
+            self.shard.stop(release=True)
         if self.elector is not None:
             self.elector.stop(release=True)
         for informer in self.informers.values():
@@ -221,6 +250,7 @@ class Manager:
     # ------------------------------------------------------------------ parts
 
     def _build_controllers(self) -> None:
+        workers = kind_workers(self.core.workers, [kind for _owner, kind in self.runtime.plugins.kinds.values()])
         for name, (owner, kind) in self.runtime.plugins.kinds.items():
             namespace = self.runtime.namespace if kind.namespaced else None
             informer = Informer.from_settings(self.runtime.hub, kind, namespace, self.core)
@@ -229,7 +259,22 @@ class Manager:
                 qps=self.core.queue_qps, burst=self.core.queue_burst, metrics=self._queue_metrics)
             self.informers[name] = informer
             self.controllers[name] = Controller(self.runtime, owner, kind, informer, queue,
-                                                self._controller_metrics)
+                                                self._controller_metrics, workers=workers[kind.kind],
+                                                resync_spread=self.core.resync_period * RESYNC_SPREAD)
+
+    def _start_sharding(self) -> None:
+        """Join the shard ring and start the sharded kinds' workers (their gate picks the objects)."""
+        sharded = sharded_controllers(self.controllers)
+        self.shard = ShardMember(
+            self.runtime.hub, self.runtime.namespace, self.identity, sharded,
+            lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
+            retry_period=self.core.retry_period, handover_delay=self.core.shard_handover_delay,
+            metrics=ShardMetrics(self.runtime.metrics), on_lost=self._leadership_lost, fence=self.runtime.fence)
+        for controller in sharded.values():
+            controller.gate = self.shard.gate
+        self.shard.start()
+        for controller in sharded.values():
+            controller.start()
 
     def _start_controllers(self) -> None:
         if self._stopped.is_set():

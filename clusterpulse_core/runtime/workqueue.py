@@ -240,6 +240,16 @@ class WorkQueue(Generic[T]):
         with self._cond:
             return len(self._queue)
 
+    def scheduled(self, item: T) -> bool:
+        """Whether ``item`` is queued, waiting for its delay, or being processed."""
+        with self._cond:
+            return item in self._dirty or item in self._processing or item in self._waiting
+
+    def in_progress(self, item: T) -> bool:
+        """Whether a worker is processing ``item`` right now."""
+        with self._cond:
+            return item in self._processing
+
     def due(self) -> int:
         """Items that could be processed now: queued, plus delayed ones whose time has come."""
         with self._cond:

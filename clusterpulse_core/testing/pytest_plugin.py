@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from clusterpulse_core.testing.servers import ServerProcess, ServerUnavailable, redis_process, require_binary
+from clusterpulse_core.testing.servers import (
+    RedisClusterProcesses,
+    ServerProcess,
+    ServerUnavailable,
+    redis_process,
+    require_binary,
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,6 +70,28 @@ def redis_server(redis_server_process: ServerProcess) -> Iterator[ServerProcess]
 def redis_url(redis_server: ServerProcess) -> str:
     """``redis://127.0.0.1:<port>/0`` of the per-test empty redis-server."""
     return f"redis://127.0.0.1:{redis_server.port}/0"
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_processes() -> Iterator[RedisClusterProcesses]:
+    """One real three-node Redis Cluster for the test session (use ``redis_cluster`` in tests)."""
+    cluster = RedisClusterProcesses(require_binary("redis-server", "redis-server"),
+                                    require_binary("redis-cli", "redis-tools"))
+    try:
+        cluster.start()
+    except ServerUnavailable as exc:
+        cluster.cleanup()
+        pytest.fail(str(exc), pytrace=False)
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture
+def redis_cluster(redis_cluster_processes: RedisClusterProcesses) -> RedisClusterProcesses:
+    """A running, empty three-node Redis Cluster (``.url`` is ``redis+cluster://...``)."""
+    redis_cluster_processes.wait_ok()
+    redis_cluster_processes.flush()
+    return redis_cluster_processes
 
 
 @pytest.fixture

@@ -140,6 +140,108 @@ def redis_process(binary: str, port: int | None = None, password: str = "") -> S
     return ServerProcess("redis-server", command, ready, port)
 
 
+def _redis_command(port: int, *args: str) -> bytes:
+    """One inline command to a local redis-server; its raw reply (bounded read)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=2.0) as sock:
+        sock.sendall((" ".join(args) + "\r\n").encode())
+        reply = b""
+        while not _reply_complete(reply):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+        return reply
+
+
+def _reply_complete(reply: bytes) -> bool:
+    """Whether ``reply`` holds one whole simple or bulk RESP reply."""
+    head, sep, _rest = reply.partition(b"\r\n")
+    if not sep:
+        return False
+    if not head.startswith(b"$") or int(head[1:]) < 0:
+        return True
+    return len(reply) >= len(head) + 2 + int(head[1:]) + 2
+
+
+class RedisClusterProcesses:
+    """A Redis Cluster of ``count`` primaries (no replicas) on loopback ports.
+
+    Each node is a :class:`ServerProcess` with ``--cluster-enabled yes``; its ``nodes.conf``
+    lives in its work directory, so :meth:`restart` brings a node back with its id and slots.
+    ``cluster-require-full-coverage no`` keeps the other nodes' slots writable while one is down.
+    """
+
+    def __init__(self, server: str, cli: str, count: int = 3, node_timeout_ms: int = 1000) -> None:
+        self._cli = cli
+        # The bus port is chosen too (the default, port + 10000, may be taken or beyond 65535).
+        bus_ports: dict[int, int] = {}
+
+        def command(p: int, workdir: Path) -> list[str]:
+            bus = bus_ports.setdefault(p, free_port())
+            return [server, "--port", str(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                    "--dir", str(workdir), "--protected-mode", "no", "--cluster-enabled", "yes",
+                    "--cluster-port", str(bus), "--cluster-config-file", "nodes.conf",
+                    "--cluster-node-timeout", str(node_timeout_ms), "--cluster-require-full-coverage", "no"]
+
+        self.nodes = [ServerProcess(f"redis-cluster-{i}", command) for i in range(count)]
+
+    @property
+    def ports(self) -> list[int]:
+        """Every node's port."""
+        return [node.port for node in self.nodes]
+
+    @property
+    def url(self) -> str:
+        """``redis+cluster://127.0.0.1:<first node>`` (one startup node is enough)."""
+        return f"redis+cluster://127.0.0.1:{self.nodes[0].port}"
+
+    def start(self, timeout: float = 30.0) -> RedisClusterProcesses:
+        """Start the nodes, join them (``redis-cli --cluster create``), wait for ``cluster_state:ok``."""
+        for node in self.nodes:
+            node.start()
+        addresses = [f"127.0.0.1:{port}" for port in self.ports]
+        created = subprocess.run([self._cli, "--cluster", "create", *addresses, "--cluster-replicas", "0",
+                                  "--cluster-yes"], capture_output=True, timeout=timeout, check=False)
+        if created.returncode != 0:
+            raise ServerUnavailable(f"redis-cli --cluster create failed: {created.stdout[-500:]!r} "
+                                    f"{created.stderr[-500:]!r}")
+        self.wait_ok(timeout)
+        return self
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Wait (bounded) until every node reports ``cluster_state:ok`` and knows every other node."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if all(self._node_ok(port) for port in self.ports):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise ServerUnavailable(f"redis cluster not ok after {timeout} s")
+
+    def _node_ok(self, port: int) -> bool:
+        info = _redis_command(port, "CLUSTER", "INFO")
+        nodes = _redis_command(port, "CLUSTER", "NODES")
+        connected = nodes.count(b" connected")
+        return b"cluster_state:ok" in info and connected >= len(self.nodes) and b"fail" not in nodes
+
+    def flush(self) -> None:
+        """``FLUSHALL`` on every node."""
+        for port in self.ports:
+            _redis_command(port, "FLUSHALL")
+
+    def restart(self, index: int) -> None:
+        """Stop node ``index`` and start it again (same port, same ``nodes.conf``), then wait for ok."""
+        self.nodes[index].restart()
+        self.wait_ok()
+
+    def cleanup(self) -> None:
+        """Stop every node and remove the work directories."""
+        for node in self.nodes:
+            node.cleanup()
+
+
 def docker_registry_process(binary: str, port: int | None = None) -> ServerProcess:
     """An anonymous, plain-HTTP docker-registry (CNCF distribution) with storage in its work dir."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from string import Template
@@ -33,7 +34,7 @@ def test_cluster_connection_kind_matches_the_crd_spec() -> None:
     assert owner == "cluster" and kind is CLUSTER_CONNECTION
     assert (kind.group, kind.version, kind.plural, kind.singular, kind.short_names, kind.namespaced) == (
         "clusterpulse.io", "v1alpha1", "clusterconnections", "clusterconnection", ("cc",), True)
-    assert kind.status_subresource and kind.workers == 3
+    assert kind.status_subresource and kind.workers == 10
     assert [(c.name, c.type, c.json_path) for c in kind.printer_columns] == [
         ("Display Name", "string", ".spec.displayName"), ("Endpoint", "string", ".spec.endpoint"),
         ("Status", "string", ".status.phase"), ("Health", "string", ".status.health"),
@@ -170,3 +171,37 @@ def test_demo_fleet_reconciles(harness: Harness, kube_api: Callable[..., Any]) -
         assert harness.cr(name)["status"]["phase"] == "Connected"
     assert "CLUSTER_OCP_PROD_EAST_URL" in (FLEET / "hub" / "clusterconnections.yaml").read_text()
     assert os.path.isdir(FLEET / "clusters" / "ocp-prod-east")
+
+
+class ThreadRecorder:
+    """A collector that records the thread it runs on."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+
+    @hookimpl
+    def clusterpulse_collectors(self) -> Sequence[Collector]:
+        def collect(target: ClusterTarget) -> list[Piece]:
+            self.threads.append(threading.current_thread())
+            return []
+
+        return [Collector("threads", collect)]
+
+
+def test_reconciles_share_one_collector_pool(make_harness: Callable[..., Harness],
+                                             kube_api: Callable[..., Any]) -> None:
+    recorder = ThreadRecorder()
+    harness = make_harness(extra={"threads": recorder})
+    api = kube_api(require_token="t")
+    harness.add("one", api.url, token="t")
+    pool = harness.plugin.reconciler.executor()
+    for _ in range(4):
+        assert harness.reconcile("one").ok
+    assert harness.plugin.reconciler.executor() is pool
+    assert len(recorder.threads) == 4
+    # Every reconcile ran its collectors on the threads of the one pool, which grew no further
+    # than one reconcile needs (a pool per reconcile would have made new threads each time).
+    assert set(recorder.threads) <= set(pool._threads)  # type: ignore[attr-defined]
+    assert len(pool._threads) <= len(harness.runtime.plugins.collectors())  # type: ignore[attr-defined]

@@ -25,15 +25,16 @@ import kubernetes.client
 import pytest
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.config import Config, CoreSettings
+from clusterpulse_core.config import Config, ConfigError, CoreSettings
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
+from clusterpulse_core.runtime.controller import spread_offset
 from clusterpulse_core.runtime.informer import Informer
-from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.runtime.manager import Manager, kind_workers
 from clusterpulse_core.runtime.probes import parse_bind_address
 
 NAMESPACE = "clusterpulse"
@@ -433,6 +434,67 @@ def test_resync_reconciles_everything_again(hub: Any, run_widgets: Any) -> None:
     hub.create(widget("steady"))
     _manager, plugin = run_widgets(resync_period=0.3)
     eventually(lambda: len(plugin.generations("steady")) >= 3, "resync re-enqueues the object")
+
+
+def test_resync_adds_nothing_for_an_object_with_a_scheduled_reconcile(hub: Any, run_widgets: Any) -> None:
+    hub.create(widget("scheduled"))
+    hub.create(widget("idle"))
+    manager, plugin = run_widgets({"scheduled": lambda attempt, obj: ReconcileResult(requeue_after=600)},
+                                  resync_period=0.2)
+    eventually(lambda: len(plugin.generations("idle")) >= 4, "resyncs reconcile the unscheduled object")
+    assert plugin.generations("scheduled") == [1]
+    assert manager.controllers["Widget"].queue.scheduled(ObjectRef("Widget", NAMESPACE, "scheduled"))
+
+
+def test_resync_spreads_what_it_adds(hub: Any, run_widgets: Any) -> None:
+    for index in range(20):
+        hub.create(widget(f"w{index}"))
+    manager, plugin = run_widgets(resync_period=1000.0)
+    eventually(lambda: len(plugin.reconciled) == 20 and idle(manager), "first reconciles")
+    controller = manager.controllers["Widget"]
+    for obj in manager.informers["Widget"].items():
+        controller.on_resync(obj)
+    # Nothing is due at once: every object waits for its own offset within the spread window.
+    assert len(controller.queue) == 0 and controller.queue.delayed == 20
+    offsets = sorted(spread_offset(controller.ref_of(obj), controller.resync_spread)
+                     for obj in manager.informers["Widget"].items())
+    assert controller.resync_spread == 100.0
+    assert offsets[0] >= 0 and offsets[-1] < 100.0 and offsets[-1] - offsets[0] > 50.0
+    assert len(set(offsets)) == 20
+
+
+def test_workers_per_kind_come_from_the_setting(hub: Any, run_widgets: Any) -> None:
+    manager, _plugin = run_widgets(workers={"Widget": 5})
+    assert manager.controllers["Widget"].workers == 5
+    assert len(manager.controllers["Widget"]._threads) == 5
+    assert kind_workers({}, [WIDGET]) == {"Widget": 2}
+    with pytest.raises(ConfigError, match=r"clusterpulse.workers.Gadget: no enabled plugin declares"):
+        kind_workers({"Gadget": 2}, [WIDGET])
+    with pytest.raises(ConfigError, match=r"clusterpulse.workers.Widget: expected a value >= 1, got 0"):
+        kind_workers({"Widget": 0}, [WIDGET])
+
+
+def test_the_informer_decodes_each_page_once(hub: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterpulse_core.kube.client as client_module
+    import clusterpulse_core.runtime.informer as informer_module
+
+    for index in range(25):
+        hub.create(widget(f"p{index}"))
+    decoded: list[int] = []
+
+    def counting_decode(data: bytes) -> Any:
+        decoded.append(len(data))
+        return client_module.decode(data)
+
+    def no_second_parse(body: bytes) -> str:
+        raise AssertionError("a page was parsed a second time for its continue token")
+
+    monkeypatch.setattr(informer_module, "decode", counting_decode)
+    monkeypatch.setattr(client_module, "_continue_token", no_second_parse)
+    informer = Informer(KubeClient(hub.api_client()), WIDGET, NAMESPACE, page_size=10)
+    items, _rv = informer._list()
+    assert sorted(obj["metadata"]["name"] for obj in items) == sorted(f"p{i}" for i in range(25))
+    assert len(decoded) == 3  # pages of 10, 10 and 5, each decoded once
 
 
 # --------------------------------------------------------------------------- probes and metrics

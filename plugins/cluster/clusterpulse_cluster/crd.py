@@ -122,7 +122,8 @@ CLUSTER_CONNECTION = ResourceKind(
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
     status_subresource=True,
-    workers=3,
+    workers=10,
+    sharded=True,
     hub_access=(READ_REFERENCED_SECRETS, *AGENT_HUB_ACCESS,),
     # What the collectors read on a managed cluster (inventory, counts, resources, info, olm,
     # clusteroperators).

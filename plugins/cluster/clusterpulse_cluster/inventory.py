@@ -44,8 +44,8 @@ def list_nodes(target: ClusterTarget, page_size: int) -> list[NodeDoc]:
     """Every node of the cluster, page by page."""
     nodes: list[NodeDoc] = []
     try:
-        for body in target.client.list_pages(NODES_PATH, limit=page_size):
-            nodes.extend(node_list_decoder.decode(body).items or ())
+        for page in target.client.list_decoded(NODES_PATH, node_list_decoder.decode, limit=page_size):
+            nodes.extend(page.items or ())
     except KubeApiError as exc:
         raise NodeListingError(f"failed to list nodes: {exc}") from exc
     return nodes
@@ -55,8 +55,8 @@ def tally_cluster_pods(target: ClusterTarget, page_size: int) -> dict[str, PodTa
     """Per-node pod counts and requests over every pod of the cluster, page by page."""
     tallies: dict[str, PodTally] = {}
     try:
-        for body in target.client.list_pages(PODS_PATH, limit=page_size):
-            tally_pods(pod_list_decoder.decode(body).items or (), tallies)
+        for page in target.client.list_decoded(PODS_PATH, pod_list_decoder.decode, limit=page_size):
+            tally_pods(page.items or (), tallies)
     except KubeApiError as exc:
         raise NodeListingError(f"failed to list pods: {exc}") from exc
     return tallies
@@ -66,8 +66,8 @@ def list_namespaces(target: ClusterTarget, page_size: int) -> list[str]:
     """Namespace names in API order; an error gives an empty list (controllers.md §5.4)."""
     names: list[str] = []
     try:
-        for body in target.client.list_pages(NAMESPACES_PATH, limit=page_size):
-            names.extend(ns.metadata.name for ns in namespace_list_decoder.decode(body).items or ())
+        for page in target.client.list_decoded(NAMESPACES_PATH, namespace_list_decoder.decode, limit=page_size):
+            names.extend(ns.metadata.name for ns in page.items or ())
     except KubeApiError as exc:
         log.warning("cluster %s: listing namespaces failed: %s", target.name, exc)
         return []

@@ -17,7 +17,7 @@ from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model.time import utcnow
 
@@ -46,7 +46,13 @@ class ClusterPlugin:
     def clusterpulse_configure(self, config: Config, settings: ClusterSettings | None) -> None:
         """Keep the validated settings."""
         self.settings = settings or ClusterSettings()
+        self.reconciler.close()
         self.reconciler = ClusterReconciler(self.settings, self.now)
+
+    @hookimpl
+    def clusterpulse_stop(self, runtime: Runtime) -> None:
+        """Shut the shared collector thread pool down."""
+        self.reconciler.close()
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:

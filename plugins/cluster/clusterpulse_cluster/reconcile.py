@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +46,8 @@ from clusterpulse_core.pieces import (
 )
 from clusterpulse_core.store import StoreError
 
+#: Threads of the collector pool shared by every reconcile (made on demand, up to this many).
+COLLECT_THREADS = 64
 #: Name of the critical collector of nodes, cluster metrics and namespaces.
 NODES_COLLECTOR = "nodes"
 #: Write order of one successful reconcile (redis.md §9); other pieces follow in collector order.
@@ -87,6 +90,21 @@ class ClusterReconciler:
         self._state: dict[str, dict[str, Any]] = {}
         #: Installs/removes push-mode agents on the managed clusters (agent_deploy/).
         self.agents = AgentDeployer(settings, lambda: self.clock())
+        self._executor: ThreadPoolExecutor | None = None
+
+    def executor(self) -> ThreadPoolExecutor:
+        """The one collector thread pool of every reconcile (not one pool per reconcile)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=COLLECT_THREADS, thread_name_prefix="collect")
+            return self._executor
+
+    def close(self) -> None:
+        """Shut the collector pool down (running collectors finish on their own)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)
 
     def cluster_state(self, name: str) -> dict[str, Any]:
         """The scratch dict collectors keep for cluster ``name`` (e.g. the last OLM scan)."""
@@ -197,7 +215,7 @@ class ClusterReconciler:
             raise ReconcileFailure(f"connection test failed: {exc}") from exc
         target = ClusterTarget(name, spec.endpoint, client, self.cluster_state(name))
         try:
-            report = run_collectors(collectors, target)
+            report = run_collectors(collectors, target, self.executor())
         except CriticalCollectorError as exc:
             what = "node metrics" if exc.collector == NODES_COLLECTOR else exc.collector
             raise ReconcileFailure(f"failed to get {what}: {exc}") from exc

@@ -135,6 +135,7 @@ class PodList(msgspec.Struct):
     """One page of ``GET /api/v1/pods``."""
 
     items: list[PodDoc] | None = None
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
 class NamespaceMeta(msgspec.Struct):
@@ -153,6 +154,7 @@ class NamespaceList(msgspec.Struct):
     """One page of ``GET /api/v1/namespaces``."""
 
     items: list[NamespaceDoc] | None = None
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
 node_list_decoder = msgspec.json.Decoder(NodeList)

@@ -1,4 +1,4 @@
-"""Building the redis-py client from :class:`RedisSettings` (pool, retries, TLS)."""
+"""Building the redis-py client from :class:`RedisSettings` (pool, retries, TLS, Redis Cluster)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,33 @@ from redis.retry import Retry
 
 from clusterpulse_redis.settings import RedisSettings
 
+#: URL schemes that select a Redis Cluster, and the plain scheme redis-py parses them as.
+CLUSTER_SCHEMES = {"redis+cluster://": "redis://", "rediss+cluster://": "rediss://"}
 
-def connect(settings: RedisSettings) -> redis.Redis:
-    """A client over a bounded blocking pool that retries connection errors with backoff."""
+#: Either client: one server, or a Redis Cluster (which routes each key to its slot's node).
+Client = redis.Redis | redis.RedisCluster
+
+
+def is_cluster(settings: RedisSettings) -> bool:
+    """Whether the settings select a Redis Cluster (``cluster = true`` or a ``+cluster`` URL)."""
+    return settings.cluster or settings.url.startswith(tuple(CLUSTER_SCHEMES))
+
+
+def _retry(settings: RedisSettings) -> Retry:
+    return Retry(ExponentialBackoff(cap=settings.retry_backoff_cap, base=settings.retry_backoff_base),
+                 settings.retry_attempts)
+
+
+def connect(settings: RedisSettings) -> Client:
+    """A client over a bounded pool that retries connection errors with backoff."""
+    if is_cluster(settings):
+        return connect_cluster(settings)
     common: dict[str, Any] = {
         "max_connections": settings.pool_size,
         "timeout": settings.pool_timeout,
         "socket_timeout": settings.socket_timeout,
         "socket_connect_timeout": settings.socket_connect_timeout,
-        "retry": Retry(
-            ExponentialBackoff(cap=settings.retry_backoff_cap, base=settings.retry_backoff_base),
-            settings.retry_attempts,
-        ),
+        "retry": _retry(settings),
     }
     if settings.url:
         if settings.url.startswith("rediss://") and settings.tls_ca_file:
@@ -38,7 +53,41 @@ def connect(settings: RedisSettings) -> redis.Redis:
     return redis.Redis(connection_pool=pool)
 
 
-def describe(client: redis.Redis) -> str:
-    """``host:port/db`` of the client's server, for messages (never the password)."""
+def connect_cluster(settings: RedisSettings) -> redis.RedisCluster:
+    """A Redis Cluster client: discovers the nodes from one startup node, follows MOVED/ASK.
+
+    A cluster has only database 0, so a non-zero ``db`` is refused rather than ignored.
+    """
+    url = settings.url
+    for scheme, plain in CLUSTER_SCHEMES.items():
+        if url.startswith(scheme):
+            url = plain + url[len(scheme):]
+    common: dict[str, Any] = {
+        "max_connections": settings.pool_size,
+        "socket_timeout": settings.socket_timeout,
+        "socket_connect_timeout": settings.socket_connect_timeout,
+        "retry": _retry(settings),
+    }
+    if url:
+        if url.startswith("rediss://") and settings.tls_ca_file:
+            common["ssl_ca_certs"] = settings.tls_ca_file
+        client = redis.RedisCluster.from_url(url, **common)
+    else:
+        if settings.db:
+            raise ValueError(f"plugins.redis.db: a Redis Cluster has only database 0, got {settings.db}")
+        common.update(host=settings.host, port=settings.port, password=settings.password or None,
+                      ssl=settings.tls)
+        if settings.tls and settings.tls_ca_file:
+            common["ssl_ca_certs"] = settings.tls_ca_file
+        client = redis.RedisCluster(**common)
+    return client
+
+
+def describe(client: Client) -> str:
+    """``host:port/db`` of the client's server (``cluster host:port`` of a cluster), never the password."""
+    if isinstance(client, redis.RedisCluster):
+        nodes = client.nodes_manager.startup_nodes
+        first = next(iter(nodes.values()), None)
+        return f"cluster {first.host}:{first.port}" if first is not None else "cluster"
     kwargs = client.connection_pool.connection_kwargs
     return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"

@@ -29,7 +29,7 @@ CLUSTER_DELETE_BATCH = 1000
 REGISTRY_DELETE_BATCH = 100
 SCAN_COUNT = 100
 
-Deleter = Callable[[redis.Redis, Any], None]
+Deleter = Callable[[Any, Any], None]
 
 
 def _matching(client: redis.Redis, pattern: str) -> Iterator[bytes]:

@@ -25,7 +25,7 @@ import hiredis
 import redis
 from redis.connection import AbstractConnection
 
-from clusterpulse_redis.resp import CommandBatch
+from clusterpulse_redis.resp import Arg, CommandBatch
 
 #: Fills a batch with the commands of one store call.
 Fill = Callable[[CommandBatch], None]
@@ -124,3 +124,50 @@ def run_batch(client: redis.Redis, fill: Fill) -> None:
         conn.retry.call_with_retry(lambda: _attempt(conn, fill), lambda error: conn.disconnect())
     finally:
         pool.release(conn)
+
+
+class CommandList(CommandBatch):
+    """A batch that only keeps its commands' arguments (for the Redis Cluster path, which packs itself)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(lambda _data: None)
+
+    @property
+    def commands(self) -> list[tuple[Arg, ...]]:
+        """Every queued command, name first, in order."""
+        return self._commands
+
+    def _queue(self, args: tuple[Arg, ...]) -> None:
+        self._commands.append(args)
+
+
+def run_cluster_batch(client: redis.RedisCluster, fill: Fill) -> None:
+    """Run ``fill``'s commands on a Redis Cluster: one pipeline per node, grouped by key slot.
+
+    redis-py's cluster pipeline sends each node the commands of the slots it serves (in
+    queued order, so the commands of one key keep theirs), follows ``MOVED``/``ASK`` and
+    retries connection errors with the client's retry policy; every reply is read before the
+    first error is raised, named like :func:`run_batch` names it. ``PUBLISH`` (no key; a
+    cluster forwards it to every node) goes last, after the data it announces is written.
+    """
+    batch = CommandList()
+    fill(batch)
+    keyed = [args for args in batch.commands if args[0] != "PUBLISH"]
+    pipe = client.pipeline(transaction=False)
+    for args in keyed:
+        pipe.execute_command(*args)
+    replies = pipe.execute(raise_on_error=False)
+    errors = [(index, reply) for index, reply in enumerate(replies) if isinstance(reply, Exception)]
+    if errors:
+        index, exc = errors[0]
+        name, key = keyed[index][:2]
+        more = f" ({len(errors) - 1} more commands failed)" if len(errors) > 1 else ""
+        if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+            raise type(exc)(f"command {index + 1} of {len(keyed)} ({name!s} {key!s}) failed: {exc}{more}") from exc
+        raise redis.ResponseError(
+            f"command {index + 1} of {len(keyed)} ({name!s} {key!s}) failed: {exc}{more}") from exc
+    for args in batch.commands:
+        if args[0] == "PUBLISH":
+            client.publish(args[1], args[2])

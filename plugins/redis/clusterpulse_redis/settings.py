@@ -11,11 +11,14 @@ from clusterpulse_core.config import setting
 class RedisSettings:
     """Connection and key-lifetime settings; the upstream env vars override the file."""
 
-    url: str = setting("", help="redis:// or rediss:// URL; when set it overrides host/port/password/db")
+    url: str = setting("", help="redis:// or rediss:// URL (redis+cluster:// or rediss+cluster:// for a Redis "
+                                "Cluster); when set it overrides host/port/password/db")
     host: str = setting("redis", env="REDIS_HOST", help="Redis host")
     port: int = setting(6379, env="REDIS_PORT", help="Redis port")
     password: str = setting("", env="REDIS_PASSWORD", secret=True, help="Redis password (empty: none)")
     db: int = setting(0, env="REDIS_DB", help="logical database number")
+    cluster: bool = setting(False, help="Redis Cluster: host/port (or url) is one startup node; keys keep "
+                                        "their names (no hash tags), writes are grouped per node")
     tls: bool = setting(False, help="connect with TLS")
     tls_ca_file: str = setting("", help="CA bundle to verify the server certificate (empty: system CAs)")
     cache_ttl: int = setting(600, env="CACHE_TTL", minimum=60,

@@ -7,20 +7,25 @@ from datetime import datetime
 from typing import TypeVar
 
 import redis
+from redis.exceptions import RedisClusterException
 
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.names import NameGuard
 from clusterpulse_core.pieces import NodesPiece, Piece
 from clusterpulse_redis import keys
-from clusterpulse_redis.connection import connect, describe
+from clusterpulse_redis.connection import Client, connect, describe
 from clusterpulse_redis.deletion import DELETERS
 from clusterpulse_redis.errors import RedisStoreError
 from clusterpulse_redis.resp import CommandBatch
-from clusterpulse_redis.sending import run_batch
+from clusterpulse_redis.sending import run_batch, run_cluster_batch
 from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.writers import WRITERS, WriteContext, Writer
 
 T = TypeVar("T")
+
+#: What a Redis failure raises (a cluster client also raises RedisClusterException, e.g. for a
+#: slot no reachable node serves).
+REDIS_ERRORS = (redis.RedisError, RedisClusterException)
 
 
 def _handler(table: Mapping[type[Piece], T], piece: Piece) -> T | None:
@@ -39,13 +44,15 @@ class RedisStore:
     streamed on one connection (non-transactional, like a pipeline); a deletion (which must
     read first) runs after the writes before it and before the writes after it, so order is
     kept. Any Redis error is raised as :class:`RedisStoreError`; nothing is dropped silently.
+    Against a Redis Cluster (``cluster = true`` or a ``redis+cluster://`` URL) the same
+    commands, with the same key names, go out as one pipeline per node, grouped by slot.
 
     ``clock`` returns the store time (tz-aware UTC); tests inject a fixed one.
     """
 
     name = "redis"
 
-    def __init__(self, settings: RedisSettings | None = None, *, client: redis.Redis | None = None,
+    def __init__(self, settings: RedisSettings | None = None, *, client: Client | None = None,
                  clock: Callable[[], datetime] = utcnow) -> None:
         self.settings = settings or RedisSettings()
         self.client = client if client is not None else connect(self.settings)
@@ -73,7 +80,7 @@ class RedisStore:
                 writes = []
                 deleter(self.client, piece)
             self._write(writes, ctx)
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             raise RedisStoreError(f"redis at {self.address}: {type(exc).__name__}: {exc}") from exc
 
     def _previous_nodes(self, pieces: Sequence[Piece]) -> dict[str, frozenset[str]]:
@@ -97,17 +104,21 @@ class RedisStore:
             for writer, piece in writes:
                 writer(batch, piece, ctx)
 
-        run_batch(self.client, fill)
+        if isinstance(self.client, redis.RedisCluster):
+            run_cluster_batch(self.client, fill)
+        else:
+            run_batch(self.client, fill)
 
     def ready(self) -> str | None:
         """``None`` when Redis answers ``PING``, else why not."""
         try:
             self.client.ping()
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             return f"redis at {self.address} unreachable: {type(exc).__name__}: {exc}"
         return None
 
     def close(self) -> None:
         """Close the pooled connections."""
         self.client.close()
-        self.client.connection_pool.disconnect()
+        if isinstance(self.client, redis.Redis):
+            self.client.connection_pool.disconnect()

@@ -90,5 +90,6 @@ REGISTRY_CONNECTION = ResourceKind(
     ),
     status_subresource=True,
     workers=5,
+    sharded=True,
     hub_access=(READ_REFERENCED_SECRETS,),
 )
