@@ -64,6 +64,26 @@ class LeaseSpec:
     lease_transitions: int = 0
 
 
+def held_by(current: LeaseSpec | None, identity: str, duration_seconds: int, now: str) -> LeaseSpec:
+    """The spec that makes ``identity`` the holder at ``now``: renewed when it already holds
+    ``current``, taken over (one more transition) when someone else did, fresh when there is none."""
+    if current is None:
+        return LeaseSpec(identity, duration_seconds, now, now, 0)
+    if current.holder_identity == identity:
+        return attrs.evolve(current, lease_duration_seconds=duration_seconds, renew_time=now)
+    return LeaseSpec(identity, duration_seconds, now, now, current.lease_transitions + 1)
+
+
+def released(current: LeaseSpec, now: str) -> LeaseSpec:
+    """The spec of a Lease given up: holder cleared and a 1 s duration, so others take it at once."""
+    return LeaseSpec("", 1, now, now, current.lease_transitions)
+
+
+def duration_seconds(lease_duration: float) -> int:
+    """A Lease duration in the whole seconds the API stores (rounded up, at least 1)."""
+    return max(1, math.ceil(lease_duration))
+
+
 @attrs.frozen
 class LeaseMeta:
     """The metadata a new Lease is created with."""
@@ -221,7 +241,7 @@ class LeaderElector:
         try:
             current = self.client.get(self.path, timeout=self._call_timeout)
         except NotFoundError:
-            spec = LeaseSpec(self.identity, self._duration_seconds(), now, now, 0)
+            spec = held_by(None, self.identity, self._duration_seconds(), now)
             try:
                 self.client.request("POST", LEASE_KIND.api_path(self.namespace),
                                     body=serde.unstructure(Lease(LeaseMeta(self.name, self.namespace), spec)),
@@ -235,10 +255,8 @@ class LeaderElector:
         ours = spec.holder_identity == self.identity
         if spec.holder_identity and not ours and not self._expired(spec):
             return False
-        if ours:
-            renewed = attrs.evolve(spec, lease_duration_seconds=self._duration_seconds(), renew_time=now)
-        else:
-            renewed = LeaseSpec(self.identity, self._duration_seconds(), now, now, spec.lease_transitions + 1)
+        renewed = held_by(spec, self.identity, self._duration_seconds(), now)
+        if not ours:
             log.info("leader election: %s takes lease %s over from %r", self.identity, self.name,
                      spec.holder_identity)
         return self._write(current, renewed)
@@ -251,8 +269,7 @@ class LeaderElector:
             if spec.holder_identity != self.identity:
                 return False
             now = micro_time(self._now())
-            released = LeaseSpec("", 1, now, now, spec.lease_transitions)
-            if self._write(current, released):
+            if self._write(current, released(spec, now)):
                 log.info("leader election: %s released lease %s", self.identity, self.name)
                 return True
         except Exception as exc:
@@ -278,4 +295,4 @@ class LeaderElector:
         return self._clock() >= self._observed_at + duration
 
     def _duration_seconds(self) -> int:
-        return max(1, math.ceil(self.lease_duration))
+        return duration_seconds(self.lease_duration)

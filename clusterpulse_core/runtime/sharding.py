@@ -34,7 +34,6 @@ import enum
 import hashlib
 import json
 import logging
-import math
 import re
 import threading
 import time
@@ -50,7 +49,16 @@ from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import ConflictError, KubeClient, NotFoundError
 from clusterpulse_core.model.time import utcnow
-from clusterpulse_core.runtime.leader import LEASE_KIND, Lease, LeaseMeta, LeaseSpec, micro_time
+from clusterpulse_core.runtime.leader import (
+    LEASE_KIND,
+    Lease,
+    LeaseMeta,
+    LeaseSpec,
+    duration_seconds,
+    held_by,
+    micro_time,
+    released,
+)
 
 if TYPE_CHECKING:
     from clusterpulse_core.runtime.controller import Controller
@@ -414,16 +422,13 @@ class ShardMember:
             try:
                 current = self.client.get(self.path)
             except NotFoundError:
-                spec = LeaseSpec(self.identity, self._duration_seconds(), now, now, 0)
+                spec = held_by(None, self.identity, self._duration_seconds(), now)
                 body = serde.unstructure(Lease(LeaseMeta(self.name, self.namespace), spec))
                 body["metadata"]["annotations"] = annotations
                 self.client.request("POST", LEASE_KIND.api_path(self.namespace), body=body)
                 return True
             spec = serde.structure(current.get("spec") or {}, LeaseSpec)
-            if spec.holder_identity == self.identity:
-                renewed = attrs.evolve(spec, lease_duration_seconds=self._duration_seconds(), renew_time=now)
-            else:
-                renewed = LeaseSpec(self.identity, self._duration_seconds(), now, now, spec.lease_transitions + 1)
+            renewed = held_by(spec, self.identity, self._duration_seconds(), now)
             meta = dict(current.get("metadata") or {})
             meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
             self.client.request("PUT", self.path, body=dict(current, metadata=meta, spec=serde.unstructure(renewed)))
@@ -441,8 +446,8 @@ class ShardMember:
             if spec.holder_identity != self.identity:
                 return
             now = micro_time(self._now())
-            released = LeaseSpec("", 1, now, now, spec.lease_transitions)
-            self.client.request("PUT", self.path, body=dict(current, spec=serde.unstructure(released)))
+            body = dict(current, spec=serde.unstructure(released(spec, now)))
+            self.client.request("PUT", self.path, body=body)
             log.info("sharding: %s left (released lease %s)", self.identity, self.name)
         except Exception as exc:
             log.warning("sharding: releasing lease %s failed: %s", self.name, exc)
@@ -458,7 +463,7 @@ class ShardMember:
         self._on_lost()
 
     def _duration_seconds(self) -> int:
-        return max(1, math.ceil(self.lease_duration))
+        return duration_seconds(self.lease_duration)
 
 
 def sharded_controllers(controllers: Mapping[str, Controller]) -> dict[str, Controller]:
