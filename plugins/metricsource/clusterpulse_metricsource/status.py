@@ -6,25 +6,13 @@ from datetime import datetime
 
 import attrs
 
+from clusterpulse_core.model.condition import Condition
 from clusterpulse_core.serde import wire
 
 #: Requeue after a compile or store failure (upstream's error status path).
 ERROR_REQUEUE_SECONDS = 30
 #: Floor of the shortened requeue after collection errors.
 MIN_ERROR_REQUEUE_SECONDS = 30
-
-
-@wire(case="camel")
-@attrs.frozen
-class Condition:
-    """A ``metav1.Condition`` (MetricSources write exactly one, of type ``Ready``)."""
-
-    type: str
-    status: str
-    reason: str
-    message: str
-    last_transition_time: datetime
-    observed_generation: int = 0
 
 
 @wire(case="camel")
