@@ -170,14 +170,34 @@ def rss_bytes() -> int:
 
 
 def run_clients(port: int, args: argparse.Namespace) -> dict[str, Any]:
-    """This script in ``--client`` mode against ``port``; returns its JSON result."""
+    """This script in ``--client`` mode against ``port``; returns its JSON result.
+
+    Adds ``server_cpu``: this process's CPU seconds per wall second during the clients'
+    closed-loop window (sampled; CLOCK_MONOTONIC is shared with the client process), to show
+    which side of the run was the limit.
+    """
+    samples: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.25):
+            samples.append((time.monotonic(), time.process_time()))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     result = subprocess.run(
         [sys.executable, __file__, "--client", "--port", str(port), "--streams", str(args.streams),
          "--seconds", str(args.seconds), "--nodes", str(args.nodes), "--channels", str(args.channels)],
         capture_output=True, text=True, timeout=args.seconds * 10 + 300)
     if result.returncode != 0:
         raise SystemExit(f"client failed: {result.stderr[-2000:]}")
-    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+    done.set()
+    sampler.join()
+    out = dict(json.loads(result.stdout.strip().splitlines()[-1]))
+    inside = [s for s in samples if out["window"][0] <= s[0] <= out["window"][1]]
+    out["server_cpu"] = ((inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+                         if len(inside) > 1 else float("nan"))
+    return out
 
 
 # --------------------------------------------------------------------------- clients
@@ -232,10 +252,12 @@ async def client_main(args: argparse.Namespace) -> dict[str, Any]:
     await asyncio.wait_for(all_registered.wait(), timeout=300)
     register_seconds = time.monotonic() - register_started
     deadline[0] = time.monotonic() + args.seconds
-    started = time.monotonic()
+    started, started_cpu = time.monotonic(), time.process_time()
     start.set()
     await asyncio.gather(*tasks)
     elapsed = time.monotonic() - started
+    cpu = time.process_time() - started_cpu
+    window = (started, started + elapsed)
     for channel in channels:
         await channel.close()
     latencies.sort()
@@ -245,7 +267,8 @@ async def client_main(args: argparse.Namespace) -> dict[str, Any]:
 
     return {"acks": len(latencies), "seconds": elapsed, "rate": len(latencies) / elapsed,
             "p50": quantile(0.5), "p99": quantile(0.99), "held": args.streams - len(failed),
-            "registered": registered, "register_seconds": register_seconds, "failed": failed[:3]}
+            "registered": registered, "register_seconds": register_seconds, "failed": failed[:3],
+            "client_cpu": cpu / elapsed, "window": window}
 
 
 # --------------------------------------------------------------------------- main
@@ -296,7 +319,8 @@ def main() -> None:
     def row(label: str, r: dict[str, Any], rss: int) -> str:
         return (f"{label:<9} {r['held']:>5}/{args.streams} held  {r['rate']:>8.1f} batches/s  "
                 f"p50 {r['p50'] * 1000:>7.1f} ms  p99 {r['p99'] * 1000:>7.1f} ms  "
-                f"register all {r['register_seconds']:.1f} s  RSS {rss / 2**20:.0f} MiB")
+                f"register all {r['register_seconds']:.1f} s  RSS {rss / 2**20:.0f} MiB  "
+                f"CPU: server {r['server_cpu'] * 100:.0f} %, clients {r['client_cpu'] * 100:.0f} % of a core")
 
     print(row("echo", echo, echo_rss))
     print(row("ingester", ingester, ingester_rss))

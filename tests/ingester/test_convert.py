@@ -95,3 +95,27 @@ def test_agent_sources_compile_what_they_can_and_skip_the_rest() -> None:
     assert rebuilt.values({"data": {"n": "21"}}) == {"n": 21, "twice": 42.0}
     assert rebuilt.namespace_filter is not None and not rebuilt.namespace_filter.keeps("kube-system")
     assert sources.replace([], builtin_catalog()) == [] and sources.source_ids == []
+
+
+def test_every_node_field_the_proto_carries_lands_in_its_own_model_field() -> None:
+    # The ingester builds NodeMetrics positionally: a distinct value in every proto field shows
+    # each one reaching the model field of the same name, and nothing else being set.
+    from clusterpulse_ingester.proto import collector_pb2 as pb
+
+    proto = pb.NodeMetrics(name="n1", status="Ready", roles=["worker", "infra"], labels={"k": "v", "z": ""})
+    values: dict[str, object] = {}
+    for number, field in enumerate(pb.NodeMetrics.DESCRIPTOR.fields, start=1):
+        if field.name in ("name", "status", "roles", "labels"):
+            continue
+        value = (f"s{number}" if field.type == field.TYPE_STRING
+                 else number + 0.5 if field.type == field.TYPE_DOUBLE else number * 1000)
+        setattr(proto, field.name, value)
+        values[field.name] = value
+    batch = pb.MetricsBatch(cluster_name="c")
+    batch.node_metrics.append(proto)
+    batch.collected_at.FromDatetime(AT)
+    [nodes_piece] = [p for p in pieces_from_batch(batch, "c", LATER) if isinstance(p, NodesPiece)]
+    expected = NodeMetrics(name="n1", timestamp=AT, status="Ready", roles=("worker", "infra"),
+                           labels={"k": "v", "z": ""}, **values)  # type: ignore[arg-type]
+    assert nodes_piece.nodes == (expected,)
+    assert len(values) == 24  # every proto field but name, status, roles and labels

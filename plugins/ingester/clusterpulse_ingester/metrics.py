@@ -33,7 +33,7 @@ class IngesterMetrics:
                                      "Metrics batches answered with success=false, by reason", ["reason"],
                                      registry=registry),
             bytes_received=Counter("clusterpulse_ingester_bytes_received_total",
-                                   "Serialized size of the metrics batches received", registry=registry),
+                                   "Serialized size of the messages received from agents", registry=registry),
             batch_seconds=Histogram("clusterpulse_ingester_batch_seconds",
                                     "Time to convert and store one batch", registry=registry),
             streams_rejected=Counter("clusterpulse_ingester_streams_rejected_total",

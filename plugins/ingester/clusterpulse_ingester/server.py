@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 import grpc
+from prometheus_client import Counter
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.model.time import utcnow
@@ -42,6 +43,7 @@ REJECTED = "rejected: "
 #: Ack error prefix of a batch that failed to store: the agent keeps it and sends it again.
 STORAGE_FAILED = "storage failed: "
 STOPPING = "ingester stopping"
+SERVICE = "clusterpulse.collector.v1.CollectorService"
 #: Stored batch ids remembered for duplicate detection (a few per connected agent).
 RECENT_BATCHES = 4096
 
@@ -99,17 +101,18 @@ class StoreWorker:
                 self._put(*[piece for pieces, _ in group for piece in pieces])
             except Exception as exc:
                 error = exc
-            for _, future in group:
-                self._loop.call_soon_threadsafe(_settle, future, error)
+            # One wake-up of the event loop per group, not per batch.
+            self._loop.call_soon_threadsafe(_settle, [future for _, future in group], error)
 
 
-def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+def _settle(futures: Sequence[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
 
 
 def server_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
@@ -221,7 +224,7 @@ class IngesterServer:
         self._worker = StoreWorker(self.runtime.store.put, asyncio.get_running_loop())
         try:
             server = grpc.aio.server(options=server_options(self.settings))
-            pb_grpc.add_CollectorServiceServicer_to_server(_Servicer(self), server)
+            add_servicer(server, _Servicer(self), self.metrics.bytes_received)
             address = f"{self.settings.bind_address}:{self.settings.port}"
             if self.settings.tls_enabled:
                 key = Path(self.settings.tls_key).read_bytes()
@@ -346,7 +349,6 @@ class IngesterServer:
         started = time.perf_counter()
         try:
             self.metrics.batches_received.inc()
-            self.metrics.bytes_received.inc(batch.ByteSize())
             now = self.clock()
             if peer.stream_id is not None:
                 self.table.heartbeat(peer.stream_id, now)
@@ -383,6 +385,23 @@ class IngesterServer:
         self.metrics.batches_rejected.labels(reason=reason).inc()
         log.warning("cluster %s: batch %s not stored: %s", batch.cluster_name, batch.batch_id[:40], message)
         return pb.Ack(batch_id=batch.batch_id, success=False, error=message)
+
+
+def add_servicer(server: grpc.aio.Server, servicer: pb_grpc.CollectorServiceServicer, received: Counter) -> None:
+    """The generated ``add_CollectorServiceServicer_to_server``, counting each message's wire size in ``received``.
+
+    The size is known for free while deserializing; asking the parsed batch (``ByteSize``)
+    walks every field again.
+    """
+    def read_request(data: bytes) -> pb.ConnectRequest:
+        received.inc(len(data))
+        return pb.ConnectRequest.FromString(data)
+
+    handlers = {"Connect": grpc.stream_stream_rpc_method_handler(
+        servicer.Connect, request_deserializer=read_request,
+        response_serializer=pb.ConnectResponse.SerializeToString)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_registered_method_handlers(SERVICE, handlers)
 
 
 class _Servicer(pb_grpc.CollectorServiceServicer):
