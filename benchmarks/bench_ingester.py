@@ -320,7 +320,8 @@ def main() -> None:
         return (f"{label:<9} {r['held']:>5}/{args.streams} held  {r['rate']:>8.1f} batches/s  "
                 f"p50 {r['p50'] * 1000:>7.1f} ms  p99 {r['p99'] * 1000:>7.1f} ms  "
                 f"register all {r['register_seconds']:.1f} s  RSS {rss / 2**20:.0f} MiB  "
-                f"CPU: server {r['server_cpu'] * 100:.0f} %, clients {r['client_cpu'] * 100:.0f} % of a core")
+                f"CPU: server {r['server_cpu'] * 100:.0f} %, clients {r['client_cpu'] * 100:.0f} % of a core, "
+                f"server {r['server_cpu'] / r['rate'] * 1000:.2f} ms per batch")
 
     print(row("echo", echo, echo_rss))
     print(row("ingester", ingester, ingester_rss))

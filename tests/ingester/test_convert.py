@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from clusterpulse_ingester.convert import batch_from_pieces, pieces_from_batch
+import attrs
+from clusterpulse_ingester.convert import batch_from_pieces, cluster_metrics_of, pieces_from_batch
+from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_metricsource.agent import AgentSources
 from clusterpulse_metricsource.catalog import builtin_catalog
 from clusterpulse_metricsource.compiler import compile_metric_source
@@ -18,6 +20,7 @@ from clusterpulse_core.model import (
     NodeMetrics,
     OperatorInfo,
 )
+from clusterpulse_core.model.cluster import ObjectCounts, PodPhaseCounts, cluster_metrics
 from clusterpulse_core.pieces import (
     AggregationsPiece,
     ClusterInfoPiece,
@@ -100,8 +103,6 @@ def test_agent_sources_compile_what_they_can_and_skip_the_rest() -> None:
 def test_every_node_field_the_proto_carries_lands_in_its_own_model_field() -> None:
     # The ingester builds NodeMetrics positionally: a distinct value in every proto field shows
     # each one reaching the model field of the same name, and nothing else being set.
-    from clusterpulse_ingester.proto import collector_pb2 as pb
-
     proto = pb.NodeMetrics(name="n1", status="Ready", roles=["worker", "infra"], labels={"k": "v", "z": ""})
     values: dict[str, object] = {}
     for number, field in enumerate(pb.NodeMetrics.DESCRIPTOR.fields, start=1):
@@ -119,3 +120,24 @@ def test_every_node_field_the_proto_carries_lands_in_its_own_model_field() -> No
                            labels={"k": "v", "z": ""}, **values)  # type: ignore[arg-type]
     assert nodes_piece.nodes == (expected,)
     assert len(values) == 24  # every proto field but name, status, roles and labels
+
+
+def test_pushed_cluster_totals_are_the_pull_formula() -> None:
+    # cluster_metrics_of sums in one pass; the reference is the core's cluster_metrics (pull mode)
+    # with the proto's own totals winning.
+    nodes = tuple(NodeMetrics(name=f"n{i}", timestamp=AT, status=("Ready", "NotReady", "Unknown")[i % 3],
+                              cpu_capacity=8.0, cpu_allocatable=7.5 - i / 10, cpu_requested=1.25 * i,
+                              memory_capacity=2**35, memory_allocatable=2**34 + i, memory_requested=2**30 * i,
+                              storage_capacity=10**11 + i, pods_pending=i % 2, pods_failed=i // 3, pods_total=9)
+                  for i in range(7))
+    proto = pb.ClusterMetrics(nodes=7, nodes_ready=3, namespaces=2, namespace_list=["a", "b"], pods=70,
+                              pods_running=60, cpu_capacity=56.0, memory_capacity=7 * 2**35, deployments=4)
+    for batch_nodes in (nodes, ()):
+        pods = PodPhaseCounts(total=70, running=60, pending=sum(n.pods_pending for n in batch_nodes),
+                              failed=sum(n.pods_failed for n in batch_nodes))
+        reference = attrs.evolve(cluster_metrics(batch_nodes, ("a", "b"), AT, pods, ObjectCounts(deployments=4)),
+                                 nodes=7, nodes_ready=3, nodes_not_ready=4, namespaces=2, cpu_capacity=56.0,
+                                 memory_capacity=7 * 2**35)
+        got = cluster_metrics_of(proto, batch_nodes, AT)
+        assert got == reference
+        assert [type(v) for v in attrs.astuple(got)] == [type(v) for v in attrs.astuple(reference)]

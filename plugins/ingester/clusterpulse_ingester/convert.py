@@ -17,8 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import attrs
-
 from clusterpulse_core.model import (
     AggregationResults,
     ClusterMetrics,
@@ -34,7 +32,7 @@ from clusterpulse_core.model import (
     OperatorInfo,
     RelatedObject,
 )
-from clusterpulse_core.model.cluster import ObjectCounts, PodPhaseCounts, cluster_metrics
+from clusterpulse_core.model.cluster import usage_percent
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -231,26 +229,36 @@ def _node(node: pb.NodeMetrics, at: datetime, index: int) -> NodeMetrics:
     if not name:
         raise BatchError(f"node_metrics[{index}].name: empty node name")
     labels = node.labels
-    return _new_node(name, at, node.status or _UNKNOWN, tuple(node.roles), (), *_node_fields(node),
+    return _new_node(name, at, node.status or _UNKNOWN, tuple(node.roles[:]), (), *_node_fields(node),
                        {key: labels[key] for key in labels}, {}, (), node.internal_ip, "", node.hostname)
+
+
+#: The NodeMetrics fields cluster totals are summed from, read in one C call per node.
+_node_totals = operator.attrgetter("pods_pending", "pods_failed", "cpu_allocatable", "cpu_requested",
+                                   "memory_allocatable", "memory_requested", "storage_capacity")
 
 
 def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics], at: datetime) -> ClusterMetrics:
     """Cluster totals of a batch (DECISIONS R1): what the proto carries, the rest from its nodes.
 
-    Built with the same :func:`~clusterpulse_core.model.cluster.cluster_metrics` as pull mode.
-    Pending and failed pods are the batch's nodes' tallies (unbound pods are not carried);
-    Services, StatefulSets, DaemonSets and PVCs are not carried and stay 0.
+    The same totals as :func:`~clusterpulse_core.model.cluster.cluster_metrics` of pull mode
+    (test_convert checks it), summed in one pass. The proto's own totals win over sums of its
+    nodes (they agree for a complete batch). Pending and failed pods are the batch's nodes'
+    tallies (unbound pods are not carried); Services, StatefulSets, DaemonSets and PVCs are not
+    carried and stay 0.
     """
-    pods = PodPhaseCounts(total=metrics.pods, running=metrics.pods_running,
-                          pending=sum(n.pods_pending for n in nodes), failed=sum(n.pods_failed for n in nodes))
-    derived = cluster_metrics(nodes, tuple(metrics.namespace_list), at, pods,
-                              ObjectCounts(deployments=metrics.deployments))
-    # The proto's own totals win over sums of its nodes (they agree for a complete batch).
-    return attrs.evolve(
-        derived, nodes=metrics.nodes, nodes_ready=metrics.nodes_ready,
+    pending, failed, cpu_allocatable, cpu_requested, memory_allocatable, memory_requested, storage = (
+        [sum(column) for column in zip(*map(_node_totals, nodes), strict=True)] or [0, 0, 0.0, 0.0, 0, 0, 0])
+    return ClusterMetrics(
+        timestamp=at, nodes=metrics.nodes, nodes_ready=metrics.nodes_ready,
         nodes_not_ready=max(0, metrics.nodes - metrics.nodes_ready), namespaces=metrics.namespaces,
-        cpu_capacity=metrics.cpu_capacity, memory_capacity=metrics.memory_capacity)
+        namespace_list=tuple(metrics.namespace_list), pods=metrics.pods, pods_running=metrics.pods_running,
+        pods_pending=pending, pods_failed=failed, cpu_capacity=metrics.cpu_capacity,
+        cpu_allocatable=cpu_allocatable, cpu_requested=cpu_requested,
+        cpu_usage_percent=usage_percent(cpu_requested, cpu_allocatable), memory_capacity=metrics.memory_capacity,
+        memory_allocatable=memory_allocatable, memory_requested=memory_requested,
+        memory_usage_percent=usage_percent(memory_requested, memory_allocatable), storage_capacity=storage,
+        deployments=metrics.deployments)
 
 
 def _operator(op: pb.OperatorInfo, at: datetime) -> OperatorInfo:

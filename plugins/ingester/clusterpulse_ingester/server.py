@@ -9,6 +9,7 @@ agent as a ``ConfigUpdate`` (C5).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import queue
 import threading
@@ -53,11 +54,13 @@ class StartError(Exception):
 
 
 class StoreWorker:
-    """Stores batches on one thread, several at a time (group commit).
+    """Converts and stores batches on one thread, several at a time (group commit).
 
     Storage backends block (Redis, HTTP), so they cannot run on the event loop; a thread hop
-    per batch costs more than the conversion under load. Batches waiting while a store call
-    runs are stored together by the next call, and each waiting batch learns the outcome.
+    per batch costs more than the conversion under load. The conversion runs here too, so the
+    event loop only serves gRPC. Batches waiting while a store call runs are stored together
+    by the next call, and each waiting batch learns the outcome: its own conversion error, or
+    the group's store error.
     """
 
     #: Most batches stored by one call.
@@ -66,12 +69,13 @@ class StoreWorker:
     def __init__(self, put: Callable[..., None], loop: asyncio.AbstractEventLoop) -> None:
         self._put = put
         self._loop = loop
-        self._queue: queue.SimpleQueue[tuple[Sequence[Piece], asyncio.Future[None]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Sequence[Piece]], asyncio.Future[None]] | None] = (
+            queue.SimpleQueue())
         self._thread = threading.Thread(target=self._run, name="ingester-store", daemon=True)
         self._thread.start()
 
-    async def store(self, pieces: Sequence[Piece]) -> None:
-        """Store ``pieces`` (with whatever else is waiting); raises what the store raised."""
+    async def store(self, pieces: Callable[[], Sequence[Piece]]) -> None:
+        """Store what ``pieces()`` returns (with whatever else is waiting); raises what it or the store raised."""
         future: asyncio.Future[None] = self._loop.create_future()
         self._queue.put((pieces, future))
         await future
@@ -96,17 +100,28 @@ class StoreWorker:
                     self._queue.put(None)
                     break
                 group.append(more)
+            outcomes: list[tuple[asyncio.Future[None], BaseException | None]] = []
+            stored: list[asyncio.Future[None]] = []
+            pieces: list[Piece] = []
+            for make, future in group:
+                try:
+                    pieces.extend(make())
+                except Exception as exc:
+                    outcomes.append((future, exc))
+                else:
+                    stored.append(future)
             error: BaseException | None = None
             try:
-                self._put(*[piece for pieces, _ in group for piece in pieces])
+                self._put(*pieces)
             except Exception as exc:
                 error = exc
+            outcomes.extend((future, error) for future in stored)
             # One wake-up of the event loop per group, not per batch.
-            self._loop.call_soon_threadsafe(_settle, [future for _, future in group], error)
+            self._loop.call_soon_threadsafe(_settle, outcomes)
 
 
-def _settle(futures: Sequence[asyncio.Future[None]], error: BaseException | None) -> None:
-    for future in futures:
+def _settle(outcomes: Sequence[tuple[asyncio.Future[None], BaseException | None]]) -> None:
+    for future, error in outcomes:
         if future.done():
             continue
         if error is None:
@@ -360,12 +375,10 @@ class IngesterServer:
                 self.metrics.batches_acked.inc()
                 return pb.Ack(batch_id=batch.batch_id, success=True)
             try:
-                pieces = pieces_from_batch(batch, peer.cluster, now)
+                assert self._worker is not None
+                await self._worker.store(functools.partial(pieces_from_batch, batch, peer.cluster, now))
             except BatchError as exc:
                 return self._reject(batch, "malformed", REJECTED + str(exc))
-            try:
-                assert self._worker is not None
-                await self._worker.store(pieces)
             except StoreError as exc:
                 return self._reject(batch, "storage", STORAGE_FAILED + str(exc))
             except Exception as exc:
