@@ -13,12 +13,14 @@ import attrs
 import yaml
 from cluster_support import Harness
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.plugin import ClusterPlugin
 from clusterpulse_cluster.settings import ClusterSettings
 
 import clusterpulse_core
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import ClusterTarget, Collector
 from clusterpulse_core.config import build_settings
+from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import reconcile_once
@@ -205,3 +207,34 @@ def test_reconciles_share_one_collector_pool(make_harness: Callable[..., Harness
     # than one reconcile needs (a pool per reconcile would have made new threads each time).
     assert set(recorder.threads) <= set(pool._threads)  # type: ignore[attr-defined]
     assert len(pool._threads) <= len(harness.runtime.plugins.collectors())  # type: ignore[attr-defined]
+
+
+def test_the_agent_collects_only_what_a_batch_can_carry(kube_api: Callable[..., Any]) -> None:
+    # A MetricsBatch has no field for services, statefulsets, daemonsets, PVCs or resource
+    # lists: the agent variant of the collectors does not ask the API server for them.
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "capacity": {"cpu": "4"}}}
+    services = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "default"}}
+                for i in range(3)]
+    cluster = kube_api(objects=[node, *services, {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": "default"}}])
+    plugin = ClusterPlugin()
+    counted = ("/api/v1/services", "/apis/apps/v1/statefulsets", "/apis/apps/v1/daemonsets",
+               "/api/v1/persistentvolumeclaims")
+    seen: dict[str, set[str]] = {}
+    metrics: dict[str, Any] = {}
+    client = KubeClient(cluster.api_client(), name="c1", timeout=10)
+    try:
+        for where in ("hub", "agent"):
+            cluster.clear_requests()
+            target = ClusterTarget("c1", cluster.url, client)
+            pieces = [p for c in plugin.clusterpulse_collectors(where=where) for p in c.collect(target)]
+            seen[where] = {path for _, path, _ in cluster.requests}
+            metrics[where] = next(p.metrics for p in pieces if type(p).__name__ == "ClusterMetricsPiece")
+    finally:
+        client.close()
+    assert set(counted) <= seen["hub"]
+    assert not set(counted) & seen["agent"]
+    assert "/apis/apps/v1/deployments" in seen["agent"] and "/api/v1/nodes" in seen["agent"]
+    assert (metrics["hub"].services, metrics["agent"].services) == (3, 0)
+    assert metrics["agent"].nodes == metrics["hub"].nodes == 1

@@ -93,9 +93,13 @@ def count_objects(target: ClusterTarget, what: str, path: str) -> int:
         return 0
 
 
-def object_counts(target: ClusterTarget) -> ObjectCounts:
-    """Deployments, services, statefulsets, daemonsets and PVCs of the whole cluster."""
-    return ObjectCounts(**{what: count_objects(target, what, path) for what, path in COUNTED_PATHS.items()})
+#: The counts the push agent takes: a MetricsBatch has a field for deployments only.
+AGENT_COUNTED: tuple[str, ...] = ("deployments",)
+
+
+def object_counts(target: ClusterTarget, counted: Sequence[str] = tuple(COUNTED_PATHS)) -> ObjectCounts:
+    """The cluster-wide counts named in ``counted`` (keys of :data:`COUNTED_PATHS`); the others stay 0."""
+    return ObjectCounts(**{what: count_objects(target, what, COUNTED_PATHS[what]) for what in counted})
 
 
 def pod_phases(tallies: dict[str, PodTally]) -> PodPhaseCounts:
@@ -115,6 +119,8 @@ class InventoryCollector:
     page_size: int
     clock: Callable[[], datetime]
     max_annotation_bytes: int = MAX_ANNOTATION_BYTES
+    #: Which cluster-wide counts to take (the push agent takes only those its batch can carry).
+    counted: tuple[str, ...] = tuple(COUNTED_PATHS)
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
         """List nodes and pods (failure fails the reconcile), then namespaces and object counts."""
@@ -127,7 +133,7 @@ class InventoryCollector:
         pods = pod_phases(tallies)
         del docs, tallies
         namespaces = list_namespaces(target, self.page_size)
-        metrics = cluster_metrics(nodes, namespaces, now, pods, object_counts(target))
+        metrics = cluster_metrics(nodes, namespaces, now, pods, object_counts(target, self.counted))
         return [
             NodesPiece(target.name, nodes),
             ClusterMetricsPiece(target.name, metrics),

@@ -9,7 +9,7 @@ from typing import Any
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.info import ClusterInfoCollector
-from clusterpulse_cluster.inventory import InventoryCollector
+from clusterpulse_cluster.inventory import AGENT_COUNTED, COUNTED_PATHS, InventoryCollector
 from clusterpulse_cluster.olm import OperatorsCollector
 from clusterpulse_cluster.reconcile import NODES_COLLECTOR, ClusterReconciler
 from clusterpulse_cluster.resources import ResourceCollector
@@ -64,16 +64,20 @@ class ClusterPlugin:
         """Nodes (critical), cluster info, OLM operators, OpenShift ClusterOperators and resource lists.
 
         Inside the push agent (``where == "agent"``) OLM operators follow the agent's rules, and
-        the resource lists are left out: the proto has no field for them.
+        what the proto has no field for is not collected: the resource lists and every
+        cluster-wide count but deployments.
         """
+        agent = where == "agent"
         return [
             Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now,
-                                                        self.settings.max_annotation_bytes), critical=True),
+                                                        self.settings.max_annotation_bytes,
+                                                        AGENT_COUNTED if agent else tuple(COUNTED_PATHS)),
+                      critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
             Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now,
-                                                      agent=where == "agent")),
+                                                      agent=agent)),
             Collector("cluster_operators", ClusterOperatorsCollector()),
-            *([] if where == "agent" else [Collector("resources", ResourceCollector(self.settings, self.now))]),
+            *([] if agent else [Collector("resources", ResourceCollector(self.settings, self.now))]),
         ]
 
     @hookimpl
