@@ -23,6 +23,7 @@ from clusterpulse_core.store import Store
 if TYPE_CHECKING:
     from clusterpulse_core.kube.pool import ClientPool
     from clusterpulse_core.plugins import PluginHost
+    from clusterpulse_core.runtime.sharding import ShardMember
 
 
 @attrs.define
@@ -41,6 +42,9 @@ class Runtime:
     secrets: SecretCache = attrs.field(factory=SecretCache)
     #: Kubernetes Events on the hub objects (None: not recorded).
     events: EventRecorder | None = None
+    #: With ``sharding = true``: this replica's shard member (what it holds, the live members),
+    #: which the reconcile of a ``split_by`` kind asks for its share. None without sharding.
+    shard: ShardMember | None = None
     _resync_listeners: list[Callable[[str], None]] = attrs.field(factory=list, alias="resync_listeners")
 
     @property

@@ -364,8 +364,14 @@ class Backend:
             return json_response(self.store.get(resource_type, target.namespace, name))
         if method == "DELETE":
             # The deleted (or, with finalizers, the marked) object: typed clients expect either it
-            # (pods, services, ...) or a Status, and an object decodes fine as a Status too.
-            return json_response(self.store.delete(resource_type, target.namespace, name))
+            # (pods, services, ...) or a Status, and an object decodes fine as a Status too. A
+            # DeleteOptions body may carry a resourceVersion precondition.
+            raw = await request.read()
+            options = _decode_body(raw, request.content_type) if raw else None
+            preconditions = options.get("preconditions") if isinstance(options, dict) else None
+            version = preconditions.get("resourceVersion") if isinstance(preconditions, dict) else None
+            return json_response(self.store.delete(resource_type, target.namespace, name,
+                                                   str(version) if version else None))
         if method not in ("PUT", "PATCH"):
             raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on an object")
         body = _decode_body(await request.read(), request.content_type)

@@ -33,7 +33,7 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.runtime.sharding import VIEW_ANNOTATION, HashRing, lease_name, parse_view
+from clusterpulse_core.runtime.sharding import VIEW_ANNOTATION, HashRing, ShardMember, lease_name, parse_view
 from clusterpulse_core.testing.servers import ServerProcess
 
 NAMESPACE = "clusterpulse"
@@ -151,6 +151,52 @@ def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(
         manager.stop()
     released = hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-solo", NAMESPACE)
     assert released["spec"].get("holderIdentity", "") == ""  # a clean stop lets the others take over at once
+
+
+def ghost_lease(name: str) -> dict[str, Any]:
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": f"clusterpulse-shard-{name}", "namespace": NAMESPACE},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 2, "renewTime": "2026-01-01T00:00:00.000000Z"}}
+
+
+def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(kube_api: Any) -> None:
+    hub = kube_api()
+    hub.create(ghost_lease("ghost"))
+    hub.create(ghost_lease("lazarus"))
+    now = [0.0]
+    member = ShardMember(KubeClient(hub.api_client()), NAMESPACE, "alive", {}, lease_duration=LEASE_DURATION,
+                         renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, dead_after=20.0,
+                         clock=lambda: now[0])
+    leases = lambda: sorted(o["metadata"]["name"] for o in hub.list("coordination.k8s.io/v1", "leases",  # noqa: E731
+                                                                    NAMESPACE))
+    member.round()  # first seen now: counted from here, by our clock (renewTime is another clock)
+    assert member.members == ("alive", "ghost", "lazarus")
+    now[0] = 19.0
+    member.round()
+    assert member.members == ("alive",)  # not renewed for their duration: gone, but not yet deleted
+    assert leases() == ["clusterpulse-shard-alive", "clusterpulse-shard-ghost", "clusterpulse-shard-lazarus"]
+    # lazarus renews its Lease between our last look and the deletion: the resourceVersion
+    # precondition keeps it.
+    member._observe()
+    back = hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-lazarus", NAMESPACE)
+    back["spec"]["renewTime"] = "2026-01-01T00:00:05.000000Z"
+    hub.update(back)
+    now[0] = 20.0
+    member._delete_dead()
+    assert leases() == ["clusterpulse-shard-alive", "clusterpulse-shard-lazarus"]
+    assert member.metrics.dead_deleted._value.get() == 1
+    # Seen renewed now, it is kept until it stays unrenewed for dead_after again.
+    member.round()
+    now[0] = 39.0
+    member.round()
+    assert "clusterpulse-shard-lazarus" in leases()
+    now[0] = 40.5
+    member.round()
+    assert leases() == ["clusterpulse-shard-alive"]
+    assert member.members == ("alive",)
+    with pytest.raises(ValueError, match="dead_after"):
+        ShardMember(KubeClient(hub.api_client()), NAMESPACE, "x", {}, lease_duration=2.0, renew_deadline=1.5,
+                    retry_period=0.25, dead_after=2.0)
 
 
 # --------------------------------------------------------------------------- the fleet test
