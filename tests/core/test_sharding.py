@@ -1,27 +1,16 @@
-"""Sharding by Leases: the ring, and three to four managers (subprocesses) sharing one fleet.
+"""Sharding by Leases: the ring, one member's metrics and Lease, dead members' Leases.
 
-The replicas run a test-local sharded kind, ``Ticket``, whose reconcile records in a real
-redis-server which replica reconciled which object and when (``RPUSH reconciles:<name>
-"<identity> <start> <end>"``, wall-clock seconds) and comes back after one interval. The
-test reads those records: who reconciled what, and whether two replicas ever overlapped.
-
-This file is also the replica process (``python test_sharding.py HUB_URL REDIS_PORT IDENTITY``).
+The test-local sharded kind ``Ticket`` records every reconcile in a real redis-server. The
+fleet test (three to four replicas as subprocesses sharing 300 ClusterConnections) is
+``tests/cluster/test_cluster_sharded.py``.
 """
 
 from __future__ import annotations
 
-import itertools
-import logging
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import kubernetes.client
 import pytest
 import redis
 
@@ -38,7 +27,6 @@ from clusterpulse_core.testing.servers import ServerProcess
 
 NAMESPACE = "clusterpulse"
 GROUP = "test.clusterpulse.io"
-OBJECTS = 40
 INTERVAL = 1.0
 LEASE_DURATION = 2.0
 RENEW_DEADLINE = 1.5
@@ -79,7 +67,7 @@ def test_lease_names_and_published_views_are_checked() -> None:
     assert parse_view(None) is None
 
 
-# --------------------------------------------------------------------------- the replica process
+# --------------------------------------------------------------------------- one member
 
 
 class TicketPlugin:
@@ -106,20 +94,6 @@ class TicketPlugin:
     @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         return True
-
-
-def replica_main(url: str, redis_port: int, identity: str) -> int:
-    """One sharded replica with short Lease timings."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format=f"%(asctime)s {identity} %(name)s %(message)s")
-    configuration = kubernetes.client.Configuration()
-    configuration.host = url
-    core = CoreSettings(plugins=(), namespace=NAMESPACE, sharding=True, lease_duration=LEASE_DURATION,
-                        renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, metrics_bind_address="0",
-                        health_probe_bind_address="0", shutdown_grace=5.0, shard_handover_delay=INTERVAL)
-    host = PluginHost([], extra={"tickets": TicketPlugin(identity, redis_port)})
-    runtime = build_runtime(Config(core=core), host, hub=KubeClient(kubernetes.client.ApiClient(configuration)))
-    return Manager(runtime, identity).run()
 
 
 def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(
@@ -199,46 +173,6 @@ def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(ku
                     retry_period=0.25, dead_after=2.0)
 
 
-# --------------------------------------------------------------------------- the fleet test
-
-
-Record = tuple[str, float, float]
-
-
-def records(client: redis.Redis) -> dict[str, list[Record]]:
-    found: dict[str, list[Record]] = {}
-    for index in range(OBJECTS):
-        name = f"t{index}"
-        entries = client.lrange(f"reconciles:{name}", 0, -1)
-        rows = [entry.decode().split() for entry in entries]  # type: ignore[union-attr]
-        found[name] = [(row[0], float(row[1]), float(row[2])) for row in rows]
-    return found
-
-
-def overlaps(found: Mapping[str, list[Record]]) -> list[str]:
-    """Objects two replicas reconciled at the same time."""
-    bad = []
-    for name, rows in found.items():
-        for first, second in itertools.combinations(rows, 2):
-            if first[0] != second[0] and first[1] < second[2] and second[1] < first[2]:
-                bad.append(f"{name}: {first} / {second}")
-    return bad
-
-
-def handed_over_too_soon(found: Mapping[str, list[Record]], interval: float) -> list[str]:
-    """Objects two replicas reconciled within one interval of each other (a handover too early)."""
-    bad = []
-    for name, rows in found.items():
-        for first, second in itertools.combinations(rows, 2):
-            if first[0] != second[0] and abs(first[1] - second[1]) < interval * 0.95:
-                bad.append(f"{name}: {first} / {second}")
-    return bad
-
-
-def writers_since(found: Mapping[str, list[Record]], since: float) -> dict[str, set[str]]:
-    return {name: {row[0] for row in rows if row[1] >= since} for name, rows in found.items()}
-
-
 def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -246,93 +180,3 @@ def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> N
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
-
-
-@pytest.fixture
-def replicas(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(url: str, redis_port: int, identity: str) -> subprocess.Popen[bytes]:
-        log = (tmp_path / f"{identity}.log").open("w")
-        child = subprocess.Popen([sys.executable, __file__, url, str(redis_port), identity], stdout=log,
-                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2])
-        started.append(child)
-        return child
-
-    yield start
-    for child in started:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    for child in started:
-        try:
-            child.wait(15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait(10)
-
-
-def test_replicas_share_the_fleet_hand_over_on_failure_and_rebalance_on_join(
-        kube_api: Any, redis_server: ServerProcess, replicas: Callable[..., subprocess.Popen[bytes]],
-        tmp_path: Path) -> None:
-    hub = kube_api()
-    hub.add_crd(GROUP, "v1", "Ticket", "tickets")
-    for index in range(OBJECTS):
-        hub.create({"apiVersion": f"{GROUP}/v1", "kind": "Ticket",
-                    "metadata": {"name": f"t{index}", "namespace": NAMESPACE}, "spec": {}})
-    client = redis.Redis(host="127.0.0.1", port=redis_server.port)
-    logs = lambda: "\n".join(p.read_text()[-3000:] for p in sorted(tmp_path.glob("*.log")))  # noqa: E731
-
-    children = {name: replicas(hub.url, redis_server.port, name) for name in ("replica-a", "replica-b", "replica-c")}
-
-    # Steady state: every object is reconciled, each by exactly one replica, all three working.
-    def steady(members: set[str]) -> bool:
-        writers = writers_since(records(client), time.time() - 2 * INTERVAL)
-        return all(len(w) == 1 for w in writers.values()) and set().union(*writers.values()) == members
-
-    try:
-        eventually(lambda: steady(set(children)) or any(c.poll() is not None for c in children.values()),
-                   "three replicas share the objects")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{writers_since(records(client), time.time() - 2 * INTERVAL)}\n{logs()}") from exc
-    assert all(c.poll() is None for c in children.values()), logs()
-    window = time.time()
-    time.sleep(3 * INTERVAL)
-    writers = writers_since(records(client), window)
-    assert all(len(w) == 1 for w in writers.values()), writers
-    assert {w for ws in writers.values() for w in ws} == set(children)
-    counts = {name: sum(1 for w in writers.values() if name in w) for name in children}
-    assert sum(counts.values()) == OBJECTS and all(count >= 4 for count in counts.values()), counts
-
-    # A replica dies without releasing its Lease: the others take its objects within the Lease
-    # duration plus one interval (generous bound for a busy machine: twice that plus slack).
-    lost = {name for name, w in writers.items() if "replica-b" in w}
-    children["replica-b"].kill()
-    children["replica-b"].wait(10)
-    killed_at = time.time()
-
-    def taken_over() -> bool:
-        found = records(client)
-        return all(any(row[1] > killed_at and row[0] != "replica-b" for row in found[name]) for name in lost)
-
-    eventually(taken_over, "the dead replica's objects are reconciled by the others", timeout=WAIT)
-    took = time.time() - killed_at
-    assert took < 2 * (LEASE_DURATION + INTERVAL) + 6.0, f"takeover took {took:.1f} s"
-
-    # A replica joins: ownership rebalances to it.
-    children["replica-d"] = replicas(hub.url, redis_server.port, "replica-d")
-    eventually(lambda: any(row[0] == "replica-d" for rows in records(client).values() for row in rows),
-               "the new replica reconciles its share", timeout=WAIT)
-    window = time.time()
-    time.sleep(3 * INTERVAL)
-    writers = writers_since(records(client), window)
-    assert all(len(w) == 1 for w in writers.values()), writers
-    assert {w for ws in writers.values() for w in ws} == {"replica-a", "replica-c", "replica-d"}
-
-    # Never, in the whole run, did two replicas reconcile one object at the same time, nor
-    # within one interval of each other (the new owner waits the handover delay).
-    assert overlaps(records(client)) == [], logs()
-    assert handed_over_too_soon(records(client), INTERVAL) == [], logs()
-
-
-if __name__ == "__main__":
-    sys.exit(replica_main(sys.argv[1], int(sys.argv[2]), sys.argv[3]) if len(sys.argv) == 4 else os.EX_USAGE)
