@@ -216,7 +216,8 @@ class ShardMember:
         self.lease_duration = lease_duration
         self.dead_after = dead_after if dead_after is not None else DEAD_AFTER_DURATIONS * lease_duration
         if self.dead_after <= lease_duration:
-            raise ValueError(f"sharding needs dead_after > lease_duration, got {self.dead_after} / {lease_duration}")
+            raise ValueError(f"sharding needs shard_dead_after > lease_duration, got {self.dead_after} / "
+                             f"{lease_duration}")
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self.handover_delay = handover_delay
@@ -501,7 +502,8 @@ class ShardMember:
         for name, seen in dead:
             try:
                 self.client.request("DELETE", LEASE_KIND.api_path(self.namespace, name),
-                                    body={"preconditions": {"resourceVersion": seen.resource_version}})
+                                    body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                          "preconditions": {"resourceVersion": seen.resource_version}})
             except (ConflictError, NotFoundError):
                 pass  # renewed again, or someone else deleted it first
             except Exception as exc:

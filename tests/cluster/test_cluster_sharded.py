@@ -182,6 +182,11 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
         holders = [m for m in managers if m.shard is not None
                    and m.shard.holds(ObjectRef("MetricSource", HUB_NAMESPACE, "pods"))]
         assert len(holders) == 1
+        # Deleted: the replica the ring gives it to removes the definition and every cluster's data.
+        hub.delete(MS_API, "metricsources", "pods", HUB_NAMESPACE)
+        wait_for(lambda: client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 0
+                 and not list(client.scan_iter(f"cluster:*:custom:{HUB_NAMESPACE}/pods:*")),
+                 "the MetricSource's stored state is removed")
     finally:
         for manager in managers:
             manager.stop()

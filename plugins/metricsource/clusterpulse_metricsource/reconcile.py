@@ -133,13 +133,15 @@ class MetricSourceReconciler:
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the cached program, remove the stored state and publish ``deleted``.
 
-        With sharding only the replica holding the MetricSource removes the stored state.
+        With sharding only the replica the ring gives the MetricSource to removes the stored state
+        (not only once it holds it: a deletion during a handover must not be lost; removing twice
+        is harmless).
         """
         source_id = f"{ref.namespace}/{ref.name}"
         with self._lock:
             self._collectors.pop(source_id, None)
         shard = ctx.runtime.shard
-        if shard is not None and ctx.kind.split_by and not shard.admit(ref):
+        if shard is not None and ctx.kind.split_by and not shard.owns(ref):
             return True
         ctx.store(MetricSourceDeletion(ref.namespace, ref.name),
                   EventPiece("deleted", source_id, None, channel=EVENT_CHANNEL))
