@@ -156,13 +156,9 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
             return hub.get(MS_API, "metricsources", "pods", HUB_NAMESPACE).get("status") or {}
 
         wait_for(lambda: set(status().get("shards") or {}) == set(holdings), "both replicas report their share")
-        # Edit the spec: both reconcile again, and the holder now adds up both shares.
-        current = hub.get(MS_API, "metricsources", "pods", HUB_NAMESPACE)
-        current["spec"]["collection"] = {"timeoutSeconds": 20}
-        hub.update(current)
+        # The holder comes back soon for a share it did not see at its first run, and adds both up.
         per_cluster = len(three_node.PODS)
-        wait_for(lambda: any(c.get("observedGeneration") == 2 for c in status().get("conditions") or [])
-                 and status().get("clustersCollected") == len(names), "the holder's status adds up both shares")
+        wait_for(lambda: status().get("clustersCollected") == len(names), "the holder's status adds up both shares")
         final = status()
         assert final["phase"] == "Active", final
         assert final["resourcesCollected"] == per_cluster * len(names), final

@@ -55,6 +55,8 @@ EVENT_CHANNEL = "metricsource-events"
 #: The shortest collection interval (as ClusterConnection's); shorter ones are raised, with a note.
 MIN_INTERVAL_SECONDS = 30
 DISCOVERY_TIMEOUT_SECONDS = 5.0
+#: Sharded: how soon the holder of a source comes back when a live member's share is missing.
+SHARE_CATCH_UP_SECONDS = 5.0
 
 
 class MetricSourceReconciler:
@@ -67,6 +69,8 @@ class MetricSourceReconciler:
         self._collectors: dict[str, ClusterCollector] = {}
         self._catalogs: dict[int, Catalog] = {}
         self._counters: dict[int, Counter] = {}
+        #: Sharded: sources whose holder already came back early once for a missing share.
+        self._caught_up: set[str] = set()
 
     def compiled(self, source_id: str) -> ClusterCollector | None:
         """The cached collector (with its program) of a source, if it compiled."""
@@ -213,6 +217,15 @@ class MetricSourceReconciler:
             ctx.store(EventPiece("reconciled", source_id, _totals_data(totals), channel=EVENT_CHANNEL))
         except Exception as exc:
             ctx.log.error("publishing the reconciled event failed: %s", exc)
+        # A live member has not reported yet (a new source, a new member): come back once soon to
+        # add its share up, rather than show a partial total for a whole interval.
+        missing = live - set(shares)
+        with self._lock:
+            if not missing:
+                self._caught_up.discard(source_id)
+            elif source_id not in self._caught_up and requeue.requeue_after:
+                self._caught_up.add(source_id)
+                return ReconcileResult(requeue_after=min(SHARE_CATCH_UP_SECONDS, requeue.requeue_after))
         return requeue
 
     # ------------------------------------------------------------------ helpers
