@@ -20,39 +20,26 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import attrs
-
 from clusterpulse_core.model import AgentStatus
 from clusterpulse_core.pieces import ClusterDeletion, ClusterStatusPiece, Piece
-from clusterpulse_core.serde import structure, wire
 
 PUSH = "push"
-
-
-@wire(case="camel")
-@attrs.frozen
-class StatusAgentField:
-    """The part of a ClusterConnection's ``status.agent`` the ingester reuses."""
-
-    deployed: bool = False
-    version: str = ""
 
 
 def hub_view(obj: Mapping[str, Any]) -> AgentStatus | None:
     """The hub's decision recorded in a ClusterConnection: ``None`` for a pull cluster.
 
-    A missing or malformed ``status.agent`` reads as "not installed by the hub".
+    A missing or malformed ``status.agent`` reads as "not installed by the hub" (only a JSON
+    ``true`` counts as deployed, only a string as a version).
     """
     spec = obj.get("spec")
     if not isinstance(spec, Mapping) or spec.get("collectionMode") != PUSH:
         return None
     status = obj.get("status")
     raw = status.get("agent") if isinstance(status, Mapping) else None
-    try:
-        field = structure(raw, StatusAgentField) if isinstance(raw, Mapping) else StatusAgentField()
-    except Exception:
-        field = StatusAgentField()
-    return AgentStatus(deployed=field.deployed is True, version=str(field.version))
+    raw = raw if isinstance(raw, Mapping) else {}
+    version = raw.get("version")
+    return AgentStatus(deployed=raw.get("deployed") is True, version=version if isinstance(version, str) else "")
 
 
 def streaming_status(view: AgentStatus | None, reported_version: str, now: datetime) -> AgentStatus | None:
