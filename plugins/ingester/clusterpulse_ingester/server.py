@@ -330,6 +330,11 @@ class IngesterServer:
         name = register.cluster_name
         if not name:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required")
+        standby = self.runtime.fence.why_not()
+        if standby:
+            # A standby replica (behind the same Service) cannot store batches, and its connection
+            # table is not the one the leader's reconciles ask: the agent reconnects elsewhere.
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "standby", f"this replica does not store now ({standby})")
         try:
             known = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
             check_tokens(known.token, register.token, metadata_token)
