@@ -98,6 +98,25 @@ def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any]
     assert _keys(redis_url, "*ghost*") == []
 
 
+def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any]) -> None:
+    runtime, recording = ingester
+    runtime.fence.require_lease()  # leader election, Lease not held: this replica may not store
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
+    stream.send(pb.ConnectRequest(metrics=batch("edge")))
+    error = stream.error()
+    stream.close()
+    assert error.code() == grpc.StatusCode.UNAVAILABLE  # the agent backs off and reconnects
+    assert "this replica does not store now (the leader Lease is not held" in error.details()
+    assert runtime.plugins.agent_connection("edge") is None and recording.pieces == []
+    assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason="standby") == 1
+
+    runtime.fence.renewed(time.monotonic() + 60)  # became the leader
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    assert stream.register("edge", TOKEN + "edge").WhichOneof("payload") == "config"
+    stream.close()
+
+
 @pytest.mark.parametrize(("first", "code", "message"), [
     (pb.ConnectRequest(metrics=pb.MetricsBatch(cluster_name="edge", batch_id="x")),
      grpc.StatusCode.FAILED_PRECONDITION, "metrics received before registration"),
@@ -138,6 +157,9 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
             2, 3, collected.strftime("%Y-%m-%dT%H:%M:%SZ"))
         status = loads(client.get("cluster:edge:status"))
         assert (status["health"], status["message"]) == ("healthy", "Collector push active")
+        # No status.agent on the ClusterConnection: an agent the hub did not install, its own version.
+        assert status["agent"] == {"deployed": False, "version": "v9.9", "connected": True,
+                                   "last_heartbeat": status["last_check"]}
         assert loads(client.get("cluster:edge:info"))["version"] == "v1.29.1"
     finally:
         client.close()

@@ -26,6 +26,7 @@ from clusterpulse_core.context import Runtime
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
+from clusterpulse_ingester.agents import AgentBook
 from clusterpulse_ingester.auth import AuthError, bearer_token, check_tokens, expected_token
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, pieces_from_batch
@@ -133,6 +134,7 @@ class _Peer:
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
     stream_id: int | None = None
     cluster: str = ""
+    version: str = ""
 
 
 class _Refused(Exception):
@@ -145,8 +147,10 @@ class IngesterServer:
     """Owns the gRPC server, its event loop thread, the connection table and the config pushes."""
 
     def __init__(self, settings: IngesterSettings, runtime: Runtime, table: ConnectionTable, book: SourceBook,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+                 clock: Callable[[], datetime] = utcnow, agents: AgentBook | None = None) -> None:
         self.settings = settings
+        #: The hub's ``agent`` decision per cluster, for the status each batch stores.
+        self.agents = agents if agents is not None else AgentBook()
         self.runtime = runtime
         self.table = table
         self.book = book
@@ -326,9 +330,14 @@ class IngesterServer:
         name = register.cluster_name
         if not name:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required")
+        standby = self.runtime.fence.why_not()
+        if standby:
+            # A standby replica (behind the same Service) cannot store batches, and its connection
+            # table is not the one the leader's reconciles ask: the agent reconnects elsewhere.
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "standby", f"this replica does not store now ({standby})")
         try:
-            expected = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
-            check_tokens(expected, register.token, metadata_token)
+            known = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
+            check_tokens(known.token, register.token, metadata_token)
         except AuthError as exc:
             raise _Refused(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from exc
         except Exception as exc:
@@ -336,7 +345,8 @@ class IngesterServer:
                            f"cannot verify the collector token now: {exc}") from exc
         if peer.stream_id is not None:
             self.table.remove(peer.stream_id)
-        peer.cluster = name
+        self.agents.learn(name, known.agent)
+        peer.cluster, peer.version = name, register.version
         peer.stream_id = self.table.register(name, register.version, self.clock())
         self.metrics.connected.set(len(self.table))
         log.info("agent registered: cluster %s, version %s", name, register.version or "?")
@@ -358,7 +368,8 @@ class IngesterServer:
                 self.metrics.batches_acked.inc()
                 return pb.Ack(batch_id=batch.batch_id, success=True)
             try:
-                pieces = pieces_from_batch(batch, peer.cluster, now)
+                pieces = pieces_from_batch(batch, peer.cluster, now,
+                                           self.agents.status(peer.cluster, peer.version, now))
             except BatchError as exc:
                 return self._reject(batch, "malformed", REJECTED + str(exc))
             try:
