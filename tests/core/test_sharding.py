@@ -22,7 +22,14 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.runtime.sharding import VIEW_ANNOTATION, HashRing, ShardMember, lease_name, parse_view
+from clusterpulse_core.runtime.sharding import (
+    VIEW_ANNOTATION,
+    HashRing,
+    ShardMember,
+    lease_name,
+    object_key,
+    parse_view,
+)
 from clusterpulse_core.testing.servers import ServerProcess
 
 NAMESPACE = "clusterpulse"
@@ -171,6 +178,36 @@ def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(ku
     with pytest.raises(ValueError, match="dead_after"):
         ShardMember(KubeClient(hub.api_client()), NAMESPACE, "x", {}, lease_duration=2.0, renew_deadline=1.5,
                     retry_period=0.25, dead_after=2.0)
+
+
+def test_a_split_reconcile_using_a_held_object_holds_its_handover_back(kube_api: Any) -> None:
+    """MetricSource collection from a cluster ends before the cluster's ClusterConnection moves."""
+    hub = kube_api()
+    client = KubeClient(hub.api_client())
+    member = ShardMember(client, NAMESPACE, "a", {}, lease_duration=LEASE_DURATION, renew_deadline=RENEW_DEADLINE,
+                         retry_period=RETRY_PERIOD)
+    member.round()
+    assert member.published == ("a",)
+    name = next(f"c{i}" for i in range(100)
+                if HashRing(["a", "b"]).owner(object_key(ObjectRef("ClusterConnection", NAMESPACE, f"c{i}"))) == "b")
+    cluster = ObjectRef("ClusterConnection", NAMESPACE, name)
+    assert member.admit(cluster) and member.holds(cluster)  # alone: it holds everything
+    lease = ghost_lease("b")
+    lease["metadata"]["annotations"] = {VIEW_ANNOTATION: '["a", "b"]'}
+    lease["spec"]["leaseDurationSeconds"] = 600  # b stays live for the whole test, however slow the machine
+    with member.using([cluster, ObjectRef("ClusterConnection", NAMESPACE, "never-held")]) as held:
+        assert held == {cluster}
+        hub.create(lease)  # b joins; the ring now gives the cluster to b
+        member.round()
+        assert member.members == ("a", "b")
+        assert not member.holds(cluster)
+        with member.using([cluster]) as again:
+            assert again == set()  # no new work for it here
+        member.round()
+        assert member.published == ("a",)  # still in use: not let go, so b cannot start it
+    member.round()
+    assert member.published == ("a", "b")  # let go: b may start it once the handover delay passed
+    assert not member.admit(cluster)
 
 
 def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
