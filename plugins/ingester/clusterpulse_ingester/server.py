@@ -23,6 +23,7 @@ import attrs
 import grpc
 
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
@@ -43,6 +44,8 @@ REJECTED = "rejected: "
 #: Ack error prefix of a batch that failed to store: the agent keeps it and sends it again.
 STORAGE_FAILED = "storage failed: "
 STOPPING = "ingester stopping"
+#: The kind whose objects' shard owner takes a cluster's agent (the cluster plugin's kind, by name).
+CLUSTER_KIND = "ClusterConnection"
 #: Stored batch ids remembered for duplicate detection (a few per connected agent).
 RECENT_BATCHES = 4096
 
@@ -315,6 +318,7 @@ class IngesterServer:
                 raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "other_cluster",
                                f"batch for cluster {batch.cluster_name[:80]!r} on a stream registered "
                                f"as {peer.cluster!r}")
+            self._check_held(peer.cluster)
             # In flight until the ack is written, so a graceful stop waits for the ack too.
             self._inflight += 1
             try:
@@ -326,6 +330,19 @@ class IngesterServer:
         else:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload")
 
+    def _check_held(self, cluster: str) -> None:
+        """With sharding, only the replica holding the cluster's ClusterConnection takes its agent.
+
+        That replica's reconcile is the one that asks the connection table whether to pull; an
+        agent streaming to another replica would be pulled as well. Refused (or, on a stream the
+        ring has since moved, cut) with UNAVAILABLE, the agent backs off and reconnects, through
+        the Service, until it reaches the holder; its unacked batches stay in its buffer.
+        """
+        shard = self.runtime.shard
+        if shard is not None and not shard.holds(ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster)):
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "other_replica",
+                           f"cluster {cluster!r} is held by another replica (sharding): reconnect")
+
     async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
         name = register.cluster_name
         if not name:
@@ -335,6 +352,7 @@ class IngesterServer:
             # A standby replica (behind the same Service) cannot store batches, and its connection
             # table is not the one the leader's reconciles ask: the agent reconnects elsewhere.
             raise _Refused(grpc.StatusCode.UNAVAILABLE, "standby", f"this replica does not store now ({standby})")
+        self._check_held(name)
         try:
             known = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
             check_tokens(known.token, register.token, metadata_token)
