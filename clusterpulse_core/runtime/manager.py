@@ -295,8 +295,14 @@ class Manager:
         for controller in self.controllers.values():
             controller.shutdown(max(deadline - time.monotonic(), 0.0))
 
-    def _resync_requested(self, reason: str) -> None:
+    def _resync_requested(self, reason: str, ref: ObjectRef | None = None) -> None:
         if not self.running:
+            return
+        if ref is not None:
+            for controller in self.controllers.values():
+                if controller.kind.kind == ref.kind:
+                    controller.queue.add(ref)
+                    log.info("%s: queued %s", reason, ref)
             return
         queued = self.resync()
         log.warning("%s: queued all %d objects again", reason, queued)

@@ -282,9 +282,9 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
         obj["spec"]["labels"] = {"touched": str(len(obj["spec"].get("labels") or {}) + 1 + len(str(obj)))}
         world.hub.update(obj)
 
-    touch()
+    # No touch: the registration itself queues the cluster (its interval is 30 s, the wait 15 s).
     status = wait_for(lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get(
-        "connected") and s, "push active in the status")
+        "connected") and s, "push active in the status, soon after the registration", timeout=15)
     assert status["message"].startswith("Collector push active (agent ")
     assert status["collectorStatus"]["version"] and status["collectorStatus"]["lastHeartbeat"]
     assert agent.stop() == 0

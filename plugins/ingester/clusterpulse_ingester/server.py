@@ -368,6 +368,10 @@ class IngesterServer:
         peer.stream_id = self.table.register(name, register.version, self.clock())
         self.metrics.connected.set(len(self.table))
         log.info("agent registered: cluster %s, version %s", name, register.version or "?")
+        # Reconciled now rather than at its next interval: it stops being pulled, and its status
+        # says push is active, with this agent.
+        self.runtime.request_resync(f"agent of cluster {name} registered",
+                                    ObjectRef(CLUSTER_KIND, self.runtime.namespace, name))
         await self._send_config(peer)
 
     async def _process(self, peer: _Peer, batch: pb.MetricsBatch) -> pb.Ack:
