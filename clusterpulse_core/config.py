@@ -100,6 +100,8 @@ class CoreSettings:
                                          "(clusterpulse-shard-<identity>); other kinds run on the leader")
     shard_handover_delay: float = setting(30.0, help="an object taken over from another replica is first "
                                                      "reconciled this long after it was let go (the interval)")
+    shard_dead_after: float = setting(0.0, help="delete a member Lease nobody renewed for this long, seconds "
+                                                "(0: ten lease durations)")
     metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables",
                                         check=_bind_address)
     health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables",

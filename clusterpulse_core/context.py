@@ -23,6 +23,7 @@ from clusterpulse_core.store import Store
 if TYPE_CHECKING:
     from clusterpulse_core.kube.pool import ClientPool
     from clusterpulse_core.plugins import PluginHost
+    from clusterpulse_core.runtime.sharding import ShardMember
 
 
 @attrs.define
@@ -41,7 +42,11 @@ class Runtime:
     secrets: SecretCache = attrs.field(factory=SecretCache)
     #: Kubernetes Events on the hub objects (None: not recorded).
     events: EventRecorder | None = None
-    _resync_listeners: list[Callable[[str], None]] = attrs.field(factory=list, alias="resync_listeners")
+    #: With ``sharding = true``: this replica's shard member (what it holds, the live members),
+    #: which the reconcile of a ``split_by`` kind asks for its share. None without sharding.
+    shard: ShardMember | None = None
+    _resync_listeners: list[Callable[[str, ObjectRef | None], None]] = attrs.field(
+        factory=list, alias="resync_listeners")
 
     @property
     def namespace(self) -> str:
@@ -53,16 +58,18 @@ class Runtime:
         """Registered functions, aggregations, field types and filter operators."""
         return self.plugins.contributions
 
-    def request_resync(self, reason: str) -> None:
-        """Ask the manager to queue every object now (a storage backend lost its data, ...).
+    def request_resync(self, reason: str, ref: ObjectRef | None = None) -> None:
+        """Ask the manager to queue every object now (a storage backend lost its data, ...), or only
+        ``ref`` (a push-mode agent connected to its cluster, ...).
 
-        Safe from any thread; does nothing when no manager is running.
+        Safe from any thread; does nothing when no manager is running. The object is reconciled
+        by whichever replica may (leader, shard owner), as any queued object is.
         """
         for listener in list(self._resync_listeners):
-            listener(reason)
+            listener(reason, ref)
 
-    def on_resync_request(self, listener: Callable[[str], None]) -> None:
-        """Call ``listener(reason)`` on every :meth:`request_resync` (the manager registers here)."""
+    def on_resync_request(self, listener: Callable[[str, ObjectRef | None], None]) -> None:
+        """Call ``listener(reason, ref)`` on every :meth:`request_resync` (the manager registers here)."""
         self._resync_listeners.append(listener)
 
     def context(self, kind: ResourceKind, ref: ObjectRef) -> ReconcileContext:

@@ -185,6 +185,9 @@ def guard(timeout: float, what: str = "call") -> Iterator[_Watch]:
     except Exception as exc:
         if watch.fired:
             raise DeadlineExceeded(f"{what}: {watch.reason} after {timeout:.3g}s") from exc
+        if time.monotonic() >= watch.deadline:
+            # The transport's own timeout (the same limit) beat the watchdog to it: still the deadline.
+            raise DeadlineExceeded(f"{what}: deadline exceeded after {timeout:.3g}s ({exc})") from exc
         raise
     finally:
         WATCHDOG.discard(watch)

@@ -74,6 +74,11 @@ class ResourceKind:
     #: With ``sharding = true``, split this kind's objects between the replicas (each object
     #: reconciled by one); a kind that is not sharded runs on the leader only.
     sharded: bool = False
+    #: With ``sharding = true``, reconcile every object of this kind on every replica, each doing
+    #: the part of the work that belongs to the objects of kind ``split_by`` it holds (e.g.
+    #: MetricSource split by ClusterConnection: each replica collects from its own clusters);
+    #: see ``Runtime.shard``. Without sharding the kind runs on the leader, as any other.
+    split_by: str = ""
     #: What reconciling this kind does on the hub besides watching the kind and patching its
     #: status (which the core grants by itself): e.g. reading the Secrets it references.
     hub_access: tuple[ApiAccess, ...] = ()

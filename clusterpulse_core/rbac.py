@@ -41,7 +41,8 @@ def kind_hub_access(kind: ResourceKind) -> list[ApiAccess]:
 
 def core_hub_access(settings: CoreSettings) -> list[ApiAccess]:
     """What the core itself calls on the hub: Events (kube/events.py), the leader Lease when elected,
-    and with sharding the member Leases (named after each replica: listed, read and renewed)."""
+    and with sharding the member Leases (named after each replica: listed, read, renewed, and deleted
+    once their member is long dead)."""
     events = [ApiAccess("", ("events",), ("create",))]
     if not settings.leader_elect and not settings.sharding:
         return events
@@ -51,7 +52,7 @@ def core_hub_access(settings: CoreSettings) -> list[ApiAccess]:
         ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "update"), resource_names=(LEASE_NAME,)),
     ]
     if settings.sharding:
-        accesses.append(ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "list", "update")))
+        accesses.append(ApiAccess(LEASE_KIND.group, (LEASE_KIND.plural,), ("get", "list", "update", "delete")))
     return accesses
 
 

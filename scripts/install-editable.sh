@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
 # Installs the test environment into the Python given as $1, editable: the core with its testing and
 # dev extras, every plugins/*/ distribution with its testing extra, and the test-only plugins under
-# tests/plugins/. Used by tox.ini (scripts/setup.sh does the same for .venv, with a stamp).
+# tests/plugins/ (the list scripts/test-packages.sh prints). Used by tox.ini (scripts/setup.sh does
+# the same for .venv, with a stamp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${1:?usage: install-editable.sh PYTHON}
-packages=(-e ".[testing,dev]")
-for plugin in plugins/*/; do
-  packages+=(-e "${plugin%/}[testing]")
-done
-for plugin in tests/plugins/*/; do
-  packages+=(-e "${plugin%/}")
-done
+mapfile -t packages < <(bash scripts/test-packages.sh testing,dev)
 exec "$python" -m pip install --disable-pip-version-check -q "${packages[@]}"

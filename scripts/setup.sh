@@ -60,13 +60,7 @@ if [ "$mode" = demo ]; then
   done
   projects=(pyproject.toml "${DEMO_PLUGINS[@]/#/plugins/}")
 else
-  packages=(-e ".[testing,dev]")
-  for plugin in plugins/*/; do
-    packages+=(-e "${plugin%/}[testing]")
-  done
-  for plugin in tests/plugins/*/; do
-    packages+=(-e "${plugin%/}")
-  done
+  mapfile -t packages < <(bash scripts/test-packages.sh testing,dev)
   projects=(pyproject.toml plugins/*/ tests/plugins/*/)
 fi
 

@@ -10,13 +10,7 @@ cd "$(dirname "$0")/.."
 venv=.venv-lowest
 uv=.venv/bin/uv
 [ -x "$uv" ] || { echo "test-lowest: $uv missing: run bash scripts/setup.sh" >&2; exit 1; }
-packages=(-e ".[testing]")
-for plugin in plugins/*/; do
-  packages+=(-e "${plugin%/}[testing]")
-done
-for plugin in tests/plugins/*/; do
-  packages+=(-e "${plugin%/}")
-done
+mapfile -t packages < <(bash scripts/test-packages.sh testing)
 stamp=$venv/.clusterpulse-lowest
 want=$(cat pyproject.toml plugins/*/pyproject.toml tests/plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

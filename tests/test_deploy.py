@@ -78,6 +78,7 @@ BASE_IDS = {
     ("ConfigMap", "clusterpulse-config", "clusterpulse"),
     ("Deployment", "clusterpulse-controller", "clusterpulse"),
     ("Service", "clusterpulse-controller-metrics", "clusterpulse"),
+    ("Service", "clusterpulse-ingester", "clusterpulse"),
     ("PodDisruptionBudget", "clusterpulse-controller", "clusterpulse"),
     ("NetworkPolicy", "clusterpulse-controller", "clusterpulse"),
 }
@@ -220,7 +221,8 @@ def test_metrics_service_pdb_and_network_policy_select_the_controller(rendered: 
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
     policy = _by_kind(docs, "NetworkPolicy", "clusterpulse-controller")
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
-    assert {p["port"] for p in policy["spec"]["ingress"][0]["ports"]} == {"metrics", "probes"}
+    assert {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]} == {
+        "metrics", "probes", "ingester"}
     monitor = _by_kind(docs, "ServiceMonitor", "clusterpulse-controller")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
@@ -245,3 +247,31 @@ def test_the_hub_role_grants_no_more_than_the_code_uses(rendered: dict[str, list
     assert cluster_roles == [], "the base must not grant anything cluster-wide"
     reader = _by_kind(rendered["managed-cluster"], "ClusterRole", "clusterpulse-reader")
     assert {v for rule in reader["rules"] for v in rule["verbs"]} <= {"get", "list", "watch"}
+
+
+def test_agents_reach_the_ingester_through_its_service(rendered: dict[str, list[Obj]]) -> None:
+    from clusterpulse_cluster.settings import ClusterSettings
+    from clusterpulse_ingester.settings import IngesterSettings
+
+    config, _kinds = _loaded()
+    settings = config.plugin("ingester")
+    assert isinstance(settings, IngesterSettings) and settings.enabled, "the hub config must load the ingester"
+    docs = rendered["base"]
+    pod = _by_kind(docs, "Deployment", "clusterpulse-controller")["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["ingester"] == settings.port
+    # The Service hub-deployed agents are told to verify (<ingester_service_name>.<namespace>.svc).
+    service = _by_kind(docs, "Service", ClusterSettings().ingester_service_name)
+    assert service["metadata"]["name"] == ClusterSettings().ingester_service_name
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(settings.port, "ingester")]
+    # The NetworkPolicy admits agents from anywhere, on that port only.
+    policy = _by_kind(docs, "NetworkPolicy", "clusterpulse-controller")
+    rule = next(r for r in policy["spec"]["ingress"] if any(p["port"] == "ingester" for p in r["ports"]))
+    assert "from" not in rule and [p["port"] for p in rule["ports"]] == ["ingester"]
+    # TLS material, when enabled, comes from an optional Secret at the setting's path.
+    tls_dir = str(Path(settings.tls_cert).parent)
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == tls_dir)
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"]["optional"] is True and Path(settings.tls_key).parent == Path(tls_dir)

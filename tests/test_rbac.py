@@ -205,6 +205,7 @@ def test_managed_access_must_be_read_only_and_read_flags_are_checked() -> None:
 def test_sharding_grants_the_member_leases() -> None:
     plain = rbac.core_hub_access(CoreSettings(leader_elect=True))
     sharded = rbac.core_hub_access(CoreSettings(sharding=True))
-    assert ApiAccess("coordination.k8s.io", ("leases",), ("get", "list", "update")) not in plain
-    assert ApiAccess("coordination.k8s.io", ("leases",), ("get", "list", "update")) in sharded
+    member_leases = ApiAccess("coordination.k8s.io", ("leases",), ("get", "list", "update", "delete"))
+    assert member_leases not in plain
+    assert member_leases in sharded
     assert ApiAccess("coordination.k8s.io", ("leases",), ("get", "update"), resource_names=(LEASE_NAME,)) in sharded

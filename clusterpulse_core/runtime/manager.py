@@ -4,7 +4,8 @@ Start-up order: plugins (``clusterpulse_start``), one informer and one controlle
 declared kind, the probe and metrics servers, then either the controllers' workers directly or
 leader election (the informers run on every replica; only the leader runs workers). With
 ``sharding`` every replica also joins the shard ring (:mod:`clusterpulse_core.runtime.sharding`)
-and runs the sharded kinds' workers at once, each reconciling only the objects it owns; the
+and runs the sharded kinds' workers at once, each reconciling only the objects it owns, and the
+workers of the kinds split by a sharded kind (``split_by``), each doing its own share; the
 other kinds stay with the leader.
 
 Shutdown (:meth:`Manager.stop`, or SIGTERM/SIGINT under :meth:`Manager.run`): the queues stop
@@ -41,7 +42,7 @@ from clusterpulse_core.runtime.probes import (
     parse_bind_address,
     ready_reply,
 )
-from clusterpulse_core.runtime.sharding import ShardMember, ShardMetrics, sharded_controllers
+from clusterpulse_core.runtime.sharding import ShardMember, ShardMetrics, sharded_controllers, split_controllers
 from clusterpulse_core.runtime.workqueue import QueueMetrics, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -265,15 +266,20 @@ class Manager:
     def _start_sharding(self) -> None:
         """Join the shard ring and start the sharded kinds' workers (their gate picks the objects)."""
         sharded = sharded_controllers(self.controllers)
+        split = split_controllers(self.controllers)
         self.shard = ShardMember(
             self.runtime.hub, self.runtime.namespace, self.identity, sharded,
             lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
             retry_period=self.core.retry_period, handover_delay=self.core.shard_handover_delay,
-            metrics=ShardMetrics(self.runtime.metrics), on_lost=self._leadership_lost, fence=self.runtime.fence)
+            metrics=ShardMetrics(self.runtime.metrics), on_lost=self._leadership_lost, fence=self.runtime.fence,
+            split=split, dead_after=self.core.shard_dead_after or None)
         for controller in sharded.values():
             controller.gate = self.shard.gate
+        for controller in split.values():  # everywhere, but only once the member knows its ring
+            controller.gate = self.shard.split_gate
+        self.runtime.shard = self.shard
         self.shard.start()
-        for controller in sharded.values():
+        for controller in (*sharded.values(), *split.values()):
             controller.start()
 
     def _start_controllers(self) -> None:
@@ -289,8 +295,14 @@ class Manager:
         for controller in self.controllers.values():
             controller.shutdown(max(deadline - time.monotonic(), 0.0))
 
-    def _resync_requested(self, reason: str) -> None:
+    def _resync_requested(self, reason: str, ref: ObjectRef | None = None) -> None:
         if not self.running:
+            return
+        if ref is not None:
+            for controller in self.controllers.values():
+                if controller.kind.kind == ref.kind:
+                    controller.queue.add(ref)
+                    log.info("%s: queued %s", reason, ref)
             return
         queued = self.resync()
         log.warning("%s: queued all %d objects again", reason, queued)

@@ -21,6 +21,16 @@ Lease (annotation :data:`VIEW_ANNOTATION`) the member list its ownership follows
   before its Lease expires at ``lease_duration``: only then do the others count it gone and
   take its objects. A clean stop releases the Lease, so the others take over at once.
 
+A kind that declares ``split_by`` (MetricSource, split by ClusterConnection) is reconciled on
+every replica; each does the part of the work that belongs to the objects of the ``split_by``
+kind it holds (:meth:`ShardMember.using`, which also holds their handover back until that part
+has finished), and the one replica that holds the object itself (:meth:`ShardMember.admit`,
+the same ring and handover rule) writes what belongs to the whole object.
+
+A member Lease left behind by a member that died (not renewed for ``dead_after`` seconds,
+default ten Lease durations) is deleted by a live member, guarded by its resourceVersion so a
+member renewing it at that moment keeps it.
+
 This is the shape of the kubernetes-controller-sharding project (member Leases, a consistent
 hash ring with virtual nodes, "drain before reassign"), without its central sharder and object
 labels: every member computes the same ring from the same Leases. Kinds that are not sharded
@@ -30,6 +40,7 @@ labels: every member computes the same ring from the same Leases. Kinds that are
 from __future__ import annotations
 
 import bisect
+import contextlib
 import enum
 import hashlib
 import json
@@ -37,7 +48,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +85,8 @@ VIEW_ANNOTATION = "clusterpulse.io/shard-view"
 TOKENS_PER_MEMBER = 100
 #: A published view longer than this is ignored (hostile or broken annotation).
 MAX_VIEW_BYTES = 64 * 1024
+#: A member Lease not renewed for this many Lease durations is deleted (its member is dead).
+DEAD_AFTER_DURATIONS = 10
 
 View = tuple[str, ...]
 
@@ -143,6 +157,8 @@ class ShardMetrics:
         self.handovers = Counter("clusterpulse_shard_handovers_total",
                                  "Objects this replica took over or handed over", ["direction"],
                                  registry=registry)
+        self.dead_deleted = Counter("clusterpulse_shard_dead_leases_deleted_total",
+                                    "Member Leases of dead members this replica deleted", registry=registry)
 
 
 @attrs.frozen
@@ -152,6 +168,7 @@ class _Seen:
     spec: LeaseSpec
     view: View | None
     changed_at: float
+    resource_version: str = ""
 
 
 class ShardMember:
@@ -160,7 +177,11 @@ class ShardMember:
     ``controllers`` are the sharded kinds' controllers (keyed by kind); their queues receive
     the objects this member gains, and their in-flight items are waited for on a handover.
     ``on_lost`` runs once if the member Lease could not be renewed for ``renew_deadline``,
-    after ``fence`` (the runtime's write fence) was closed.
+    after ``fence`` (the runtime's write fence) was closed. ``split`` are the controllers of the
+    kinds that declare ``split_by``: they run everywhere, but their objects are held (by
+    :meth:`admit`) by one member at a time, and a handover of one waits for its reconcile.
+    ``dead_after`` (default ``DEAD_AFTER_DURATIONS`` Lease durations) is how long a member Lease
+    stays unrenewed before it is deleted.
     """
 
     def __init__(
@@ -179,6 +200,8 @@ class ShardMember:
         fence: Fence | None = None,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = utcnow,
+        split: Mapping[str, Controller] | None = None,
+        dead_after: float | None = None,
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError(
@@ -189,7 +212,12 @@ class ShardMember:
         self.identity = identity
         self.name = lease_name(identity)
         self.controllers = dict(controllers)
+        self.split = dict(split or {})
         self.lease_duration = lease_duration
+        self.dead_after = dead_after if dead_after is not None else DEAD_AFTER_DURATIONS * lease_duration
+        if self.dead_after <= lease_duration:
+            raise ValueError(f"sharding needs shard_dead_after > lease_duration, got {self.dead_after} / "
+                             f"{lease_duration}")
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self.handover_delay = handover_delay
@@ -205,6 +233,8 @@ class ShardMember:
         self._published: View = ()
         self._others: dict[str, View | None] = {}
         self._held: dict[str, ObjectRef] = {}
+        #: Held objects some split reconcile is working for right now (their handover waits).
+        self._in_use: Tally[str] = Tally()
         self._started = False
         #: Alone since the start: nobody held anything before, so nothing waits for a handover.
         self._alone = True
@@ -240,6 +270,53 @@ class ShardMember:
         """Whether ``ref`` belongs to this replica on its current ring."""
         with self._lock:
             return self._ring.owner(object_key(ref)) == self.identity
+
+    def holds(self, ref: ObjectRef) -> bool:
+        """Whether this replica holds ``ref`` now: admitted, and not lost to a new ring yet."""
+        with self._lock:
+            return self._is_held(object_key(ref))
+
+    @contextlib.contextmanager
+    def using(self, refs: Iterable[ObjectRef]) -> Iterator[set[ObjectRef]]:
+        """The refs among ``refs`` this replica holds, kept from being handed over until the block ends.
+
+        A split kind's reconcile does its work for these objects only (MetricSource: collects
+        only from the clusters whose ClusterConnection this replica holds); the new owner of one
+        starts only after the block has ended here.
+        """
+        with self._lock:
+            held = {ref for ref in refs if self._is_held(object_key(ref))}
+            keys = [object_key(ref) for ref in held]
+            self._in_use.update(keys)
+        try:
+            yield held
+        finally:
+            with self._lock:
+                self._in_use.subtract(keys)
+                for key in keys:
+                    if self._in_use[key] <= 0:
+                        del self._in_use[key]
+
+    def admit(self, ref: ObjectRef) -> bool:
+        """Whether this replica holds ``ref`` of a split kind, admitting it if it is its turn.
+
+        The object-level part of a split kind's reconcile (MetricSource: the compiled definition,
+        the status totals, the event) is done by the one replica for which this is True; it
+        moves between replicas with the same handover rule as a sharded object.
+        """
+        return self.gate(ref)[0] is Admission.RUN
+
+    def split_gate(self, ref: ObjectRef) -> tuple[Admission, float]:
+        """The gate of a split kind: every replica reconciles it, once it has a ring (and not after losing it)."""
+        with self._lock:
+            if self._lost or self._stopping.is_set():
+                return Admission.DROP, 0.0
+            if not self._started:
+                return Admission.WAIT, self.retry_period
+        return Admission.RUN, 0.0
+
+    def _is_held(self, key: str) -> bool:
+        return key in self._held and not self._lost and self._ring.owner(key) == self.identity
 
     def gate(self, ref: ObjectRef) -> tuple[Admission, float]:
         """May this replica reconcile ``ref`` now, and if it must wait, for how long at most?
@@ -340,19 +417,21 @@ class ShardMember:
                 self._handover.update(object_key(ref) for _controller, ref in gained)
             self._started = True
         for controller, ref in gained:
-            controller.queue.add(ref)
+            if controller.kind.kind in self.controllers:  # split kinds are reconciled everywhere anyway
+                controller.queue.add(ref)
+        self._delete_dead()
 
     def _release_lost(self) -> bool:
         """Let go of the held objects the current ring gives to others; True once none is in flight."""
         busy = False
         for key, ref in list(self._held.items()):
-            controller = self.controllers.get(ref.kind)
+            controller = self.controllers.get(ref.kind) or self.split.get(ref.kind)
             if self._ring.owner(key) == self.identity:
                 if controller is not None and self._deleted(controller, ref):
                     del self._held[key]  # deleted and forgotten: nothing left to hand over
                     self.metrics.owned.labels(controller=ref.kind.lower()).dec()
                 continue
-            if controller is not None and controller.queue.in_progress(ref):
+            if self._in_use[key] > 0 or (controller is not None and controller.queue.in_progress(ref)):
                 busy = True
                 continue
             del self._held[key]
@@ -368,7 +447,7 @@ class ShardMember:
     def _gained(self) -> list[tuple[Controller, ObjectRef]]:
         """Cached objects this member owns and does not hold yet (to queue)."""
         found = []
-        for controller in self.controllers.values():
+        for controller in (*self.controllers.values(), *self.split.values()):
             for obj in controller.informer.items():
                 ref = controller.ref_of(obj)
                 key = object_key(ref)
@@ -401,7 +480,7 @@ class ShardMember:
             view = parse_view(annotations.get(VIEW_ANNOTATION) if isinstance(annotations, dict) else None)
             previous = self._seen.get(name)
             changed_at = previous.changed_at if previous is not None and previous.spec == spec else now
-            fresh[name] = _Seen(spec, view, changed_at)
+            fresh[name] = _Seen(spec, view, changed_at, str(meta.get("resourceVersion") or ""))
         with self._lock:
             self._seen = fresh
         live = []
@@ -410,6 +489,32 @@ class ShardMember:
             if seen.spec.holder_identity and now < seen.changed_at + duration:
                 live.append(seen.spec.holder_identity)
         return live
+
+    def _delete_dead(self) -> None:
+        """Delete the member Leases nobody renewed for ``dead_after`` seconds (by our clock).
+
+        The delete carries the resourceVersion we saw: if the member came back and renewed its
+        Lease meanwhile, the API server refuses it (409) and the Lease stays.
+        """
+        now = self._clock()
+        with self._lock:
+            dead = [(name, seen) for name, seen in self._seen.items() if now - seen.changed_at >= self.dead_after]
+        for name, seen in dead:
+            try:
+                self.client.request("DELETE", LEASE_KIND.api_path(self.namespace, name),
+                                    body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                          "preconditions": {"resourceVersion": seen.resource_version}})
+            except (ConflictError, NotFoundError):
+                pass  # renewed again, or someone else deleted it first
+            except Exception as exc:
+                log.warning("sharding: deleting the dead member lease %s failed: %s", name, exc)
+                continue
+            else:
+                self.metrics.dead_deleted.inc()
+                log.info("sharding: deleted lease %s of member %s (not renewed for %.0f s)", name,
+                         seen.spec.holder_identity or "(released)", now - seen.changed_at)
+            with self._lock:
+                self._seen.pop(name, None)
 
     # ------------------------------------------------------------------ the member Lease
 
@@ -469,6 +574,11 @@ class ShardMember:
 def sharded_controllers(controllers: Mapping[str, Controller]) -> dict[str, Controller]:
     """The controllers of the kinds that declare themselves sharded."""
     return {name: c for name, c in controllers.items() if c.kind.sharded}
+
+
+def split_controllers(controllers: Mapping[str, Controller]) -> dict[str, Controller]:
+    """The controllers of the kinds split by a sharded kind (``split_by``), reconciled on every replica."""
+    return {name: c for name, c in controllers.items() if c.kind.split_by and not c.kind.sharded}
 
 
 def owned_counts(member: ShardMember, kinds: Sequence[str]) -> dict[str, int]:

@@ -25,6 +25,7 @@ import copy
 import json
 import pathlib
 import signal
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -35,7 +36,15 @@ import aiohttp.web
 import kubernetes.client
 import yaml
 
-from .kube_api_http import DEFAULT_VERSION, Backend, Controls, KubeAPIHandler, WriteRecord, builtin_resource_types
+from .kube_api_http import (
+    DEFAULT_VERSION,
+    Backend,
+    Controls,
+    KubeAPIHandler,
+    RequestRecord,
+    WriteRecord,
+    builtin_resource_types,
+)
 from .kube_api_store import CRD_GROUP, ObjectStore
 from .kube_api_util import ApiError
 
@@ -89,6 +98,8 @@ class KubeAPI:
     ``/version``. ``history_limit`` bounds the watch history (older versions get 410 Gone).
     ``first_resource_version`` (default: milliseconds since the epoch) is where the
     resourceVersion counter starts, so serving the same data again later never goes back.
+    ``tls_cert``/``tls_key`` (PEM files) serve HTTPS instead of HTTP, as a real API server does;
+    ``tls_ca`` is the CA file the client helpers (:meth:`api_client`, :meth:`kubeconfig`) trust.
 
     The test helpers (:meth:`create`, :meth:`get`, ...) work whether or not the server runs; while it
     runs they execute on its loop thread, so they emit watch events exactly like HTTP writes.
@@ -103,8 +114,16 @@ class KubeAPI:
         history_limit: int = 50_000,
         request_log_limit: int = 10_000,
         first_resource_version: int | None = None,
+        tls_cert: str | pathlib.Path | None = None,
+        tls_key: str | pathlib.Path | None = None,
+        tls_ca: str | pathlib.Path | None = None,
     ) -> None:
         self._port = port
+        self._ssl: ssl.SSLContext | None = None
+        if tls_cert is not None:
+            self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._ssl.load_cert_chain(str(tls_cert), str(tls_key) if tls_key is not None else None)
+        self._tls_ca = str(tls_ca) if tls_ca is not None else None
         if first_resource_version is None:
             # Milliseconds since the epoch: a later start of the same data never goes backwards.
             first_resource_version = int(time.time() * 1000)
@@ -127,8 +146,8 @@ class KubeAPI:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        return f"http://{HOST}:{self._port}"
+        """``http://127.0.0.1:PORT`` (``https://`` when serving TLS)."""
+        return f"{'https' if self._ssl is not None else 'http'}://{HOST}:{self._port}"
 
     @property
     def running(self) -> bool:
@@ -207,7 +226,7 @@ class KubeAPI:
             runner = aiohttp.web.ServerRunner(server, shutdown_timeout=SHUTDOWN_GRACE)
             await runner.setup()
             try:
-                site = aiohttp.web.TCPSite(runner, HOST, self._port, reuse_address=True)
+                site = aiohttp.web.TCPSite(runner, HOST, self._port, reuse_address=True, ssl_context=self._ssl)
                 await site.start()
                 self._port = int(runner.addresses[0][1])
                 self._handler = handler
@@ -244,6 +263,8 @@ class KubeAPI:
         """A ``kubernetes`` ApiClient for this server, sending ``Bearer <token>`` (None: no header)."""
         configuration = kubernetes.client.Configuration()
         configuration.host = self.url
+        if self._tls_ca is not None:
+            configuration.ssl_ca_cert = self._tls_ca
         if token is not None:
             configuration.api_key = {"authorization": token}
             configuration.api_key_prefix = {"authorization": "Bearer"}
@@ -254,7 +275,8 @@ class KubeAPI:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": context_name, "cluster": {"server": self.url}}],
+            "clusters": [{"name": context_name, "cluster": {
+                "server": self.url, **({"certificate-authority": self._tls_ca} if self._tls_ca else {})}}],
             "users": [{"name": context_name, "user": {"token": token}}],
             "contexts": [{
                 "name": context_name,
@@ -279,6 +301,11 @@ class KubeAPI:
     def requests(self) -> builtins.list[tuple[str, str, dict[str, str]]]:
         """The served requests as (method, path, query), oldest first (bounded)."""
         return self._controls.requests()
+
+    @property
+    def callers(self) -> builtins.list[RequestRecord]:
+        """Every served request with the caller's User-Agent, oldest first (bounded; cleared with the log)."""
+        return self._controls.callers()
 
     @property
     def writes(self) -> builtins.list[WriteRecord]:

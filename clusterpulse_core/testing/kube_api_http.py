@@ -122,6 +122,16 @@ class WriteRecord:
     user_agent: str
 
 
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request as served: wall time, method, path, the caller's User-Agent."""
+
+    time: float
+    method: str
+    path: str
+    user_agent: str
+
+
 @dataclass
 class Controls:
     """Test knobs read by the HTTP layer and set from the test thread: auth, faults, request log."""
@@ -134,6 +144,7 @@ class Controls:
     _delays: list[tuple[re.Pattern[str], float]] = field(default_factory=list)
     _log: deque[tuple[str, str, dict[str, str]]] = field(default_factory=deque)
     _writes: deque[WriteRecord] = field(default_factory=deque)
+    _callers: deque[RequestRecord] = field(default_factory=deque)
 
     def add_failure(self, path_regex: str, status: int, times: int | None, method: str | None) -> None:
         """Fail matching requests with ``status`` (``times`` times, or until cleared)."""
@@ -172,12 +183,15 @@ class Controls:
         with self._lock:
             return sum(seconds for pattern, seconds in self._delays if pattern.search(path))
 
-    def log(self, method: str, path: str, query: dict[str, str]) -> None:
-        """Remember a request (bounded)."""
+    def log(self, method: str, path: str, query: dict[str, str], user_agent: str = "") -> None:
+        """Remember a request, and who made it (bounded)."""
         with self._lock:
             self._log.append((method, path, query))
+            self._callers.append(RequestRecord(time.time(), method, path, user_agent))
             while len(self._log) > self.request_log_limit:
                 self._log.popleft()
+            while len(self._callers) > self.request_log_limit:
+                self._callers.popleft()
 
     def log_write(self, record: WriteRecord) -> None:
         """Remember a write request with the writer's identity (bounded)."""
@@ -196,10 +210,16 @@ class Controls:
         with self._lock:
             return list(self._log)
 
+    def callers(self) -> list[RequestRecord]:
+        """A copy of the request log with each caller's User-Agent, oldest first."""
+        with self._lock:
+            return list(self._callers)
+
     def clear_log(self) -> None:
         """Forget the logged requests."""
         with self._lock:
             self._log.clear()
+            self._callers.clear()
 
 
 # --- responses ----------------------------------------------------------------------------------------
@@ -277,9 +297,10 @@ class Backend:
         """Serve a request; None hands it over to kmock (discovery, reactions, 404)."""
         method, path = request.method.upper(), request.path
         query = dict(request.query)
-        self.controls.log(method, path, query)
+        user_agent = request.headers.get("User-Agent", "")
+        self.controls.log(method, path, query, user_agent)
         if method not in ("GET", "HEAD", "OPTIONS"):
-            self.controls.log_write(WriteRecord(time.time(), method, path, request.headers.get("User-Agent", "")))
+            self.controls.log_write(WriteRecord(time.time(), method, path, user_agent))
         bare = path.rstrip("/") or "/"
         if bare in HEALTH_PATHS:
             return aiohttp.web.Response(text="ok")
@@ -302,7 +323,9 @@ class Backend:
         expected = self.controls.require_token
         if expected is None:
             return
-        if request.headers.get("Authorization", "") != f"Bearer {expected}":
+        # The scheme is case-insensitive, as the API server's (the in-cluster loader sends "bearer").
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or token != expected:
             raise ApiError(401, "Unauthorized", "Unauthorized")
 
     async def _inject_faults(self, method: str, path: str) -> None:
@@ -364,8 +387,14 @@ class Backend:
             return json_response(self.store.get(resource_type, target.namespace, name))
         if method == "DELETE":
             # The deleted (or, with finalizers, the marked) object: typed clients expect either it
-            # (pods, services, ...) or a Status, and an object decodes fine as a Status too.
-            return json_response(self.store.delete(resource_type, target.namespace, name))
+            # (pods, services, ...) or a Status, and an object decodes fine as a Status too. A
+            # DeleteOptions body may carry a resourceVersion precondition.
+            raw = await request.read()
+            options = _decode_body(raw, request.content_type) if raw else None
+            preconditions = options.get("preconditions") if isinstance(options, dict) else None
+            version = preconditions.get("resourceVersion") if isinstance(preconditions, dict) else None
+            return json_response(self.store.delete(resource_type, target.namespace, name,
+                                                   str(version) if version else None))
         if method not in ("PUT", "PATCH"):
             raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on an object")
         body = _decode_body(await request.read(), request.content_type)

@@ -443,10 +443,18 @@ class ObjectStore:
         self._emit("MODIFIED", resource_type, new, old)
         return new
 
-    def delete(self, resource_type: ResourceType, namespace: str | None, name: str) -> Obj:
-        """Delete an object; with finalizers, only mark it (deletionTimestamp) until they are removed."""
+    def delete(self, resource_type: ResourceType, namespace: str | None, name: str,
+               resource_version: str | None = None) -> Obj:
+        """Delete an object; with finalizers, only mark it (deletionTimestamp) until they are removed.
+
+        ``resource_version`` is a DeleteOptions precondition: 409 Conflict when the object changed.
+        """
         old = self.get(resource_type, namespace, name)
         meta = old["metadata"]
+        if resource_version and meta.get("resourceVersion") != resource_version:
+            raise ApiError(409, "Conflict", f"Precondition failed: ResourceVersion in precondition: "
+                                            f"{resource_version}, ResourceVersion in object meta: "
+                                            f"{meta.get('resourceVersion')}")
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return old

@@ -76,3 +76,22 @@ def test_silence_limit_is_a_setting(make_harness: Callable[..., Harness], kube_a
     assert harness.reconcile("edge").ok
     assert cluster.requests != []
     assert "silent since" in harness.cr("edge")["status"]["message"]
+
+
+def test_a_live_agent_is_looked_at_again_when_it_would_count_as_silent(
+        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    agents = Agents()
+    clock = FakeClock()
+    harness = make_harness(settings={"agent_silence_limit": 10.0}, extra={"agents": agents}, clock=clock)
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    harness.add("edge", cluster.url, token=three_node.TOKEN, collectionMode="push", ingesterAddress="hub:9443")
+    agents.connected["edge"] = AgentConnection("edge", "1.2.3", clock.now, clock.now - timedelta(seconds=2))
+    cluster.clear_requests()
+    outcome = harness.reconcile("edge")
+    # Not at the 30 s interval: just after the 10 s limit would pass, so a fallback is on time.
+    assert outcome.ok and outcome.requeue_after == 8.5
+    assert [p for _, p, _ in cluster.requests if p == "/api/v1/nodes"] == []
+    clock.advance(8.5)
+    assert harness.reconcile("edge").ok
+    assert "silent since" in harness.cr("edge")["status"]["message"]
+    assert any(p == "/api/v1/nodes" for _, p, _ in cluster.requests)

@@ -1,17 +1,37 @@
-"""Two sharded managers with the real cluster and redis plugins, storing into a Redis Cluster."""
+"""Sharded managers with the real cluster, metricsource and redis plugins (plain Redis and Redis Cluster).
+
+The fleet test runs three to four managers as subprocesses against one hub emulator with
+``FLEET`` ClusterConnections (all pointing at one tiny emulated cluster) and reads, from the
+hub emulator's write log, which replica patched each ClusterConnection's status when (one patch
+per reconcile, the writer named by its User-Agent ``clusterpulse/<identity>``).
+
+This file is also the replica process (``python test_cluster_sharded.py HUB_URL REDIS_URL IDENTITY``).
+"""
 
 from __future__ import annotations
 
+import itertools
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+import kubernetes.client
 import pytest
 import redis
 import three_node
-from cluster_support import HUB_NAMESPACE, cluster_connection, secret
+from cluster_support import HUB_NAMESPACE, cluster_connection, hub_objects, secret
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.plugin import ClusterPlugin
 
+from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
@@ -27,18 +47,23 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> Non
         time.sleep(0.05)
 
 
-@pytest.fixture
-def managers(hub: Any, redis_cluster: RedisClusterProcesses, tmp_path: Path) -> Iterator[list[Manager]]:
+def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str) -> list[Manager]:
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text(
-        f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
+        f'[clusterpulse]\nplugins = [{plugins}]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
         'lease_duration = 2.0\nrenew_deadline = 1.5\nretry_period = 0.25\nshard_handover_delay = 30.0\n'
-        'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
-        f'[plugins.redis]\nurl = "{redis_cluster.url}"\n')
+        'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\nshutdown_grace = 5.0\n'
+        f'[plugins.redis]\nurl = "{redis_url}"\n')
     made = []
     for identity in ("replica-a", "replica-b"):
         config, host = load(str(config_file), env={})
         made.append(Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity))
+    return made
+
+
+@pytest.fixture
+def managers(hub: Any, redis_cluster: RedisClusterProcesses, tmp_path: Path) -> Iterator[list[Manager]]:
+    made = make_managers(hub, redis_cluster.url, tmp_path, '"redis", "cluster"')
     yield made
     for manager in made:
         manager.stop()
@@ -81,3 +106,302 @@ def test_sharded_replicas_split_the_clusters_and_store_into_a_redis_cluster(
             "status"]["phase"] == "Connected"
     finally:
         client.close()
+
+
+MS_API = "clusterpulse.io/v1alpha1"
+POD_SOURCE = {"source": {"apiVersion": "v1", "kind": "Pod"}, "fields": [{"name": "phase", "path": ".status.phase"}],
+              "rbac": {"resourceTypeName": "pods"}}
+
+
+def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
+        hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    """Every replica collects the MetricSource from the clusters it holds; the holder of the
+    MetricSource adds the shares up into its status."""
+    managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    hub.add_crd("clusterpulse.io", "v1alpha1", "MetricSource", "metricsources", short_names=("ms",))
+    managers = make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "metricsource"')
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for manager in managers:
+            manager.start()
+        wait_for(lambda: all(m.shard is not None and len(m.shard.members) == 2
+                             and m.shard.published == m.shard.members for m in managers), "the ring settles")
+        # Created after the ring settled: each cluster starts at once on its owner.
+        hub.create(secret("fleet-token", three_node.TOKEN))
+        names = [f"m{index}" for index in range(8)]
+        for name in names:
+            hub.create(cluster_connection(name, {"endpoint": managed.url,
+                                                 "credentialsRef": {"name": "fleet-token"}}))
+
+        def connected() -> bool:
+            items = hub.list(MS_API, "clusterconnections", HUB_NAMESPACE)
+            return len(items) == len(names) and all((o.get("status") or {}).get("phase") == "Connected"
+                                                    for o in items)
+
+        wait_for(connected, "every cluster connected")
+
+        def held_by(manager: Manager) -> set[str]:
+            shard = manager.shard
+            assert shard is not None
+            return {name for name in names if shard.holds(ObjectRef("ClusterConnection", HUB_NAMESPACE, name))}
+
+        wait_for(lambda: set().union(*map(held_by, managers)) == set(names), "every cluster held")
+        holdings = {manager.identity: held_by(manager) for manager in managers}
+        assert all(holdings.values()) and not set.intersection(*holdings.values()), holdings
+
+        hub.create({"apiVersion": MS_API, "kind": "MetricSource",
+                    "metadata": {"name": "pods", "namespace": HUB_NAMESPACE}, "spec": POD_SOURCE})
+
+        def status() -> dict[str, Any]:
+            return hub.get(MS_API, "metricsources", "pods", HUB_NAMESPACE).get("status") or {}
+
+        wait_for(lambda: set(status().get("shards") or {}) == set(holdings), "both replicas report their share")
+        # The holder comes back soon for a share it did not see at its first run, and adds both up.
+        per_cluster = len(three_node.PODS)
+        wait_for(lambda: status().get("clustersCollected") == len(names), "the holder's status adds up both shares")
+        final = status()
+        assert final["phase"] == "Active", final
+        assert final["resourcesCollected"] == per_cluster * len(names), final
+        assert final["errorsLastRun"] == 0, final
+        # Each replica collected exactly the clusters whose ClusterConnection it holds.
+        shares = {member: set(share["clusters"]) for member, share in final["shards"].items()}
+        assert shares == holdings, (shares, holdings)
+        for name in names:
+            stored = client.get(f"cluster:{name}:custom:{HUB_NAMESPACE}/pods:resources")
+            assert stored is not None, name
+            assert json.loads(stored)["resourceCount"] == per_cluster
+        assert client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 1
+        # Both replicas wrote their share into the status; one holds the MetricSource (the totals).
+        writers = {record.user_agent for record in hub.writes
+                   if record.path.endswith("/metricsources/pods/status")}
+        assert writers == {f"clusterpulse/{manager.identity}" for manager in managers}
+        holders = [m for m in managers if m.shard is not None
+                   and m.shard.holds(ObjectRef("MetricSource", HUB_NAMESPACE, "pods"))]
+        assert len(holders) == 1
+        # Deleted: the replica the ring gives it to removes the definition and every cluster's data.
+        hub.delete(MS_API, "metricsources", "pods", HUB_NAMESPACE)
+        wait_for(lambda: client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 0
+                 and not list(client.scan_iter(f"cluster:*:custom:{HUB_NAMESPACE}/pods:*")),
+                 "the MetricSource's stored state is removed")
+    finally:
+        for manager in managers:
+            manager.stop()
+        client.close()
+
+
+# --------------------------------------------------------------------------- the fleet test
+
+FLEET = 300
+INTERVAL = 4.0
+LEASE_DURATION = 2.0
+RENEW_DEADLINE = 1.5
+RETRY_PERIOD = 0.5
+FLEET_WAIT = 60.0
+
+
+def replica_main(hub_url: str, redis_url: str, identity: str, config_dir: str) -> int:
+    """One sharded replica (cluster + redis plugins) with short Lease timings and a short interval.
+
+    The interval is set on the loaded cluster plugin directly: the config file's minimum (30 s)
+    is for users, and this test needs several intervals in a few seconds.
+    """
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format=f"%(asctime)s {identity} %(name)s %(message)s")
+    config_file = Path(config_dir) / f"{identity}.toml"
+    config_file.write_text(
+        f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
+        f"lease_duration = {LEASE_DURATION}\nrenew_deadline = {RENEW_DEADLINE}\nretry_period = {RETRY_PERIOD}\n"
+        f"shard_handover_delay = {INTERVAL}\nshutdown_grace = 5.0\n"
+        'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
+        f'[plugins.redis]\nurl = "{redis_url}"\n'
+        "[plugins.cluster]\nresource_collection_enabled = false\n")
+    go = Path(config_dir) / f"{identity}.go"
+    while not go.exists():  # started ahead (imports done), joins when the test says so
+        time.sleep(0.05)
+    config, host = load(str(config_file), env={})
+    plugin = host.plugin("cluster")
+    assert isinstance(plugin, ClusterPlugin)
+    plugin.clusterpulse_configure(config, attrs.evolve(plugin.settings, reconciliation_interval=int(INTERVAL)))
+    configuration = kubernetes.client.Configuration()
+    configuration.host = hub_url
+    runtime = build_runtime(config, host, hub=KubeClient(kubernetes.client.ApiClient(configuration)))
+    return Manager(runtime, identity).run()
+
+
+Write = tuple[str, float]  # (writer identity, wall time)
+
+
+def status_writes(hub: Any) -> dict[str, list[Write]]:
+    """Per ClusterConnection, who patched its status when (successful reconciles)."""
+    found: dict[str, list[Write]] = {}
+    marker = f"/namespaces/{HUB_NAMESPACE}/clusterconnections/"
+    for record in hub.writes:
+        if record.method == "PATCH" and marker in record.path and record.path.endswith("/status"):
+            name = record.path.split(marker, 1)[1].split("/", 1)[0]
+            found.setdefault(name, []).append((record.user_agent.removeprefix("clusterpulse/"), record.time))
+    return found
+
+
+def writers_since(found: Mapping[str, list[Write]], since: float, names: list[str]) -> dict[str, set[str]]:
+    return {name: {who for who, at in found.get(name, []) if at >= since} for name in names}
+
+
+def too_close(found: Mapping[str, list[Write]], interval: float) -> list[str]:
+    """Objects two replicas reconciled within one interval of each other (at once, or a handover too early)."""
+    bad = []
+    for name, rows in found.items():
+        for first, second in itertools.combinations(rows, 2):
+            if first[0] != second[0] and abs(first[1] - second[1]) < interval * 0.9:
+                bad.append(f"{name}: {first} / {second}")
+    return bad
+
+
+@pytest.fixture(params=["redis", "redis-cluster"])
+def fleet_store(request: pytest.FixtureRequest) -> tuple[str, Callable[[], Any]]:
+    """The store the replicas write to (a redis-server, or a three-node Redis Cluster) and a client factory."""
+    if request.param == "redis":
+        url = str(request.getfixturevalue("redis_url"))
+        return url, lambda: redis.Redis.from_url(url)
+    cluster: RedisClusterProcesses = request.getfixturevalue("redis_cluster")
+    return cluster.url, lambda: redis.RedisCluster(host="127.0.0.1", port=cluster.ports[0])
+
+
+@pytest.fixture
+def replicas(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(hub_url: str, redis_url: str, identity: str, go: bool = True) -> subprocess.Popen[bytes]:
+        """Start a replica process; with ``go`` false it waits for ``(tmp_path / f"{identity}.go").touch()``."""
+        if go:
+            (tmp_path / f"{identity}.go").touch()
+        log = (tmp_path / f"{identity}.log").open("w")
+        child = subprocess.Popen([sys.executable, __file__, hub_url, redis_url, identity, str(tmp_path)],
+                                 stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2])
+        started.append(child)
+        return child
+
+    yield start
+    for child in started:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in started:
+        try:
+            child.wait(15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(10)
+
+
+STARTED = [time.time()]
+
+
+def progress(what: str) -> None:
+    """Phase timings, shown by pytest when the test fails."""
+    print(f"{time.time() - STARTED[0]:6.1f} s {what}", file=sys.stderr)
+
+
+def eventually(check: Callable[[], bool], what: str, timeout: float = FLEET_WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
+
+
+def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on_join(
+        kube_api: Callable[..., Any], fleet_store: tuple[str, Callable[[], Any]],
+        replicas: Callable[..., subprocess.Popen[bytes]], tmp_path: Path) -> None:
+    fleet_redis_url, fleet_client = fleet_store
+    hub = kube_api(request_log_limit=200_000)
+    kind = CLUSTER_CONNECTION
+    hub.add_crd(kind.group, kind.version, kind.kind, kind.plural, short_names=kind.short_names)
+    hub.seed(hub_objects())
+    managed = kube_api(objects=three_node.NODES[:1], version=three_node.VERSION, require_token=three_node.TOKEN)
+    hub.create(secret("fleet-token", three_node.TOKEN))
+    names = [f"c{index}" for index in range(FLEET)]
+    logs = lambda: "\n".join(p.read_text()[-3000:] for p in sorted(tmp_path.glob("*.log")))  # noqa: E731
+
+    STARTED[0] = time.time()
+    children = {name: replicas(hub.url, fleet_redis_url, name) for name in ("replica-a", "replica-b", "replica-c")}
+    joining = replicas(hub.url, fleet_redis_url, "replica-d", go=False)
+
+    def members(identity: str) -> tuple[str, ...]:
+        lease = hub.get("coordination.k8s.io/v1", "leases", f"clusterpulse-shard-{identity}", HUB_NAMESPACE)
+        annotations = (lease or {}).get("metadata", {}).get("annotations") or {}
+        return tuple(json.loads(annotations.get("clusterpulse.io/shard-view", "[]")))
+
+    try:
+        eventually(lambda: all(len(members(name)) == 3 for name in children), "three replicas agree on the ring")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{logs()}") from exc
+    progress("ring")
+    # Created once the ring settled: each cluster starts at once, on its owner only.
+    for name in names:
+        hub.create(cluster_connection(name, {"endpoint": managed.url, "credentialsRef": {"name": "fleet-token"}}))
+    created = time.time()
+    progress("created")
+
+    # The first interval: every object reconciled, each by exactly one replica, all three working.
+    try:
+        eventually(lambda: all(writers_since(status_writes(hub), created, names).values()),
+                   "every cluster reconciled once")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{logs()}") from exc
+    assert all(c.poll() is None for c in children.values()), logs()
+    progress("all reconciled")
+    writers = writers_since(status_writes(hub), created, names)
+    assert all(len(w) == 1 for w in writers.values()), {n: w for n, w in writers.items() if len(w) != 1}
+    counts = {name: sum(1 for w in writers.values() if name in w) for name in children}
+    assert sum(counts.values()) == FLEET and all(count >= FLEET // 6 for count in counts.values()), counts
+
+    # A replica dies without releasing its Lease: the others take its objects within the Lease
+    # duration plus one interval (generous bound for a busy machine: twice that plus slack).
+    lost = [name for name, w in writers.items() if "replica-b" in w]
+    children["replica-b"].kill()
+    children["replica-b"].wait(10)
+    killed_at = time.time()
+
+    def taken_over() -> bool:
+        found = status_writes(hub)
+        return all(any(at > killed_at and who != "replica-b" for who, at in found.get(name, [])) for name in lost)
+
+    eventually(taken_over, "the dead replica's objects are reconciled by the others")
+    took = time.time() - killed_at
+    progress(f"taken over in {took:.1f} s")
+    assert took < 2 * (LEASE_DURATION + INTERVAL) + 5.0, f"takeover took {took:.1f} s"
+
+    # A replica joins: ownership rebalances to it.
+    children["replica-d"] = joining
+    (tmp_path / "replica-d.go").touch()
+    progress("joined")
+
+    # Once the three live members publish the same view, the old owners have let go of what
+    # moved; from then on every object is reconciled by its one new owner (the newcomer starts
+    # what it gained one handover delay later).
+    live = ("replica-a", "replica-c", "replica-d")
+    eventually(lambda: all(members(name) == live for name in live), "the members agree on the new ring")
+    agreed = time.time()
+    progress("agreed")
+    eventually(lambda: all(writers_since(status_writes(hub), agreed, names).values()),
+               "every cluster reconciled on the new ring")
+    writers = writers_since(status_writes(hub), agreed, names)
+    assert all(len(w) == 1 for w in writers.values()), {n: w for n, w in writers.items() if len(w) != 1}
+    counts = {name: sum(1 for w in writers.values() if name in w) for name in live}
+    assert all(count >= FLEET // 6 for count in counts.values()), counts
+    progress("rebalanced")
+
+    # Never, in the whole run, did two replicas reconcile one object within one interval of each
+    # other (at the same time, or a new owner starting before the handover delay).
+    assert too_close(status_writes(hub), INTERVAL) == [], logs()
+    # And everything reached the store.
+    stored = fleet_client()
+    try:
+        assert stored.scard("clusters:all") == FLEET
+        assert all(stored.exists(f"cluster:{name}:metrics") for name in names[:: FLEET // 10])
+    finally:
+        stored.close()
+
+
+if __name__ == "__main__":
+    sys.exit(replica_main(*sys.argv[1:5]) if len(sys.argv) == 5 else os.EX_USAGE)

@@ -52,7 +52,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         read_config(path, env={})
     assert caught.value.errors == [
         "clusterpulse.namespce: unknown key (expected one of: plugins, namespace, log_level, kubeconfig, "
-        "leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, "
+        "leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, shard_dead_after, "
         "metrics_bind_address, health_probe_bind_address, resync_period, watch_timeout, watch_silence_limit, "
         "queue_base_delay, queue_max_delay, queue_qps, queue_burst, shutdown_grace, request_timeout, "
         "max_response_bytes, reconcile_timeout, event_interval, cluster_max_in_flight, client_max_idle, workers)",

@@ -146,6 +146,21 @@ def test_require_token_rejects_other_tokens() -> None:
             assert error_body(info.value)["reason"] == "Unauthorized"
 
 
+def test_bearer_scheme_is_case_insensitive_and_callers_are_logged() -> None:
+    # The in-cluster loader of the kubernetes client sends "bearer <token>"; the API server accepts it.
+    with KubeAPI(require_token="secret") as server:
+        http = urllib3.PoolManager()
+        for authorization, status in (("bearer secret", 200), ("BEARER secret", 200), ("Basic secret", 401),
+                                      ("bearer Secret", 401)):
+            response = http.request("GET", f"{server.url}/api/v1/namespaces",
+                                    headers={"Authorization": authorization, "User-Agent": f"probe/{status}"})
+            assert response.status == status, authorization
+        assert [(c.method, c.path, c.user_agent) for c in server.callers] == [
+            ("GET", "/api/v1/namespaces", ua) for ua in ("probe/200", "probe/200", "probe/401", "probe/401")]
+        server.clear_requests()
+        assert server.callers == []
+
+
 def test_port_in_use_fails_to_start(api: KubeAPI) -> None:
     with pytest.raises(OSError):
         KubeAPI(port=api.port).start()

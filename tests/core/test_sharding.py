@@ -1,27 +1,16 @@
-"""Sharding by Leases: the ring, and three to four managers (subprocesses) sharing one fleet.
+"""Sharding by Leases: the ring, one member's metrics and Lease, dead members' Leases.
 
-The replicas run a test-local sharded kind, ``Ticket``, whose reconcile records in a real
-redis-server which replica reconciled which object and when (``RPUSH reconciles:<name>
-"<identity> <start> <end>"``, wall-clock seconds) and comes back after one interval. The
-test reads those records: who reconciled what, and whether two replicas ever overlapped.
-
-This file is also the replica process (``python test_sharding.py HUB_URL REDIS_PORT IDENTITY``).
+The test-local sharded kind ``Ticket`` records every reconcile in a real redis-server. The
+fleet test (three to four replicas as subprocesses sharing 300 ClusterConnections) is
+``tests/cluster/test_cluster_sharded.py``.
 """
 
 from __future__ import annotations
 
-import itertools
-import logging
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import kubernetes.client
 import pytest
 import redis
 
@@ -33,12 +22,18 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.runtime.sharding import VIEW_ANNOTATION, HashRing, lease_name, parse_view
+from clusterpulse_core.runtime.sharding import (
+    VIEW_ANNOTATION,
+    HashRing,
+    ShardMember,
+    lease_name,
+    object_key,
+    parse_view,
+)
 from clusterpulse_core.testing.servers import ServerProcess
 
 NAMESPACE = "clusterpulse"
 GROUP = "test.clusterpulse.io"
-OBJECTS = 40
 INTERVAL = 1.0
 LEASE_DURATION = 2.0
 RENEW_DEADLINE = 1.5
@@ -79,7 +74,7 @@ def test_lease_names_and_published_views_are_checked() -> None:
     assert parse_view(None) is None
 
 
-# --------------------------------------------------------------------------- the replica process
+# --------------------------------------------------------------------------- one member
 
 
 class TicketPlugin:
@@ -106,20 +101,6 @@ class TicketPlugin:
     @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         return True
-
-
-def replica_main(url: str, redis_port: int, identity: str) -> int:
-    """One sharded replica with short Lease timings."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format=f"%(asctime)s {identity} %(name)s %(message)s")
-    configuration = kubernetes.client.Configuration()
-    configuration.host = url
-    core = CoreSettings(plugins=(), namespace=NAMESPACE, sharding=True, lease_duration=LEASE_DURATION,
-                        renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, metrics_bind_address="0",
-                        health_probe_bind_address="0", shutdown_grace=5.0, shard_handover_delay=INTERVAL)
-    host = PluginHost([], extra={"tickets": TicketPlugin(identity, redis_port)})
-    runtime = build_runtime(Config(core=core), host, hub=KubeClient(kubernetes.client.ApiClient(configuration)))
-    return Manager(runtime, identity).run()
 
 
 def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(
@@ -153,44 +134,80 @@ def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(
     assert released["spec"].get("holderIdentity", "") == ""  # a clean stop lets the others take over at once
 
 
-# --------------------------------------------------------------------------- the fleet test
+def ghost_lease(name: str) -> dict[str, Any]:
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": f"clusterpulse-shard-{name}", "namespace": NAMESPACE},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 2, "renewTime": "2026-01-01T00:00:00.000000Z"}}
 
 
-Record = tuple[str, float, float]
+def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(kube_api: Any) -> None:
+    hub = kube_api()
+    hub.create(ghost_lease("ghost"))
+    hub.create(ghost_lease("lazarus"))
+    now = [0.0]
+    member = ShardMember(KubeClient(hub.api_client()), NAMESPACE, "alive", {}, lease_duration=LEASE_DURATION,
+                         renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, dead_after=20.0,
+                         clock=lambda: now[0])
+    leases = lambda: sorted(o["metadata"]["name"] for o in hub.list("coordination.k8s.io/v1", "leases",  # noqa: E731
+                                                                    NAMESPACE))
+    member.round()  # first seen now: counted from here, by our clock (renewTime is another clock)
+    assert member.members == ("alive", "ghost", "lazarus")
+    now[0] = 19.0
+    member.round()
+    assert member.members == ("alive",)  # not renewed for their duration: gone, but not yet deleted
+    assert leases() == ["clusterpulse-shard-alive", "clusterpulse-shard-ghost", "clusterpulse-shard-lazarus"]
+    # lazarus renews its Lease between our last look and the deletion: the resourceVersion
+    # precondition keeps it.
+    member._observe()
+    back = hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-lazarus", NAMESPACE)
+    back["spec"]["renewTime"] = "2026-01-01T00:00:05.000000Z"
+    hub.update(back)
+    now[0] = 20.0
+    member._delete_dead()
+    assert leases() == ["clusterpulse-shard-alive", "clusterpulse-shard-lazarus"]
+    assert member.metrics.dead_deleted._value.get() == 1
+    # Seen renewed now, it is kept until it stays unrenewed for dead_after again.
+    member.round()
+    now[0] = 39.0
+    member.round()
+    assert "clusterpulse-shard-lazarus" in leases()
+    now[0] = 40.5
+    member.round()
+    assert leases() == ["clusterpulse-shard-alive"]
+    assert member.members == ("alive",)
+    with pytest.raises(ValueError, match="dead_after"):
+        ShardMember(KubeClient(hub.api_client()), NAMESPACE, "x", {}, lease_duration=2.0, renew_deadline=1.5,
+                    retry_period=0.25, dead_after=2.0)
 
 
-def records(client: redis.Redis) -> dict[str, list[Record]]:
-    found: dict[str, list[Record]] = {}
-    for index in range(OBJECTS):
-        name = f"t{index}"
-        entries = client.lrange(f"reconciles:{name}", 0, -1)
-        rows = [entry.decode().split() for entry in entries]  # type: ignore[union-attr]
-        found[name] = [(row[0], float(row[1]), float(row[2])) for row in rows]
-    return found
-
-
-def overlaps(found: Mapping[str, list[Record]]) -> list[str]:
-    """Objects two replicas reconciled at the same time."""
-    bad = []
-    for name, rows in found.items():
-        for first, second in itertools.combinations(rows, 2):
-            if first[0] != second[0] and first[1] < second[2] and second[1] < first[2]:
-                bad.append(f"{name}: {first} / {second}")
-    return bad
-
-
-def handed_over_too_soon(found: Mapping[str, list[Record]], interval: float) -> list[str]:
-    """Objects two replicas reconciled within one interval of each other (a handover too early)."""
-    bad = []
-    for name, rows in found.items():
-        for first, second in itertools.combinations(rows, 2):
-            if first[0] != second[0] and abs(first[1] - second[1]) < interval * 0.95:
-                bad.append(f"{name}: {first} / {second}")
-    return bad
-
-
-def writers_since(found: Mapping[str, list[Record]], since: float) -> dict[str, set[str]]:
-    return {name: {row[0] for row in rows if row[1] >= since} for name, rows in found.items()}
+def test_a_split_reconcile_using_a_held_object_holds_its_handover_back(kube_api: Any) -> None:
+    """MetricSource collection from a cluster ends before the cluster's ClusterConnection moves."""
+    hub = kube_api()
+    client = KubeClient(hub.api_client())
+    member = ShardMember(client, NAMESPACE, "a", {}, lease_duration=LEASE_DURATION, renew_deadline=RENEW_DEADLINE,
+                         retry_period=RETRY_PERIOD)
+    member.round()
+    assert member.published == ("a",)
+    name = next(f"c{i}" for i in range(100)
+                if HashRing(["a", "b"]).owner(object_key(ObjectRef("ClusterConnection", NAMESPACE, f"c{i}"))) == "b")
+    cluster = ObjectRef("ClusterConnection", NAMESPACE, name)
+    assert member.admit(cluster) and member.holds(cluster)  # alone: it holds everything
+    lease = ghost_lease("b")
+    lease["metadata"]["annotations"] = {VIEW_ANNOTATION: '["a", "b"]'}
+    lease["spec"]["leaseDurationSeconds"] = 600  # b stays live for the whole test, however slow the machine
+    with member.using([cluster, ObjectRef("ClusterConnection", NAMESPACE, "never-held")]) as held:
+        assert held == {cluster}
+        hub.create(lease)  # b joins; the ring now gives the cluster to b
+        member.round()
+        assert member.members == ("a", "b")
+        assert not member.holds(cluster)
+        with member.using([cluster]) as again:
+            assert again == set()  # no new work for it here
+        member.round()
+        assert member.published == ("a",)  # still in use: not let go, so b cannot start it
+    member.round()
+    assert member.published == ("a", "b")  # let go: b may start it once the handover delay passed
+    assert not member.admit(cluster)
 
 
 def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
@@ -200,93 +217,3 @@ def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> N
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
-
-
-@pytest.fixture
-def replicas(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(url: str, redis_port: int, identity: str) -> subprocess.Popen[bytes]:
-        log = (tmp_path / f"{identity}.log").open("w")
-        child = subprocess.Popen([sys.executable, __file__, url, str(redis_port), identity], stdout=log,
-                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2])
-        started.append(child)
-        return child
-
-    yield start
-    for child in started:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    for child in started:
-        try:
-            child.wait(15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait(10)
-
-
-def test_replicas_share_the_fleet_hand_over_on_failure_and_rebalance_on_join(
-        kube_api: Any, redis_server: ServerProcess, replicas: Callable[..., subprocess.Popen[bytes]],
-        tmp_path: Path) -> None:
-    hub = kube_api()
-    hub.add_crd(GROUP, "v1", "Ticket", "tickets")
-    for index in range(OBJECTS):
-        hub.create({"apiVersion": f"{GROUP}/v1", "kind": "Ticket",
-                    "metadata": {"name": f"t{index}", "namespace": NAMESPACE}, "spec": {}})
-    client = redis.Redis(host="127.0.0.1", port=redis_server.port)
-    logs = lambda: "\n".join(p.read_text()[-3000:] for p in sorted(tmp_path.glob("*.log")))  # noqa: E731
-
-    children = {name: replicas(hub.url, redis_server.port, name) for name in ("replica-a", "replica-b", "replica-c")}
-
-    # Steady state: every object is reconciled, each by exactly one replica, all three working.
-    def steady(members: set[str]) -> bool:
-        writers = writers_since(records(client), time.time() - 2 * INTERVAL)
-        return all(len(w) == 1 for w in writers.values()) and set().union(*writers.values()) == members
-
-    try:
-        eventually(lambda: steady(set(children)) or any(c.poll() is not None for c in children.values()),
-                   "three replicas share the objects")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{writers_since(records(client), time.time() - 2 * INTERVAL)}\n{logs()}") from exc
-    assert all(c.poll() is None for c in children.values()), logs()
-    window = time.time()
-    time.sleep(3 * INTERVAL)
-    writers = writers_since(records(client), window)
-    assert all(len(w) == 1 for w in writers.values()), writers
-    assert {w for ws in writers.values() for w in ws} == set(children)
-    counts = {name: sum(1 for w in writers.values() if name in w) for name in children}
-    assert sum(counts.values()) == OBJECTS and all(count >= 4 for count in counts.values()), counts
-
-    # A replica dies without releasing its Lease: the others take its objects within the Lease
-    # duration plus one interval (generous bound for a busy machine: twice that plus slack).
-    lost = {name for name, w in writers.items() if "replica-b" in w}
-    children["replica-b"].kill()
-    children["replica-b"].wait(10)
-    killed_at = time.time()
-
-    def taken_over() -> bool:
-        found = records(client)
-        return all(any(row[1] > killed_at and row[0] != "replica-b" for row in found[name]) for name in lost)
-
-    eventually(taken_over, "the dead replica's objects are reconciled by the others", timeout=WAIT)
-    took = time.time() - killed_at
-    assert took < 2 * (LEASE_DURATION + INTERVAL) + 6.0, f"takeover took {took:.1f} s"
-
-    # A replica joins: ownership rebalances to it.
-    children["replica-d"] = replicas(hub.url, redis_server.port, "replica-d")
-    eventually(lambda: any(row[0] == "replica-d" for rows in records(client).values() for row in rows),
-               "the new replica reconciles its share", timeout=WAIT)
-    window = time.time()
-    time.sleep(3 * INTERVAL)
-    writers = writers_since(records(client), window)
-    assert all(len(w) == 1 for w in writers.values()), writers
-    assert {w for ws in writers.values() for w in ws} == {"replica-a", "replica-c", "replica-d"}
-
-    # Never, in the whole run, did two replicas reconcile one object at the same time, nor
-    # within one interval of each other (the new owner waits the handover delay).
-    assert overlaps(records(client)) == [], logs()
-    assert handed_over_too_soon(records(client), INTERVAL) == [], logs()
-
-
-if __name__ == "__main__":
-    sys.exit(replica_main(sys.argv[1], int(sys.argv[2]), sys.argv[3]) if len(sys.argv) == 4 else os.EX_USAGE)

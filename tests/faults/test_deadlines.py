@@ -73,3 +73,18 @@ def test_the_registry_client_has_a_wall_clock_deadline_too(proxy: HostileProxy) 
     assert "timeout" in result.error
     assert after < 1.0 + SLACK
     client.close()
+
+
+def test_a_transport_timeout_past_the_deadline_is_the_deadline_even_before_the_watchdog_fires() -> None:
+    # Under load urllib3's own read timeout (the same limit) can beat the watchdog thread; the caller
+    # must still see DeadlineExceeded. Holding the watchdog's lock keeps it from firing.
+    with (deadline.WATCHDOG._cond,
+          pytest.raises(deadline.DeadlineExceeded, match=r"deadline exceeded after 0\.05s") as caught,
+          deadline.guard(0.05, "GET /slow") as watch):
+        time.sleep(0.1)
+        raise TimeoutError("read timed out")
+    assert not watch.fired
+    assert isinstance(caught.value.__cause__, TimeoutError)
+    # Before the deadline a transport error stays what it is.
+    with pytest.raises(TimeoutError), deadline.guard(30.0, "GET /fast"):
+        raise TimeoutError("connection reset")

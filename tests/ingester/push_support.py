@@ -140,16 +140,19 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30.0, int
 class AgentProcess:
     """``clusterpulse agent`` as a subprocess, its log in a file, its /metrics scraped over HTTP."""
 
-    def __init__(self, config: Path, kubeconfig: Path, metrics_port: int, log: Path,
+    def __init__(self, config: Path, kubeconfig: Path | None, metrics_port: int, log: Path,
                  env: Mapping[str, str] | None = None) -> None:
+        """``kubeconfig=None`` runs the agent as in a pod (in-cluster config from ``env``)."""
         self.log = log
         self.metrics_port = metrics_port
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("INGESTER_", "COLLECT", "CLUSTER_NAME",
-                                                                               "BUFFER_SIZE"))}
+        full_env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("INGESTER_", "COLLECT", "CLUSTER_NAME", "BUFFER_SIZE", "KUBECONFIG",
+                                         "KUBERNETES_SERVICE_", "SERVICE_ACCOUNT_DIR"))}
         full_env.update(env or {})
         self._log_file = log.open("w")
+        where = ["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []
         self.process = subprocess.Popen(
-            [CLUSTERPULSE, "--config", str(config), "agent", "--kubeconfig", str(kubeconfig)],
+            [CLUSTERPULSE, "--config", str(config), "agent", *where],
             stdout=self._log_file, stderr=subprocess.STDOUT, env=full_env, cwd=config.parent)
 
     def metric(self, name: str, labels: str = "") -> float:
@@ -180,9 +183,10 @@ class AgentProcess:
         return self.log.read_text()
 
 
-def make_certificates(directory: Path, server_name: str) -> tuple[Path, Path, Path]:
-    """A private CA and a server certificate for ``server_name`` only (not 127.0.0.1): CA, cert, key paths."""
+def make_certificates(directory: Path, server_name: str, ip: str | None = None) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for ``server_name`` (and ``ip`` when given): CA, cert, key paths."""
     import datetime
+    import ipaddress
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -202,7 +206,9 @@ def make_certificates(directory: Path, server_name: str) -> tuple[Path, Path, Pa
     cert = (x509.CertificateBuilder().subject_name(name(server_name)).issuer_name(ca.subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=7))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(server_name)]), critical=False)
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.DNSName(server_name), *([x509.IPAddress(ipaddress.ip_address(ip))] if ip else [])]),
+                critical=False)
             .sign(ca_key, hashes.SHA256()))
     paths = directory / "ca.crt", directory / "tls.crt", directory / "tls.key"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))

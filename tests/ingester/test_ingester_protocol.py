@@ -16,11 +16,13 @@ from clusterpulse_ingester.convert import timestamp_of
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
-from push_support import TOKEN, Stream, wait_for
+from push_support import HUB_NAMESPACE, TOKEN, Stream, wait_for
 
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.model import ClusterMetrics
 from clusterpulse_core.pieces import ClusterMetricsPiece, MetricSourceDeletion, MetricSourcePiece
+from clusterpulse_core.runtime.sharding import HashRing, ShardMember, object_key
 from clusterpulse_core.serde import loads
 
 
@@ -98,6 +100,68 @@ def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any]
     assert _keys(redis_url, "*ghost*") == []
 
 
+def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any]) -> None:
+    runtime, recording = ingester
+    runtime.fence.require_lease()  # leader election, Lease not held: this replica may not store
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
+    stream.send(pb.ConnectRequest(metrics=batch("edge")))
+    error = stream.error()
+    stream.close()
+    assert error.code() == grpc.StatusCode.UNAVAILABLE  # the agent backs off and reconnects
+    assert "this replica does not store now (the leader Lease is not held" in error.details()
+    assert runtime.plugins.agent_connection("edge") is None and recording.pieces == []
+    assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason="standby") == 1
+
+    runtime.fence.renewed(time.monotonic() + 60)  # became the leader
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    assert stream.register("edge", TOKEN + "edge").WhichOneof("payload") == "config"
+    stream.close()
+
+
+def test_with_sharding_only_the_replica_holding_the_cluster_takes_its_agent(
+        ingester: tuple[Runtime, Any], hub: Any) -> None:
+    runtime, recording = ingester
+    cluster = ObjectRef("ClusterConnection", HUB_NAMESPACE, "edge")
+    member = ShardMember(runtime.hub, HUB_NAMESPACE, "a", {}, lease_duration=30.0, renew_deadline=20.0,
+                         retry_period=1.0)
+    runtime.shard = member
+    member.round()  # alone on the ring: owns every cluster
+    assert not member.holds(cluster)  # not yet admitted by its reconcile: the agent goes elsewhere
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
+    assert stream.error().code() == grpc.StatusCode.UNAVAILABLE
+    stream.close()
+    assert member.admit(cluster) and member.holds(cluster)  # what the ClusterConnection gate does
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    assert stream.register("edge", TOKEN + "edge").WhichOneof("payload") == "config"
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "before")))
+    assert stream.recv().ack.success
+
+    # A second member joins and the ring gives it "edge": the stream is cut, the batch not stored.
+    other = next(f"m{i}" for i in range(200)
+                 if HashRing(["a", f"m{i}"]).owner(object_key(cluster)) == f"m{i}")
+    hub.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": f"clusterpulse-shard-{other}", "namespace": HUB_NAMESPACE},
+                "spec": {"holderIdentity": other, "leaseDurationSeconds": 30,
+                         "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}})
+    member.round()
+    assert member.members == tuple(sorted(("a", other))) and not member.holds(cluster)
+    stored = len(recording.pieces)
+    stream.send(pb.ConnectRequest(metrics=batch("edge", "after")))
+    error = stream.error()
+    stream.close()
+    assert error.code() == grpc.StatusCode.UNAVAILABLE  # the agent keeps the batch and reconnects
+    assert "cluster 'edge' is held by another replica (sharding)" in error.details()
+    assert len(recording.pieces) == stored and runtime.plugins.agent_connection("edge") is None
+
+    stream = Stream(_port(runtime), TOKEN + "edge")  # and a new registration goes elsewhere too
+    stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
+    assert stream.error().code() == grpc.StatusCode.UNAVAILABLE
+    stream.close()
+    assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason="other_replica") == 3
+
+
 @pytest.mark.parametrize(("first", "code", "message"), [
     (pb.ConnectRequest(metrics=pb.MetricsBatch(cluster_name="edge", batch_id="x")),
      grpc.StatusCode.FAILED_PRECONDITION, "metrics received before registration"),
@@ -138,6 +202,9 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
             2, 3, collected.strftime("%Y-%m-%dT%H:%M:%SZ"))
         status = loads(client.get("cluster:edge:status"))
         assert (status["health"], status["message"]) == ("healthy", "Collector push active")
+        # No status.agent on the ClusterConnection: an agent the hub did not install, its own version.
+        assert status["agent"] == {"deployed": False, "version": "v9.9", "connected": True,
+                                   "last_heartbeat": status["last_check"]}
         assert loads(client.get("cluster:edge:info"))["version"] == "v1.29.1"
     finally:
         client.close()

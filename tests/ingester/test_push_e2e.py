@@ -8,7 +8,9 @@ two ways of collecting can be compared key by key.
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +34,7 @@ from push_support import (
 )
 
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.pieces import ClusterMetricsPiece
+from clusterpulse_core.pieces import ClusterMetricsPiece, ClusterSpecPiece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
@@ -62,8 +64,10 @@ class PushWorld:
         assert isinstance(plugin, IngesterPlugin)
         return plugin
 
-    def start_agent(self, cluster: str = "edge", token: str = TOKEN + "edge", **settings: Any) -> AgentProcess:
-        kubeconfig = self.managed.write_kubeconfig(self.tmp / f"{cluster}.kubeconfig", token=MANAGED_TOKEN)
+    def start_agent(self, cluster: str = "edge", token: str = TOKEN + "edge", managed: Any = None,
+                    **settings: Any) -> AgentProcess:
+        kubeconfig = (managed or self.managed).write_kubeconfig(self.tmp / f"{cluster}.kubeconfig",
+                                                                token=MANAGED_TOKEN)
         metrics_port = free_port()
         section = {"cluster_name": cluster, "ingester_address": f"127.0.0.1:{self.port}", "collector_token": token,
                    "collect_interval": INTERVAL, "heartbeat_interval": 1.0, "ack_timeout": 10.0,
@@ -278,9 +282,9 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
         obj["spec"]["labels"] = {"touched": str(len(obj["spec"].get("labels") or {}) + 1 + len(str(obj)))}
         world.hub.update(obj)
 
-    touch()
+    # No touch: the registration itself queues the cluster (its interval is 30 s, the wait 15 s).
     status = wait_for(lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get(
-        "connected") and s, "push active in the status")
+        "connected") and s, "push active in the status, soon after the registration", timeout=15)
     assert status["message"].startswith("Collector push active (agent ")
     assert status["collectorStatus"]["version"] and status["collectorStatus"]["lastHeartbeat"]
     assert agent.stop() == 0
@@ -307,3 +311,83 @@ def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld
     assert time.monotonic() - started < 2.0 + 8.0  # flush_timeout plus generous process start/stop slack
     assert "final flush incomplete" in agent.output()
     assert _totals(agent)["buffered"] >= 2
+
+
+def _touch(world: PushWorld, name: str) -> None:
+    """A spec change: the manager reconciles now instead of at the next requeue."""
+    obj = world.cr(name)
+    obj["spec"]["labels"] = {"touched": str(time.monotonic_ns())}
+    world.hub.update(obj)
+
+
+def _status(world: PushWorld, name: str) -> dict[str, Any]:
+    return world.cr(name).get("status") or {}
+
+
+def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
+        world: PushWorld, kube_api: Callable[..., Any]) -> None:
+    """A real agent frozen with SIGSTOP: its stream stays open but says nothing (DECISIONS C3)."""
+    cluster = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
+
+    def pulls() -> int:  # the hub's own node listings (the agent's reads carry its User-Agent)
+        return sum(1 for r in cluster.callers
+                   if r.path == "/api/v1/nodes" and not r.user_agent.startswith("clusterpulse-agent/"))
+
+    def reconciles() -> int:
+        return sum(1 for p in world.recording.of(ClusterSpecPiece) if p.cluster == "quiet")
+
+    world.hub.create(secret("quiet-token", MANAGED_TOKEN))
+    world.hub.create(cluster_connection("quiet", cluster.url, push=True, ingester=f"127.0.0.1:{world.port}"))
+    wait_for(lambda: "push agent not connected" in _status(world, "quiet").get("message", ""), "the first pull")
+    agent = world.start_agent("quiet", token=MANAGED_TOKEN, managed=cluster, ack_timeout=60.0)
+    wait_for(lambda: world.manager.runtime.plugins.agent_connection("quiet"), "the agent to register")
+
+    # Streaming: reconciles find the agent live and leave the cluster alone.
+    cluster.clear_requests()
+    _touch(world, "quiet")
+    status = wait_for(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
+                      "push active in the status")
+    assert re.fullmatch(r"Collector push active \(agent \S+, last heartbeat \S+Z\)", status["message"])
+    assert status["phase"] == "Connected" and status["health"] == "healthy"
+    before = reconciles()
+    wait_for(lambda: reconciles() > before, "a reconcile while the agent streams (silence limit 5 s)", timeout=20)
+    assert pulls() == 0
+    # Redis says what the status says, agent included, from the ingester's writes.
+    stored = wait_for(lambda: (v := world.json("cluster:quiet:status")) and v.get("agent", {}).get("connected")
+                      and v, "an ingester status write with the agent")
+    crd_agent = _status(world, "quiet")["agent"]
+    assert crd_agent["deployed"] is True  # installed by the hub while no agent was connected
+    assert stored["message"] == "Collector push active"
+    assert {k: stored["agent"][k] for k in ("deployed", "version", "connected")} == {
+        k: crd_agent[k] for k in ("deployed", "version", "connected")}
+    assert stored["agent"]["last_heartbeat"] >= status["collectorStatus"]["lastHeartbeat"]
+
+    # Frozen: the TCP stream stays open, nothing arrives; past the limit the hub pulls.
+    os.kill(agent.process.pid, signal.SIGSTOP)
+    try:
+        status = wait_for(lambda: "silent since" in (s := _status(world, "quiet")).get("message", "") and s,
+                          "the fallback to pull", timeout=30)
+        assert world.manager.runtime.plugins.agent_connection("quiet") is not None  # still connected, silent
+        assert status["phase"] == "Connected"
+        assert re.fullmatch(r"Cluster is reachable \(push agent \S+ silent since \S+Z: collecting by pull\)",
+                            status["message"])
+        assert status["collectorStatus"]["connected"] is False
+        wait_for(lambda: pulls() > 0, "the hub's own node listing")
+        fallback = wait_for(lambda: (v := world.json("cluster:quiet:status")) and
+                            v["message"] == "Cluster is reachable" and v, "the pull's Redis status")
+        assert fallback["agent"]["connected"] is False
+    finally:
+        os.kill(agent.process.pid, signal.SIGCONT)
+
+    # Thawed: batches flow on the same stream, the status says push again and pulls stop.
+    wait_for(lambda: (v := world.json("cluster:quiet:status")) and v["message"] == "Collector push active"
+             and v["agent"]["connected"], "the ingester's status after the thaw")
+    _touch(world, "quiet")
+    status = wait_for(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
+                      "push active again")
+    assert status["message"].startswith("Collector push active (agent ")
+    stored = world.json("cluster:quiet:status")
+    assert {k: stored["agent"][k] for k in ("deployed", "version", "connected")} == {
+        k: status["agent"][k] for k in ("deployed", "version", "connected")}
+    assert agent.output().count("Registered with ingester") == 1
+    assert agent.stop() == 0

@@ -129,9 +129,10 @@ class ClusterReconciler:
             self.agents.reconcile(ctx, obj, spec)
             fallback = ""
             if spec.is_push:
-                fallback = self._push_state(ctx, name, current, obj)
+                fallback, live_for = self._push_state(ctx, name, current, obj)
                 if not fallback:
-                    return ReconcileResult(requeue_after=interval)
+                    # Back when the agent would count as silent, so a fallback is not late by an interval.
+                    return ReconcileResult(requeue_after=min(float(interval), max(1.0, live_for + 0.5)))
             pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
         except (InvalidSpecError, ReconcileFailure, AgentDeployError) as exc:
             return self._fail(ctx, name, current, interval, str(exc), obj)
@@ -159,27 +160,29 @@ class ClusterReconciler:
         return ReconcileResult(requeue_after=interval)
 
     def _push_state(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any],
-                    obj: Mapping[str, Any]) -> str:
-        """Push mode: ``""`` when the agent is connected and heard from (status patched), else why we pull.
+                    obj: Mapping[str, Any]) -> tuple[str, float]:
+        """Push mode: ``("", seconds)`` when the agent is connected and heard from (status patched),
+        with the seconds until it would count as silent; else why we pull.
 
         The connection table comes from whichever plugin receives agents, through the
         ``clusterpulse_agent_connection`` hook; with none, every push cluster is pulled (C3).
         """
         agent = ctx.runtime.plugins.agent_connection(name)
         now = self.clock()
-        if agent is not None and (now - agent.last_heartbeat).total_seconds() <= self.settings.agent_silence_limit:
+        age = (now - agent.last_heartbeat).total_seconds() if agent is not None else 0.0
+        if agent is not None and age <= self.settings.agent_silence_limit:
             patch = connection_status.push_active(agent.version, agent.last_heartbeat, now, _generation(obj),
                                                   current)
             if any(current.get(key) != value for key, value in patch.items()):
                 ctx.patch_status(patch)
-            return ""
+            return "", self.settings.agent_silence_limit - age
         disconnected = connection_status.collector_disconnected(current)
         if disconnected is not None:
             ctx.patch_status({"collectorStatus": disconnected})
         reason = connection_status.push_fallback_reason(agent.version, agent.last_heartbeat) if agent else \
             connection_status.push_fallback_reason("", None)
         ctx.log.info("%s (DECISIONS C3)", reason)
-        return reason
+        return reason, 0.0
 
     def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
         pieces: list[Piece] = [ClusterSpecPiece(name, spec.record())]

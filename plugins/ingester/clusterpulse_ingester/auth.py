@@ -6,8 +6,12 @@ import hmac
 import re
 from collections.abc import Iterable
 
+import attrs
+
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
 from clusterpulse_core.kube.credentials import CredentialsError, read_secret
+from clusterpulse_core.model import AgentStatus
+from clusterpulse_ingester.agents import hub_view
 
 CLUSTER_CONNECTION_PATH = "/apis/clusterpulse.io/v1alpha1/namespaces/{namespace}/clusterconnections/{name}"
 #: A ClusterConnection name (DNS-1123 subdomain): anything else cannot be a cluster we know.
@@ -38,8 +42,20 @@ def valid_cluster_name(name: str) -> bool:
     return bool(_CLUSTER_NAME.match(name))
 
 
-def expected_token(hub: KubeClient, namespace: str, cluster: str) -> str:
-    """The collector token of ``cluster``: key ``token`` of its ClusterConnection's credentials Secret."""
+@attrs.frozen
+class KnownCluster:
+    """What registering needs from the hub: the collector token and the hub's ``status.agent`` decision."""
+
+    token: str
+    #: ``None`` for a pull cluster (see :func:`clusterpulse_ingester.agents.hub_view`).
+    agent: AgentStatus | None = None
+
+
+def expected_token(hub: KubeClient, namespace: str, cluster: str) -> KnownCluster:
+    """The collector token of ``cluster`` (key ``token`` of its ClusterConnection's credentials Secret).
+
+    The same read of the ClusterConnection gives what its status says about the agent.
+    """
     if not valid_cluster_name(cluster):
         raise AuthError("invalid_name", f"cluster name {cluster[:80]!r} is not a valid ClusterConnection name")
     try:
@@ -56,7 +72,7 @@ def expected_token(hub: KubeClient, namespace: str, cluster: str) -> str:
         raise AuthError("no_token", f"cluster {cluster!r}: collector token unavailable: {exc}") from exc
     if not token:
         raise AuthError("no_token", f"cluster {cluster!r}: its credentials Secret has no token")
-    return token
+    return KnownCluster(token, hub_view(obj if isinstance(obj, dict) else {}))
 
 
 def check_tokens(expected: str, register_token: str, metadata_token: str) -> None:

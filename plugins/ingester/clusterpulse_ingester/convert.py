@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clusterpulse_core.model import (
+    AgentStatus,
     AggregationResults,
     ClusterMetrics,
     ClusterOperatorCondition,
@@ -307,8 +308,11 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
     return pieces
 
 
-def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime) -> list[Piece]:
+def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
+                      agent: AgentStatus | None = None) -> list[Piece]:
     """Every piece a batch stores, in the pull write order, then status and event (§11.2).
+
+    ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`).
 
     Raises :class:`BatchError` (naming the field) for content that cannot be stored; nothing of
     such a batch is stored.
@@ -333,7 +337,7 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime) 
     for i, entry in enumerate(batch.custom_resources):
         pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]"))
     pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(Health.HEALTHY.value, PUSH_ACTIVE_MESSAGE,
-                                                                  received)))
+                                                                  received, agent)))
     pieces.append(EventPiece("cluster.reconciled", cluster,
                              {"health": Health.HEALTHY.value, "source": "collector-push"}, timestamp=received))
     return pieces

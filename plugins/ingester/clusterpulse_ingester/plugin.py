@@ -12,6 +12,7 @@ from clusterpulse_core.context import Runtime
 from clusterpulse_core.model import AgentConnection
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import StorageBackend
+from clusterpulse_ingester.agents import AgentBook
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.server import IngesterServer
 from clusterpulse_ingester.settings import IngesterSettings
@@ -27,6 +28,7 @@ class IngesterPlugin:
         self.settings = IngesterSettings()
         self.table = ConnectionTable()
         self.book = SourceBook(on_change=self._sources_changed)
+        self.agents = AgentBook()
         self.server: IngesterServer | None = None
         self.config: Config | None = None
 
@@ -47,15 +49,16 @@ class IngesterPlugin:
 
     @hookimpl
     def clusterpulse_storage_backends(self) -> Sequence[StorageBackend]:
-        """The MetricSource book: stored definitions become the agents' configuration (C5)."""
-        return [self.book] if self.settings.enabled else []
+        """The MetricSource book (stored definitions become the agents' configuration, C5) and the
+        agent book (the hub's ``agent`` status decisions, repeated in the statuses batches store)."""
+        return [self.book, self.agents] if self.settings.enabled else []
 
     @hookimpl
     def clusterpulse_start(self, runtime: Runtime) -> None:
         """Start the gRPC server (``INGESTER_ENABLED``); a bad port or TLS key pair fails start-up."""
         if not self.settings.enabled:
             return
-        self.server = IngesterServer(self.settings, runtime, self.table, self.book)
+        self.server = IngesterServer(self.settings, runtime, self.table, self.book, agents=self.agents)
         self.server.start()
 
     @hookimpl

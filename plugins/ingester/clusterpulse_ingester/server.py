@@ -25,9 +25,11 @@ import grpc
 from prometheus_client import Counter
 
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
+from clusterpulse_ingester.agents import AgentBook
 from clusterpulse_ingester.auth import AuthError, bearer_token, check_tokens, expected_token
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, pieces_from_batch
@@ -45,6 +47,8 @@ REJECTED = "rejected: "
 STORAGE_FAILED = "storage failed: "
 STOPPING = "ingester stopping"
 SERVICE = "clusterpulse.collector.v1.CollectorService"
+#: The kind whose objects' shard owner takes a cluster's agent (the cluster plugin's kind, by name).
+CLUSTER_KIND = "ClusterConnection"
 #: Stored batch ids remembered for duplicate detection (a few per connected agent).
 RECENT_BATCHES = 4096
 
@@ -151,6 +155,7 @@ class _Peer:
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
     stream_id: int | None = None
     cluster: str = ""
+    version: str = ""
 
 
 class _Refused(Exception):
@@ -163,8 +168,10 @@ class IngesterServer:
     """Owns the gRPC server, its event loop thread, the connection table and the config pushes."""
 
     def __init__(self, settings: IngesterSettings, runtime: Runtime, table: ConnectionTable, book: SourceBook,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+                 clock: Callable[[], datetime] = utcnow, agents: AgentBook | None = None) -> None:
         self.settings = settings
+        #: The hub's ``agent`` decision per cluster, for the status each batch stores.
+        self.agents = agents if agents is not None else AgentBook()
         self.runtime = runtime
         self.table = table
         self.book = book
@@ -329,6 +336,7 @@ class IngesterServer:
                 raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "other_cluster",
                                f"batch for cluster {batch.cluster_name[:80]!r} on a stream registered "
                                f"as {peer.cluster!r}")
+            self._check_held(peer.cluster)
             # In flight until the ack is written, so a graceful stop waits for the ack too.
             self._inflight += 1
             try:
@@ -340,13 +348,32 @@ class IngesterServer:
         else:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload")
 
+    def _check_held(self, cluster: str) -> None:
+        """With sharding, only the replica holding the cluster's ClusterConnection takes its agent.
+
+        That replica's reconcile is the one that asks the connection table whether to pull; an
+        agent streaming to another replica would be pulled as well. Refused (or, on a stream the
+        ring has since moved, cut) with UNAVAILABLE, the agent backs off and reconnects, through
+        the Service, until it reaches the holder; its unacked batches stay in its buffer.
+        """
+        shard = self.runtime.shard
+        if shard is not None and not shard.holds(ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster)):
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "other_replica",
+                           f"cluster {cluster!r} is held by another replica (sharding): reconnect")
+
     async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
         name = register.cluster_name
         if not name:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required")
+        standby = self.runtime.fence.why_not()
+        if standby:
+            # A standby replica (behind the same Service) cannot store batches, and its connection
+            # table is not the one the leader's reconciles ask: the agent reconnects elsewhere.
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "standby", f"this replica does not store now ({standby})")
+        self._check_held(name)
         try:
-            expected = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
-            check_tokens(expected, register.token, metadata_token)
+            known = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
+            check_tokens(known.token, register.token, metadata_token)
         except AuthError as exc:
             raise _Refused(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from exc
         except Exception as exc:
@@ -354,10 +381,15 @@ class IngesterServer:
                            f"cannot verify the collector token now: {exc}") from exc
         if peer.stream_id is not None:
             self.table.remove(peer.stream_id)
-        peer.cluster = name
+        self.agents.learn(name, known.agent)
+        peer.cluster, peer.version = name, register.version
         peer.stream_id = self.table.register(name, register.version, self.clock())
         self.metrics.connected.set(len(self.table))
         log.info("agent registered: cluster %s, version %s", name, register.version or "?")
+        # Reconciled now rather than at its next interval: it stops being pulled, and its status
+        # says push is active, with this agent.
+        self.runtime.request_resync(f"agent of cluster {name} registered",
+                                    ObjectRef(CLUSTER_KIND, self.runtime.namespace, name))
         await self._send_config(peer)
 
     async def _process(self, peer: _Peer, batch: pb.MetricsBatch) -> pb.Ack:
@@ -376,7 +408,8 @@ class IngesterServer:
                 return pb.Ack(batch_id=batch.batch_id, success=True)
             try:
                 assert self._worker is not None
-                await self._worker.store(functools.partial(pieces_from_batch, batch, peer.cluster, now))
+                await self._worker.store(functools.partial(
+                    pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now)))
             except BatchError as exc:
                 return self._reject(batch, "malformed", REJECTED + str(exc))
             except StoreError as exc:

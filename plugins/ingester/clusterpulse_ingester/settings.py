@@ -49,3 +49,6 @@ class IngesterSettings:
     ack_timeout: float = setting(60.0, help="agent: seconds to wait for a batch's ack before reconnecting")
     flush_timeout: float = setting(5.0, help="agent: on SIGTERM, seconds allowed to send what is buffered")
     backoff_cap: float = setting(300.0, help="agent: longest reconnect delay, seconds (C7)")
+    service_account_dir: str = setting(
+        "/var/run/secrets/kubernetes.io/serviceaccount", env="SERVICE_ACCOUNT_DIR",
+        help="agent, in a pod: the mounted service account (token, ca.crt) used for its own cluster")

@@ -144,6 +144,29 @@ _STATUS: dict[str, Any] = {
         "clustersCollected": {"type": "integer"},
         "errorsLastRun": {"type": "integer"},
         "message": _string(),
+        # With sharding: each replica's share of the last collection, by replica identity.
+        "shards": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "collectedAt": _string(format="date-time"),
+                    "detail": _string(),
+                    "clusters": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {
+                                "resources": {"type": "integer"},
+                                "errors": {"type": "integer"},
+                                "failure": _string(),
+                                "unknownKind": {"type": "boolean"},
+                            },
+                        },
+                    },
+                },
+            },
+        },
         "fieldValidation": {
             "type": "array",
             "items": {
@@ -200,5 +223,7 @@ METRIC_SOURCE = ResourceKind(
     # Namespace patterns and discovery; the collected resource types themselves depend on the
     # MetricSources applied: add them with `clusterpulse rbac --managed --read GROUP/RESOURCE`.
     managed_access=(ApiAccess("", ("namespaces",), ("list",)), READ_DISCOVERY),
+    # With sharding: every replica collects from the clusters whose ClusterConnection it holds.
+    split_by="ClusterConnection",
 )
 """The MetricSource kind declared through ``clusterpulse_resource_kinds``."""

@@ -4,6 +4,13 @@ compile -> store the compiled definition -> collect from every connected cluster
 per-cluster results -> patch the status -> publish the event -> requeue per spec. An invalid
 MetricSource never raises out of here: it gets ``phase: Error`` with the message and is
 retried after 30 s, and the next valid edit recovers it.
+
+With ``sharding = true`` (``ctx.runtime.shard``) every replica reconciles every MetricSource
+but collects only from the clusters whose ClusterConnection it holds (so a cluster's MetricSource
+collection moves with its ClusterConnection, under the same handover), stores those clusters'
+results and reports its share in ``status.shards.<identity>``; the replica holding the
+MetricSource itself stores the definition, adds the shares up into the status and publishes the
+event (:mod:`clusterpulse_metricsource.shares`).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from clusterpulse_metricsource.catalog import Catalog
@@ -21,6 +28,7 @@ from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import CompileError, MetricSourceError
 from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data
 from clusterpulse_metricsource.settings import MetricSourceSettings
+from clusterpulse_metricsource.shares import SHARDS_FIELD, ClusterShare, ShardShare, Totals, add_up, read_shares
 from clusterpulse_metricsource.status import ERROR_REQUEUE_SECONDS, collected_status, failed_status, requeue_seconds
 from prometheus_client import CollectorRegistry, Counter
 
@@ -38,10 +46,17 @@ from clusterpulse_core.pieces import (
 )
 from clusterpulse_core.serde import unstructure
 
+if TYPE_CHECKING:
+    from clusterpulse_metricsource.compiled import CompiledMetricSource
+
+    from clusterpulse_core.runtime.sharding import ShardMember
+
 EVENT_CHANNEL = "metricsource-events"
 #: The shortest collection interval (as ClusterConnection's); shorter ones are raised, with a note.
 MIN_INTERVAL_SECONDS = 30
 DISCOVERY_TIMEOUT_SECONDS = 5.0
+#: Sharded: how soon the holder of a source comes back when a live member's share is missing.
+SHARE_CATCH_UP_SECONDS = 5.0
 
 
 class MetricSourceReconciler:
@@ -54,6 +69,8 @@ class MetricSourceReconciler:
         self._collectors: dict[str, ClusterCollector] = {}
         self._catalogs: dict[int, Catalog] = {}
         self._counters: dict[int, Counter] = {}
+        #: Sharded: sources whose holder already came back early once for a missing share.
+        self._caught_up: set[str] = set()
 
     def compiled(self, source_id: str) -> ClusterCollector | None:
         """The cached collector (with its program) of a source, if it compiled."""
@@ -68,6 +85,9 @@ class MetricSourceReconciler:
 
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Compile, store, collect, report; failures become an ``Error`` status, never an exception."""
+        shard = ctx.runtime.shard
+        if shard is not None and ctx.kind.split_by:
+            return self._reconcile_share(obj, ctx, shard)
         started = time.monotonic()
         meta = obj.get("metadata") or {}
         generation = int(meta.get("generation") or 0)
@@ -76,11 +96,7 @@ class MetricSourceReconciler:
             collector = self._compile(obj, ctx)
             program = collector.program
             compiled = program.compiled
-            ctx.store(MetricSourcePiece(
-                namespace=compiled.namespace, name=compiled.name, compiled=compiled,
-                resource_type_name=compiled.rbac.resource_type_name, kind=compiled.source.kind,
-                api_version=compiled.source.api_version, compiled_at=compiled.compiled_at, hash=compiled.hash,
-            ))
+            ctx.store(_definition(compiled))
             with self._lock:
                 self._collectors[source_id] = collector
             clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
@@ -94,14 +110,7 @@ class MetricSourceReconciler:
 
         outcome = collect_fleet(ctx.runtime, collector, clusters)
         detail = self._report_function_failures(outcome, source_id, ctx)
-        for cluster, result in outcome.results.items():
-            pieces: list[Any] = [CustomResourcesPiece(cluster, result.collection)]
-            if result.aggregations is not None:
-                pieces.append(AggregationsPiece(cluster, result.aggregations))
-            try:
-                ctx.store(*pieces)
-            except Exception as exc:
-                ctx.log.error("storing the collection of cluster %s failed: %s", cluster, exc)
+        _store_results(outcome, ctx)
 
         if outcome.unknown_kind:
             source = compiled.source
@@ -126,13 +135,98 @@ class MetricSourceReconciler:
         return ReconcileResult(requeue_after=requeue_seconds(interval, outcome.errors))
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
-        """Drop the cached program, remove the stored state and publish ``deleted``."""
+        """Drop the cached program, remove the stored state and publish ``deleted``.
+
+        With sharding only the replica the ring gives the MetricSource to removes the stored state
+        (not only once it holds it: a deletion during a handover must not be lost; removing twice
+        is harmless).
+        """
         source_id = f"{ref.namespace}/{ref.name}"
         with self._lock:
             self._collectors.pop(source_id, None)
+        shard = ctx.runtime.shard
+        if shard is not None and ctx.kind.split_by and not shard.owns(ref):
+            return True
         ctx.store(MetricSourceDeletion(ref.namespace, ref.name),
                   EventPiece("deleted", source_id, None, channel=EVENT_CHANNEL))
         return True
+
+    def _reconcile_share(self, obj: Mapping[str, Any], ctx: ReconcileContext, shard: ShardMember) -> ReconcileResult:
+        """One replica's share of a sharded fleet, plus the object-level part on the one holding the object."""
+        started = time.monotonic()
+        meta = obj.get("metadata") or {}
+        generation = int(meta.get("generation") or 0)
+        source_id = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        holder = shard.admit(ctx.ref)
+        try:
+            collector = self._compile(obj, ctx)
+            compiled = collector.program.compiled
+            if holder:
+                ctx.store(_definition(compiled))
+            with self._lock:
+                self._collectors[source_id] = collector
+            clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
+        except Exception as exc:
+            message = str(exc) if isinstance(exc, MetricSourceError) else _describe(exc)
+            if not holder:  # the holder reports it
+                return ReconcileResult(requeue_after=ERROR_REQUEUE_SECONDS, error=message)
+            previous = obj.get("status") or {}
+            if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
+                                                       or previous.get("message") != message):
+                ctx.event("CompileError", message, warning=True, uid=str(meta.get("uid") or ""))
+            return self._fail(obj, ctx, message, generation)
+
+        by_ref = {ObjectRef(ctx.kind.split_by, ctx.runtime.namespace, ref.name): ref for ref in clusters}
+        with shard.using(by_ref) as held:  # a cluster being handed over waits for this run to end
+            outcome = collect_fleet(ctx.runtime, collector, [ref for key, ref in by_ref.items() if key in held])
+            detail = self._report_function_failures(outcome, source_id, ctx)
+            _store_results(outcome, ctx)
+            try:
+                ctx.store(MetricSourceOutcomePiece(source_id, tuple(sorted(outcome.results)), dict(outcome.failures)))
+            except Exception as exc:
+                ctx.log.error("storing the outcome failed: %s", exc)
+        share = _share_of(outcome, detail)
+        entries: dict[str, Any] = {shard.identity: unstructure(share)}
+        interval = compiled.collection.interval_seconds
+        requeue = ReconcileResult(requeue_after=requeue_seconds(max(interval, MIN_INTERVAL_SECONDS), outcome.errors))
+        if not holder:
+            try:
+                ctx.patch_status({SHARDS_FIELD: entries})
+            except Exception as exc:
+                ctx.log.error("status update failed: %s", exc)
+            return requeue
+
+        shares = {**read_shares(obj.get("status")), shard.identity: share}
+        live = set(shard.members) | {shard.identity}
+        entries.update({member: None for member in shares if member not in live})  # gone: removed
+        totals = add_up(shares, live, {ref.name for ref in clusters})
+        if totals.unknown_kind:
+            source = compiled.source
+            return self._fail(obj, ctx, f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
+                                        f"{', '.join(totals.unknown_kind)}", generation, {SHARDS_FIELD: entries})
+        status = collected_status(utcnow(), time.monotonic() - started, totals.resources, totals.clusters,
+                                  totals.errors, generation, totals.detail)
+        if interval < MIN_INTERVAL_SECONDS:
+            status = attrs.evolve(status, message=f"{status.message}; intervalSeconds {interval} raised to "
+                                                  f"the minimum {MIN_INTERVAL_SECONDS}")
+        try:
+            ctx.patch_status({**unstructure(status), SHARDS_FIELD: entries})
+        except Exception as exc:
+            ctx.log.error("status update failed: %s", exc)
+        try:
+            ctx.store(EventPiece("reconciled", source_id, _totals_data(totals), channel=EVENT_CHANNEL))
+        except Exception as exc:
+            ctx.log.error("publishing the reconciled event failed: %s", exc)
+        # A live member has not reported yet (a new source, a new member): come back once soon to
+        # add its share up, rather than show a partial total for a whole interval.
+        missing = live - set(shares)
+        with self._lock:
+            if not missing:
+                self._caught_up.discard(source_id)
+            elif source_id not in self._caught_up and requeue.requeue_after:
+                self._caught_up.add(source_id)
+                return ReconcileResult(requeue_after=min(SHARE_CATCH_UP_SECONDS, requeue.requeue_after))
+        return requeue
 
     # ------------------------------------------------------------------ helpers
 
@@ -181,12 +275,12 @@ class MetricSourceReconciler:
             return catalog
 
     def _fail(self, obj: Mapping[str, Any], ctx: ReconcileContext, message: str,
-              generation: int) -> ReconcileResult:
+              generation: int, extra: Mapping[str, Any] | None = None) -> ReconcileResult:
         previous = (obj.get("status") or {}).get("errorsLastRun") or 0
         status = failed_status(utcnow(), message, int(previous) if isinstance(previous, int) else 0, generation)
         ctx.log.warning("MetricSource failed: %s", message)
         try:
-            ctx.patch_status(unstructure(status))
+            ctx.patch_status({**unstructure(status), **(extra or {})})
         except Exception as exc:
             ctx.log.error("status update failed: %s", exc)
         return ReconcileResult(requeue_after=ERROR_REQUEUE_SECONDS, error=message)
@@ -194,3 +288,36 @@ class MetricSourceReconciler:
 
 def _describe(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _definition(compiled: CompiledMetricSource) -> MetricSourcePiece:
+    return MetricSourcePiece(
+        namespace=compiled.namespace, name=compiled.name, compiled=compiled,
+        resource_type_name=compiled.rbac.resource_type_name, kind=compiled.source.kind,
+        api_version=compiled.source.api_version, compiled_at=compiled.compiled_at, hash=compiled.hash,
+    )
+
+
+def _store_results(outcome: FleetOutcome, ctx: ReconcileContext) -> None:
+    """Store every collected cluster's collection (and aggregations); a failed store is logged."""
+    for cluster, result in outcome.results.items():
+        pieces: list[Any] = [CustomResourcesPiece(cluster, result.collection)]
+        if result.aggregations is not None:
+            pieces.append(AggregationsPiece(cluster, result.aggregations))
+        try:
+            ctx.store(*pieces)
+        except Exception as exc:
+            ctx.log.error("storing the collection of cluster %s failed: %s", cluster, exc)
+
+
+def _share_of(outcome: FleetOutcome, detail: str) -> ShardShare:
+    clusters = {name: ClusterShare(result.collection.resource_count, len(result.errors))
+                for name, result in outcome.results.items()}
+    for name, failure in outcome.failures.items():
+        clusters[name] = ClusterShare(0, 1, failure or "failed", name in outcome.unknown_kind)
+    return ShardShare(utcnow(), clusters, detail)
+
+
+def _totals_data(totals: Totals) -> dict[str, Any]:
+    """The ``reconciled`` event payload of a sharded fleet (as :func:`event_data`)."""
+    return {"resources": totals.resources, "clusters": totals.clusters, "errors": totals.errors}
