@@ -162,6 +162,51 @@ def test_with_sharding_only_the_replica_holding_the_cluster_takes_its_agent(
     assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason="other_replica") == 3
 
 
+class GatedBackend:
+    """A storage backend whose stores wait at a gate (a slow Redis, a loaded hub)."""
+
+    name = "gated"
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def store(self, pieces: Any) -> None:
+        self.entered.set()
+        assert self.gate.wait(30), "the test never opened the gate"
+
+    def ready(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        self.gate.set()
+
+
+def test_a_batch_resent_while_its_first_copy_is_stored_is_stored_once(
+        start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
+    # The agent gave up on its ack (ack timeout, stream cut) and resent the batch on a new stream
+    # while the ingester was still storing the first copy: one store, both copies acked.
+    gated = GatedBackend()
+    runtime, recording = start_ingester(gated)
+    first = Stream(_port(runtime), TOKEN + "edge")
+    first.register("edge", TOKEN + "edge")
+    first.send(pb.ConnectRequest(metrics=batch("edge", "b-1")))
+    assert gated.entered.wait(20)
+    first.close()  # the first stream ends while its batch is being stored
+    second = Stream(_port(runtime), TOKEN + "edge")
+    second.register("edge", TOKEN + "edge")
+    second.send(pb.ConnectRequest(metrics=batch("edge", "b-1")))
+    time.sleep(0.3)  # let the resend reach the ingester while the first copy still waits
+    gated.gate.set()
+    ack = second.recv().ack
+    assert (ack.batch_id, ack.success) == ("b-1", True)
+    assert len(recording.of(ClusterMetricsPiece)) == 1
+    second.send(pb.ConnectRequest(metrics=batch("edge", "b-1")))  # and once stored, a resend is a no-op
+    assert second.recv().ack.success
+    second.close()
+    assert len(recording.of(ClusterMetricsPiece)) == 1
+
+
 @pytest.mark.parametrize(("first", "code", "message"), [
     (pb.ConnectRequest(metrics=pb.MetricsBatch(cluster_name="edge", batch_id="x")),
      grpc.StatusCode.FAILED_PRECONDITION, "metrics received before registration"),

@@ -78,11 +78,12 @@ class StoreWorker:
         self._thread = threading.Thread(target=self._run, name="ingester-store", daemon=True)
         self._thread.start()
 
-    async def store(self, pieces: Callable[[], Sequence[Piece]]) -> None:
-        """Store what ``pieces()`` returns (with whatever else is waiting); raises what it or the store raised."""
+    def submit(self, pieces: Callable[[], Sequence[Piece]]) -> asyncio.Future[None]:
+        """Store what ``pieces()`` returns (with whatever else is waiting); the future fails with
+        what it or the store raised. Call on the event loop."""
         future: asyncio.Future[None] = self._loop.create_future()
         self._queue.put((pieces, future))
-        await future
+        return future
 
     def close(self) -> None:
         """Finish what is queued, then stop the thread."""
@@ -188,6 +189,8 @@ class IngesterServer:
         self._worker: StoreWorker | None = None
         #: (cluster, batch_id) of the latest stored batches: a batch resent after a lost ack is not stored twice.
         self._recent: OrderedDict[tuple[str, str], None] = OrderedDict()
+        #: (cluster, batch_id) being stored now: the same batch resent meanwhile waits for this store.
+        self._storing: dict[tuple[str, str], asyncio.Future[None]] = {}
 
     # ------------------------------------------------------------------ lifecycle (any thread)
 
@@ -406,21 +409,35 @@ class IngesterServer:
                 # Sent again because its ack was lost: it is stored already.
                 self.metrics.batches_acked.inc()
                 return pb.Ack(batch_id=batch.batch_id, success=True)
-            try:
+            storing = self._storing.get(key) if batch.batch_id else None
+            if storing is None:
                 assert self._worker is not None
-                await self._worker.store(functools.partial(
+                storing = self._worker.submit(functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now)))
+                if batch.batch_id:
+                    self._storing[key] = storing
+                    storing.add_done_callback(functools.partial(self._stored, key))
+            try:
+                # Shielded: a stream ended while its batch is stored (a stop past its grace, the
+                # agent's ack timeout) does not stop the store, and the batch counts as stored once
+                # it is, so the agent's resend is acked rather than stored twice.
+                await asyncio.shield(storing)
             except BatchError as exc:
                 return self._reject(batch, "malformed", REJECTED + str(exc))
             except StoreError as exc:
                 return self._reject(batch, "storage", STORAGE_FAILED + str(exc))
             except Exception as exc:
                 return self._reject(batch, "storage", f"{STORAGE_FAILED}{type(exc).__name__}: {exc}")
-            self._remember(key)
             self.metrics.batches_acked.inc()
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _stored(self, key: tuple[str, str], future: asyncio.Future[None]) -> None:
+        """A batch's store ended (whether or not a stream still waits for it): remember it if it worked."""
+        self._storing.pop(key, None)
+        if not future.cancelled() and future.exception() is None:
+            self._remember(key)
 
     def _remember(self, key: tuple[str, str]) -> None:
         self._recent[key] = None
