@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 
 from clusterpulse_core.config import setting
+from clusterpulse_core.kube.hub import SERVICE_ACCOUNT_DIR
 
 MIB = 1024 * 1024
 
@@ -50,5 +51,5 @@ class IngesterSettings:
     flush_timeout: float = setting(5.0, help="agent: on SIGTERM, seconds allowed to send what is buffered")
     backoff_cap: float = setting(300.0, help="agent: longest reconnect delay, seconds (C7)")
     service_account_dir: str = setting(
-        "/var/run/secrets/kubernetes.io/serviceaccount", env="SERVICE_ACCOUNT_DIR",
+        SERVICE_ACCOUNT_DIR, env="SERVICE_ACCOUNT_DIR",
         help="agent, in a pod: the mounted service account (token, ca.crt) used for its own cluster")

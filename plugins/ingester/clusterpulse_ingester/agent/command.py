@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Callable
 from importlib import metadata
-from pathlib import Path
 
 import click
 from prometheus_client import CollectorRegistry
@@ -31,29 +29,11 @@ def agent_version() -> str:
 
 
 def local_client(kubeconfig: str, timeout: float, service_account_dir: str, version: str = "dev") -> KubeClient:
-    """The agent's own cluster, found as controller-runtime finds it.
+    """The agent's own cluster, found as the hub's is (:func:`clusterpulse_core.kube.hub.hub_client`):
+    ``kubeconfig``, ``$KUBECONFIG``, the pod's service account in ``service_account_dir``, ``~/.kube/config``."""
+    from clusterpulse_core.kube.hub import hub_client
 
-    ``kubeconfig`` when given, else ``$KUBECONFIG``, else the pod's service account
-    (``KUBERNETES_SERVICE_HOST``/``KUBERNETES_SERVICE_PORT`` over HTTPS, with the ``token`` and
-    ``ca.crt`` of ``service_account_dir``), else ``~/.kube/config``.
-    """
-    from kubernetes.client import ApiClient, Configuration
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.incluster_config import SERVICE_HOST_ENV_NAME, InClusterConfigLoader
-
-    from clusterpulse_core.kube.hub import HubConfigError, hub_client
-
-    if kubeconfig or os.environ.get("KUBECONFIG") or not os.environ.get(SERVICE_HOST_ENV_NAME):
-        client = hub_client(kubeconfig, timeout=timeout)
-    else:
-        configuration = Configuration()
-        directory = Path(service_account_dir)
-        try:
-            InClusterConfigLoader(token_filename=str(directory / "token"),
-                                  cert_filename=str(directory / "ca.crt")).load_and_set(configuration)
-        except (ConfigException, OSError) as exc:
-            raise HubConfigError(f"in-cluster configuration from {directory}: {exc}") from exc
-        client = KubeClient(ApiClient(configuration), timeout=timeout)
+    client = hub_client(kubeconfig, timeout=timeout, service_account_dir=service_account_dir)
     client.name = "local"
     # Audit logs (and the tests' API emulator) tell the agent's reads from the hub's pulls.
     client.api_client.user_agent = f"clusterpulse-agent/{version}"
