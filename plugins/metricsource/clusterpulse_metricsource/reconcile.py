@@ -101,12 +101,7 @@ class MetricSourceReconciler:
                 self._collectors[source_id] = collector
             clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
         except Exception as exc:
-            message = str(exc) if isinstance(exc, MetricSourceError) else _describe(exc)
-            previous = obj.get("status") or {}
-            if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
-                                                       or previous.get("message") != message):
-                ctx.event("CompileError", message, warning=True, uid=str(meta.get("uid") or ""))
-            return self._fail(obj, ctx, message, generation)
+            return self._not_compiled(obj, ctx, exc, generation)
 
         outcome = collect_fleet(ctx.runtime, collector, clusters)
         detail = self._report_function_failures(outcome, source_id, ctx)
@@ -167,14 +162,9 @@ class MetricSourceReconciler:
                 self._collectors[source_id] = collector
             clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
         except Exception as exc:
-            message = str(exc) if isinstance(exc, MetricSourceError) else _describe(exc)
             if not holder:  # the holder reports it
-                return ReconcileResult(requeue_after=ERROR_REQUEUE_SECONDS, error=message)
-            previous = obj.get("status") or {}
-            if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
-                                                       or previous.get("message") != message):
-                ctx.event("CompileError", message, warning=True, uid=str(meta.get("uid") or ""))
-            return self._fail(obj, ctx, message, generation)
+                return ReconcileResult(requeue_after=ERROR_REQUEUE_SECONDS, error=_message(exc))
+            return self._not_compiled(obj, ctx, exc, generation)
 
         by_ref = {ObjectRef(ctx.kind.split_by, ctx.runtime.namespace, ref.name): ref for ref in clusters}
         with shard.using(by_ref) as held:  # a cluster being handed over waits for this run to end
@@ -274,6 +264,17 @@ class MetricSourceReconciler:
                 catalog = self._catalogs[key] = Catalog.from_contributions(contributions)
             return catalog
 
+    def _not_compiled(self, obj: Mapping[str, Any], ctx: ReconcileContext, exc: Exception,
+                      generation: int) -> ReconcileResult:
+        """The source did not compile (or the clusters could not be listed): ``Error`` status, and a
+        ``CompileError`` Event when the compile error is new."""
+        message = _message(exc)
+        previous = obj.get("status") or {}
+        if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
+                                                   or previous.get("message") != message):
+            ctx.event("CompileError", message, warning=True, uid=str((obj.get("metadata") or {}).get("uid") or ""))
+        return self._fail(obj, ctx, message, generation)
+
     def _fail(self, obj: Mapping[str, Any], ctx: ReconcileContext, message: str,
               generation: int, extra: Mapping[str, Any] | None = None) -> ReconcileResult:
         previous = (obj.get("status") or {}).get("errorsLastRun") or 0
@@ -288,6 +289,11 @@ class MetricSourceReconciler:
 
 def _describe(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _message(exc: Exception) -> str:
+    """A MetricSource error as it is (upstream wording), anything else described."""
+    return str(exc) if isinstance(exc, MetricSourceError) else _describe(exc)
 
 
 def _definition(compiled: CompiledMetricSource) -> MetricSourcePiece:
