@@ -402,8 +402,31 @@ def _check_ttl(_instance: Any, attribute: attrs.Attribute, value: int | None) ->
         raise ValueError(f"{attribute.name}: expected a whole number of seconds >= 1 or None, got {value!r}")
 
 
+class _RecordIdentity:
+    """What a record piece and its deletion share: the namespace check, the id and the key prefix."""
+
+    __slots__ = ()
+    kind: str
+    namespace: str
+    name: str
+
+    def __attrs_post_init__(self) -> None:
+        if self.namespace and not _RECORD_NAME.fullmatch(self.namespace):
+            raise ValueError(f"namespace: {self.namespace!r} is not a valid Kubernetes namespace name")
+
+    @property
+    def record_id(self) -> str:
+        """``<namespace>/<name>``: the member of the index sets."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def key_prefix(self) -> str:
+        """The lower-case kind that prefixes every key of the kind."""
+        return self.kind.lower()
+
+
 @attrs.frozen
-class RecordPiece(Piece):
+class RecordPiece(_RecordIdentity, Piece):
     """One record of a plugin's own kind: a JSON document plus optional numbers and index names.
 
     The generic way to store state the core has no piece for. Every name is validated when
@@ -437,42 +460,16 @@ class RecordPiece(Piece):
     ttl: int | None = attrs.field(default=None, validator=_check_ttl)
     timestamp: datetime = attrs.field(factory=utcnow)
 
-    def __attrs_post_init__(self) -> None:
-        if self.namespace and not _RECORD_NAME.fullmatch(self.namespace):
-            raise ValueError(f"namespace: {self.namespace!r} is not a valid Kubernetes namespace name")
-
-    @property
-    def record_id(self) -> str:
-        """``<namespace>/<name>``: the member of the index sets."""
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def key_prefix(self) -> str:
-        """The lower-case kind that prefixes every key of the kind."""
-        return self.kind.lower()
 
 
 @attrs.frozen
-class RecordDeletion(Piece):
+class RecordDeletion(_RecordIdentity, Piece):
     """A record is gone: remove it and its index memberships (history stays)."""
 
     kind: str = attrs.field(validator=_check_kind)
     namespace: str = attrs.field(validator=attrs.validators.instance_of(str))
     name: str = attrs.field(validator=_check(_RECORD_NAME, "Kubernetes object name"))
 
-    def __attrs_post_init__(self) -> None:
-        if self.namespace and not _RECORD_NAME.fullmatch(self.namespace):
-            raise ValueError(f"namespace: {self.namespace!r} is not a valid Kubernetes namespace name")
-
-    @property
-    def record_id(self) -> str:
-        """``<namespace>/<name>``."""
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def key_prefix(self) -> str:
-        """The lower-case kind that prefixes every key of the kind."""
-        return self.kind.lower()
 
 
 @wire(omit_empty=())
