@@ -112,10 +112,10 @@ def test_pages_are_requested_with_the_page_size(make_harness: Callable[..., Harn
 
     assert harness.reconcile("three").ok
 
-    # Two sweeps of 5 pages: the node pass and the resource lists (DECISIONS R3), in parallel.
+    # One sweep of 5 pages: the node pass, whose pages also feed the resource lists (DECISIONS R3).
     pod_pages = [q for m, p, q in cluster.requests if m == "GET" and p == "/api/v1/pods"]
-    assert len(pod_pages) == 10 and all(q["limit"] == "2" for q in pod_pages)
-    assert sum(1 for q in pod_pages if "continue" not in q) == 2
+    assert len(pod_pages) == 5 and all(q["limit"] == "2" for q in pod_pages)
+    assert sum(1 for q in pod_pages if "continue" not in q) == 1
     assert len([p for m, p, q in cluster.requests if p == "/api/v1/nodes"]) == 2
     for name, want in three_node.EXPECTED_NODES.items():
         # The API server sets creationTimestamp itself (DECISIONS R6: the node value carries it).

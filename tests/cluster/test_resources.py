@@ -1,4 +1,8 @@
-"""Resource lists (DECISIONS R3) and object counts (R1) against the three-node emulated cluster."""
+"""Resource lists (DECISIONS R3) and object counts (R1) against the three-node emulated cluster.
+
+The lists are made by the ``nodes`` collector (:class:`InventoryCollector`), their pods taken
+from its own pod sweep, so these tests run that collector.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 
 import three_node
 from cluster_support import FakeClock, Harness
-from clusterpulse_cluster.resources import ResourceCollector
+from clusterpulse_cluster.inventory import InventoryCollector
+from clusterpulse_cluster.resources import ResourceLists
 from clusterpulse_cluster.settings import ClusterSettings
 
 from clusterpulse_core.collect import ClusterTarget
@@ -23,13 +28,21 @@ def managed(kube_api: Callable[..., Any]) -> Any:
 
 
 def collect(cluster: Any, **settings: Any) -> dict[str, Any]:
-    """One run of the collector with ``settings`` (caps below the config minimums are allowed here)."""
-    collector = ResourceCollector(ClusterSettings(**settings), FakeClock())
+    """One run of the nodes collector with the resource lists and ``settings`` (caps below the config
+    minimums are allowed here)."""
+    cluster_settings = ClusterSettings(**settings)
+    collector = InventoryCollector(cluster_settings.page_size, FakeClock(),
+                                   resources=ResourceLists(cluster_settings, FakeClock()))
     target = ClusterTarget("three", cluster.url, KubeClient(cluster.api_client(), name="three", timeout=10))
-    [piece] = collector(target)
-    assert isinstance(piece, ResourceCollectionPiece)
+    [piece] = [p for p in collector(target) if isinstance(p, ResourceCollectionPiece)]
     collection: dict[str, Any] = unstructure(piece.collection)
     return collection
+
+
+def api_order(cluster: Any) -> list[tuple[str, str]]:
+    """Every pod as (namespace, name) in the order the API server lists them."""
+    return [(p["metadata"]["namespace"], p["metadata"]["name"])
+            for p in KubeClient(cluster.api_client(), timeout=10).list_items("/api/v1/pods")]
 
 
 def test_every_list_with_the_defaults(kube_api: Callable[..., Any]) -> None:
@@ -52,17 +65,36 @@ def test_every_list_with_the_defaults(kube_api: Callable[..., Any]) -> None:
 
 
 def test_labels_only_when_asked(kube_api: Callable[..., Any]) -> None:
-    collection = collect(managed(kube_api), collect_resource_labels=True)
+    labelled = three_node.pod("shop", "tagged-1", "worker-1", "Running", [None])
+    labelled["metadata"]["labels"] = {"app": "tagged", "tier": "web"}
+    cluster = kube_api(objects=[*three_node.objects(), labelled], version=three_node.VERSION)
+
+    collection = collect(cluster, collect_resource_labels=True, page_size=4)
+
     assert collection["services"][0]["labels"] == {"app": "web"}
+    tagged = next(p for p in collection["pods"] if p["name"] == "tagged-1")
+    assert tagged["labels"] == {"app": "tagged", "tier": "web"}
+    assert "labels" not in next(p for p in collection["pods"] if p["name"] == "web-1")  # it has none
+    assert "labels" not in next(p for p in collect(cluster)["pods"] if p["name"] == "tagged-1")
 
 
-def test_total_cap_reads_no_more_than_the_cap_and_sets_truncated(kube_api: Callable[..., Any]) -> None:
+def test_total_cap_keeps_the_first_pods_and_sets_truncated(kube_api: Callable[..., Any]) -> None:
     cluster = managed(kube_api)
+    first_four = api_order(cluster)[:4]
     cluster.clear_requests()
+
     collection = collect(cluster, max_total_pods=4, page_size=3)
-    assert len(collection["pods"]) == 4 and collection["truncated"] is True
+
+    assert [(p["namespace"], p["name"]) for p in collection["pods"]] == first_four
+    assert collection["truncated"] is True
+    # The pods are listed once, every page of them (the node tallies need them all).
     pod_pages = [q for m, p, q in cluster.requests if p == "/api/v1/pods"]
-    assert [q["limit"] for q in pod_pages] == ["3", "1"]  # never more items than the cap
+    assert len(pod_pages) == -(-len(three_node.PODS) // 3) and all(q["limit"] == "3" for q in pod_pages)
+
+
+def test_a_pod_count_at_the_total_cap_is_not_truncated(kube_api: Callable[..., Any]) -> None:
+    collection = collect(managed(kube_api), max_total_pods=len(three_node.PODS), page_size=3)
+    assert len(collection["pods"]) == len(three_node.PODS) and collection["truncated"] is False
 
 
 def test_per_namespace_cap_sets_truncated(kube_api: Callable[..., Any]) -> None:
@@ -83,6 +115,48 @@ def test_deployment_and_service_caps(kube_api: Callable[..., Any]) -> None:
 def test_namespace_filter_leaves_out_kube_namespaces(kube_api: Callable[..., Any]) -> None:
     collection = collect(managed(kube_api), resource_namespace_filter="shop")
     assert {p["namespace"] for p in collection["pods"]} == {"shop"}
+
+
+def test_the_total_cap_counts_filtered_pods_too(kube_api: Callable[..., Any]) -> None:
+    # As upstream's capped listing: the first max_total_pods pods, then the filter.
+    cluster = managed(kube_api)
+    first_five = api_order(cluster)[:5]
+    collection = collect(cluster, resource_namespace_filter="shop", max_total_pods=5, page_size=2)
+    assert [(p["namespace"], p["name"]) for p in collection["pods"]] == [
+        (ns, name) for ns, name in first_five if not ns.startswith("kube-")]
+    assert collection["truncated"] is True
+
+
+def test_a_reconcile_lists_the_pods_once(make_harness: Callable[..., Harness],
+                                         kube_api: Callable[..., Any]) -> None:
+    harness = make_harness(settings={"page_size": 2})
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+
+    assert harness.reconcile("three").ok
+
+    # One sweep of the pod pages, each page once, feeding both the node tallies and the pod list.
+    pod_pages = [q for m, p, q in cluster.requests if m == "GET" and p == "/api/v1/pods"]
+    assert len(pod_pages) == -(-len(three_node.PODS) // 2)
+    assert sum(1 for q in pod_pages if "continue" not in q) == 1
+    assert len({q.get("continue") for q in pod_pages}) == len(pod_pages)
+    assert sorted((p["namespace"], p["name"], p["status"]) for p in harness.json("cluster:three:pods")) == EVERY_POD
+    assert harness.json("cluster:three:metrics")["pods"] == len(three_node.PODS)
+    totals = {name: harness.hash_json(f"cluster:three:node:{name}", "current")["pods_total"]
+              for name in three_node.EXPECTED_NODES}
+    assert totals == {name: want["pods_total"] for name, want in three_node.EXPECTED_NODES.items()}
+
+
+def test_a_failing_pod_list_fails_the_reconcile(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    cluster.fail(r"^/api/v1/pods$")
+    harness.add("three", cluster.url, token=three_node.TOKEN)
+
+    outcome = harness.reconcile("three")
+
+    assert not outcome.ok
+    assert "failed to list pods" in harness.json("cluster:three:status")["message"]
+    assert not harness.redis.exists("cluster:three:pods")
 
 
 def test_reconcile_stores_the_lists_and_counts(harness: Harness, kube_api: Callable[..., Any]) -> None:
@@ -111,7 +185,8 @@ def test_a_failing_list_never_fails_the_reconcile(harness: Harness, kube_api: Ca
 
     assert outcome.ok, outcome.detail
     assert harness.json("cluster:three:status")["health"] == "healthy"
-    assert not harness.redis.exists("cluster:three:resource_metadata")  # the collector failed as a whole
+    assert not harness.redis.exists("cluster:three:resource_metadata")  # the lists failed as a whole
+    assert harness.json("cluster:three:metrics")["pods"] == len(three_node.PODS)  # the node pass did not
     metrics = harness.json("cluster:three:metrics")
     assert metrics["daemonsets"] == 0 and metrics["services"] == 1  # an uncountable kind counts 0
 

@@ -4,20 +4,25 @@ One critical collector produces the NodesPiece, the ClusterMetricsPiece (the 24 
 DECISIONS R1) and the NamespacesPiece (DECISIONS C2) from a single listing of nodes and pods;
 deployments, services, statefulsets, daemonsets and PVCs are counted without being listed.
 Pages are decoded with typed partial decoders and dropped as soon as they are tallied, so
-memory is bounded by the page size, not the cluster size.
+memory is bounded by the page size, not the cluster size. The same pod pages feed the pod
+summaries of the resource lists (DECISIONS R3, :mod:`clusterpulse_cluster.resources`), so a
+reconcile lists the pods once.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import attrs
 
 from clusterpulse_cluster.nodes import MAX_ANNOTATION_BYTES, PodTally, node_metrics, tally_pods
+from clusterpulse_cluster.resources import PodSummaries, ResourceLists
 from clusterpulse_cluster.wire_types import (
     NodeDoc,
+    labelled_pod_list_decoder,
     namespace_list_decoder,
     node_list_decoder,
     pod_list_decoder,
@@ -51,12 +56,21 @@ def list_nodes(target: ClusterTarget, page_size: int) -> list[NodeDoc]:
     return nodes
 
 
-def tally_cluster_pods(target: ClusterTarget, page_size: int) -> dict[str, PodTally]:
-    """Per-node pod counts and requests over every pod of the cluster, page by page."""
+def sweep_pods(target: ClusterTarget, page_size: int, summaries: PodSummaries | None = None) -> dict[str, PodTally]:
+    """Per-node pod counts and requests over every pod of the cluster, page by page.
+
+    With ``summaries``, each page also goes to the resource lists' pod summaries before it is
+    dropped (decoded with the pods' labels when those are copied).
+    """
+    labelled = summaries is not None and summaries.include_labels
+    decode = (labelled_pod_list_decoder if labelled else pod_list_decoder).decode
     tallies: dict[str, PodTally] = {}
     try:
-        for page in target.client.list_decoded(PODS_PATH, pod_list_decoder.decode, limit=page_size):
-            tally_pods(page.items or (), tallies)
+        for page in target.client.list_decoded(PODS_PATH, decode, limit=page_size):
+            pods = page.items or ()
+            tally_pods(pods, tallies)
+            if summaries is not None:
+                summaries.add(pods)
     except KubeApiError as exc:
         raise NodeListingError(f"failed to list pods: {exc}") from exc
     return tallies
@@ -114,18 +128,25 @@ def pod_phases(tallies: dict[str, PodTally]) -> PodPhaseCounts:
 
 @attrs.frozen
 class InventoryCollector:
-    """The critical ``nodes`` collector: node metrics, cluster metrics and namespaces."""
+    """The critical ``nodes`` collector: node metrics, cluster metrics and namespaces.
+
+    With ``resources``, also the resource lists (DECISIONS R3), their pods from the same pod
+    sweep; a failure of their other lists leaves them out and fails nothing.
+    """
 
     page_size: int
     clock: Callable[[], datetime]
     max_annotation_bytes: int = MAX_ANNOTATION_BYTES
     #: Which cluster-wide counts to take (the push agent takes only those its batch can carry).
     counted: tuple[str, ...] = tuple(COUNTED_PATHS)
+    #: The resource lists to make during the pass (None: not collected, as in the push agent).
+    resources: ResourceLists | None = None
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
-        """List nodes and pods (failure fails the reconcile), then namespaces and object counts."""
+        """List nodes and pods (failure fails the reconcile), the resource lists, then namespaces and
+        object counts."""
         docs = list_nodes(target, self.page_size)
-        tallies = tally_cluster_pods(target, self.page_size)
+        tallies, resource_lists = self._sweep_pods(target)
         now = self.clock()
         nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name) if doc.metadata.name else None, now,
                                    self.max_annotation_bytes)
@@ -138,4 +159,15 @@ class InventoryCollector:
             NodesPiece(target.name, nodes),
             ClusterMetricsPiece(target.name, metrics),
             NamespacesPiece(target.name, tuple(namespaces), timestamp=now),
+            *resource_lists,
         ]
+
+    def _sweep_pods(self, target: ClusterTarget) -> tuple[dict[str, PodTally], list[Piece]]:
+        """The pod tallies, and the resource lists made from the same pod pages (if any)."""
+        if self.resources is None:
+            return sweep_pods(target, self.page_size), []
+        started = time.monotonic()
+        summaries = self.resources.pod_summaries()
+        tallies = sweep_pods(target, self.page_size, summaries)
+        piece = self.resources.piece(target, summaries, started)
+        return tallies, [piece] if piece is not None else []

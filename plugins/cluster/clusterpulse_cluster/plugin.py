@@ -12,7 +12,7 @@ from clusterpulse_cluster.info import ClusterInfoCollector
 from clusterpulse_cluster.inventory import AGENT_COUNTED, COUNTED_PATHS, InventoryCollector
 from clusterpulse_cluster.olm import OperatorsCollector
 from clusterpulse_cluster.reconcile import NODES_COLLECTOR, ClusterReconciler
-from clusterpulse_cluster.resources import ResourceCollector
+from clusterpulse_cluster.resources import ResourceLists
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
@@ -61,23 +61,25 @@ class ClusterPlugin:
 
     @hookimpl
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
-        """Nodes (critical), cluster info, OLM operators, OpenShift ClusterOperators and resource lists.
+        """Nodes with the resource lists (critical), cluster info, OLM operators, OpenShift ClusterOperators.
 
-        Inside the push agent (``where == "agent"``) OLM operators follow the agent's rules, and
-        what the proto has no field for is not collected: the resource lists and every
-        cluster-wide count but deployments.
+        The resource lists (DECISIONS R3) are made by the nodes collector, from its own pod
+        sweep; their failure fails nothing. Inside the push agent (``where == "agent"``) OLM
+        operators follow the agent's rules, and what the proto has no field for is not
+        collected: the resource lists and every cluster-wide count but deployments.
         """
         agent = where == "agent"
+        settings = self.settings
+        resources = ResourceLists(settings, self.now) if settings.resource_collection_enabled and not agent else None
         return [
-            Collector(NODES_COLLECTOR, InventoryCollector(self.settings.page_size, self.now,
-                                                        self.settings.max_annotation_bytes,
-                                                        AGENT_COUNTED if agent else tuple(COUNTED_PATHS)),
+            Collector(NODES_COLLECTOR, InventoryCollector(settings.page_size, self.now, settings.max_annotation_bytes,
+                                                        AGENT_COUNTED if agent else tuple(COUNTED_PATHS),
+                                                        resources),
                       critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
             Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now,
                                                       agent=agent)),
             Collector("cluster_operators", ClusterOperatorsCollector()),
-            *([] if agent else [Collector("resources", ResourceCollector(self.settings, self.now))]),
         ]
 
     @hookimpl

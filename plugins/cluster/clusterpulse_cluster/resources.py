@@ -1,18 +1,23 @@
-"""The ``resources`` collector: workload lists the ClusterPulse API recounts per user and namespace.
+"""The workload lists the ClusterPulse API recounts per user and namespace (DECISIONS R3).
 
 DECISIONS R3 (controllers.md §5.8 as upstream at 73eb0ca, with pods of every phase): pods,
 deployments, services, statefulsets and daemonsets of the whole cluster as short summaries,
-each list bounded by its cap. A cap that cut a list sets ``truncated``. Lists are read page by
-page with typed partial decoders, and never more items than the cap, so a huge cluster costs
-no more than a capped one. Any listing failure fails this collector alone (logged; the
-reconcile goes on and the previous lists stay until they expire).
+each list bounded by its cap. A cap that cut a list sets ``truncated``.
+
+The pods are not listed here: the critical ``nodes`` collector already reads every pod page
+for its tallies, and :class:`PodSummaries` takes the summaries from those same pages as they
+pass (so a reconcile lists the pods once). The other lists are read page by page with typed
+partial decoders, and never more items than the cap, so a huge cluster costs no more than a
+capped one. A failure of those lists fails the resource lists alone (logged; the reconcile goes
+on and the previous lists stay until they expire).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -20,11 +25,11 @@ import attrs
 import msgspec
 
 from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_cluster.wire_types import LabelledPodMeta, PodDoc
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.pieces import (
     DaemonSetSummary,
     DeploymentSummary,
-    Piece,
     PodSummary,
     ResourceCollection,
     ResourceCollectionPiece,
@@ -32,7 +37,8 @@ from clusterpulse_core.pieces import (
     StatefulSetSummary,
 )
 
-PODS_PATH = "/api/v1/pods"
+log = logging.getLogger(__name__)
+
 DEPLOYMENTS_PATH = "/apis/apps/v1/deployments"
 SERVICES_PATH = "/api/v1/services"
 STATEFULSETS_PATH = "/apis/apps/v1/statefulsets"
@@ -51,20 +57,6 @@ class _Meta(msgspec.Struct):
 
 class _ListMeta(msgspec.Struct):
     continue_: str = msgspec.field(default="", name="continue")
-
-
-class _PodSpec(msgspec.Struct, rename="camel"):
-    node_name: str = ""
-
-
-class _PodStatus(msgspec.Struct):
-    phase: str = ""
-
-
-class _Pod(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-    spec: _PodSpec = msgspec.field(default_factory=_PodSpec)
-    status: _PodStatus = msgspec.field(default_factory=_PodStatus)
 
 
 class _ReplicasSpec(msgspec.Struct):
@@ -104,11 +96,6 @@ class _DaemonSet(msgspec.Struct):
     status: _DaemonSetStatus = msgspec.field(default_factory=_DaemonSetStatus)
 
 
-class _PodPage(msgspec.Struct):
-    items: list[_Pod] | None = None
-    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-
-
 class _ReplicatedPage(msgspec.Struct):
     items: list[_Replicated] | None = None
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
@@ -125,7 +112,6 @@ class _DaemonSetPage(msgspec.Struct):
 
 
 _DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
-    _Pod: msgspec.json.Decoder(_PodPage),
     _Replicated: msgspec.json.Decoder(_ReplicatedPage),
     _Service: msgspec.json.Decoder(_ServicePage),
     _DaemonSet: msgspec.json.Decoder(_DaemonSetPage),
@@ -155,46 +141,84 @@ def _labels(meta: _Meta, include: bool) -> dict[str, str]:
     return dict(meta.labels or {}) if include else {}
 
 
-def pod_summaries(pods: Sequence[_Pod], per_namespace: int, namespace_filter: str,
-                  include_labels: bool) -> tuple[list[PodSummary], bool]:
-    """Pod summaries (every phase) with the per-namespace cap; True when the cap left some out."""
-    kept: list[PodSummary] = []
-    per_ns: Counter[str] = Counter()
-    truncated = False
-    for pod in pods:
-        namespace = pod.metadata.namespace
-        if namespace_filter and namespace.startswith(FILTERED_PREFIX):
-            continue
-        if per_ns[namespace] >= per_namespace:
-            truncated = True
-            continue
-        per_ns[namespace] += 1
-        kept.append(PodSummary(pod.metadata.name, namespace, pod.status.phase, pod.spec.node_name,
-                               _labels(pod.metadata, include_labels)))
-    return kept, truncated
+@attrs.define
+class PodSummaries:
+    """The pod list of a resource collection, taken from the pod pages as they are swept.
+
+    The first ``max_total`` pods in API order are considered (every phase; the cap counts the
+    pods the namespace filter leaves out too, as upstream's capped listing did); of those, at
+    most ``per_namespace`` per namespace are kept. ``truncated`` is set when the cluster has more
+    pods than ``max_total`` or a namespace had more than ``per_namespace``. Memory is bounded by
+    the caps, whatever the cluster's size.
+    """
+
+    max_total: int
+    per_namespace: int
+    namespace_filter: str = ""
+    include_labels: bool = False
+    pods: list[PodSummary] = attrs.field(factory=list, init=False)
+    truncated: bool = attrs.field(default=False, init=False)
+    _seen: int = attrs.field(default=0, init=False)
+    _kept: Counter[str] = attrs.field(factory=Counter, init=False)
+
+    @classmethod
+    def from_settings(cls, settings: ClusterSettings) -> PodSummaries:
+        """Empty summaries with the caps, filter and label choice of ``settings``."""
+        return cls(settings.max_total_pods, settings.max_pods_per_namespace, settings.resource_namespace_filter,
+                   settings.collect_resource_labels)
+
+    def add(self, pods: Iterable[PodDoc]) -> None:
+        """Summarise the next pods of the listing (with ``include_labels``, pods decoded with their labels)."""
+        kept = self._kept
+        for pod in pods:
+            if self._seen >= self.max_total:
+                self.truncated = True
+                return
+            self._seen += 1
+            meta = pod.metadata
+            namespace = meta.namespace
+            if self.namespace_filter and namespace.startswith(FILTERED_PREFIX):
+                continue
+            if kept[namespace] >= self.per_namespace:
+                self.truncated = True
+                continue
+            kept[namespace] += 1
+            labels = dict(meta.labels or {}) if self.include_labels and isinstance(meta, LabelledPodMeta) else {}
+            self.pods.append(PodSummary(meta.name, namespace, pod.status.phase, pod.spec.node_name, labels))
 
 
 @attrs.frozen
-class ResourceCollector:
-    """The non-critical ``resources`` collector of the cluster plugin (DECISIONS R3)."""
+class ResourceLists:
+    """The resource lists of DECISIONS R3, made during the ``nodes`` collector's pass.
+
+    The collector gives :meth:`pod_summaries` to its pod sweep, then asks :meth:`piece` for
+    the collection: that reads the deployments, services, statefulsets and daemonsets and never
+    fails the reconcile.
+    """
 
     settings: ClusterSettings
     clock: Callable[[], datetime]
 
-    def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
-        """One :class:`ResourceCollectionPiece`, or nothing when collection is disabled."""
-        if not self.settings.resource_collection_enabled:
-            return []
-        started = time.monotonic()
-        collection = self.collect(target)
-        elapsed_ms = int((time.monotonic() - started) * 1000)
-        return [ResourceCollectionPiece(target.name, attrs.evolve(collection, collection_time_ms=elapsed_ms))]
+    def pod_summaries(self) -> PodSummaries:
+        """Empty pod summaries for the next pod sweep."""
+        return PodSummaries.from_settings(self.settings)
 
-    def collect(self, target: ClusterTarget) -> ResourceCollection:
-        """Read every list up to its cap and summarise it."""
+    def piece(self, target: ClusterTarget, pods: PodSummaries, started: float) -> ResourceCollectionPiece | None:
+        """The collection (``collection_time_ms`` counted from ``started``, a ``time.monotonic()``
+        taken before the pod sweep); None, logged, when a list could not be read."""
+        try:
+            collection = self.collect(target, pods)
+        except Exception as exc:  # any failure here stays here: the reconcile goes on without the lists
+            log.warning("cluster %s: the resource lists failed: %s", target.name, exc)
+            return None
+        elapsed_ms = int((time.monotonic() - started) * 1000)
+        return ResourceCollectionPiece(target.name, attrs.evolve(collection, collection_time_ms=elapsed_ms))
+
+    def collect(self, target: ClusterTarget, pods: PodSummaries) -> ResourceCollection:
+        """Read every other list up to its cap and summarise it, with the swept ``pods``."""
         settings, page = self.settings, self.settings.page_size
         labels = settings.collect_resource_labels
-        truncated = False
+        truncated = pods.truncated
 
         def capped(path: str, kind: type[T], cap: int) -> list[T]:
             nonlocal truncated
@@ -202,9 +226,6 @@ class ResourceCollector:
             truncated = truncated or cut
             return items
 
-        pods, cut = pod_summaries(capped(PODS_PATH, _Pod, settings.max_total_pods),
-                                  settings.max_pods_per_namespace, settings.resource_namespace_filter, labels)
-        truncated = truncated or cut
         deployments = [
             DeploymentSummary(d.metadata.name, d.metadata.namespace, d.spec.replicas or 0,
                               d.status.ready_replicas, _labels(d.metadata, labels))
@@ -228,11 +249,12 @@ class ResourceCollector:
         ]
         return ResourceCollection(
             timestamp=self.clock(),
-            pods=tuple(pods),
+            pods=tuple(pods.pods),
             deployments=tuple(deployments),
             services=tuple(services),
             statefulsets=tuple(statefulsets),
             daemonsets=tuple(daemonsets),
             truncated=truncated,
-            total_resources=len(pods) + len(deployments) + len(services) + len(statefulsets) + len(daemonsets),
+            total_resources=len(pods.pods) + len(deployments) + len(services) + len(statefulsets)
+            + len(daemonsets),
         )

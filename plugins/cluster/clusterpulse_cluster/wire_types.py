@@ -1,7 +1,8 @@
-"""Typed partial decoders for Node and Pod lists: only the fields node metrics need.
+"""Typed partial decoders for Node and Pod lists: only the fields the node pass needs.
 
 msgspec skips every other field while parsing, so a 10,000-pod page costs a fraction of
-a full ``json.loads`` and holds no more than the few values kept per pod.
+a full ``json.loads`` and holds no more than the few values kept per pod. One pod decode
+serves both the node tallies and the pod summaries of the resource lists (DECISIONS R3).
 """
 
 from __future__ import annotations
@@ -124,17 +125,44 @@ class PodStatusDoc(msgspec.Struct):
     phase: str = ""
 
 
-class PodDoc(msgspec.Struct):
-    """A Pod, reduced to what node metrics need."""
+class PodMeta(msgspec.Struct):
+    """The metadata fields read from pods (the pod summaries' identity)."""
 
+    name: str = ""
+    namespace: str = ""
+
+
+class LabelledPodMeta(PodMeta):
+    """Pod metadata with the labels, decoded only when the pod summaries copy them."""
+
+    labels: dict[str, str] | None = None
+
+
+class PodDoc(msgspec.Struct):
+    """A Pod, reduced to what node metrics and the pod summaries need."""
+
+    metadata: PodMeta = msgspec.field(default_factory=PodMeta)
     spec: PodSpecDoc = msgspec.field(default_factory=PodSpecDoc)
     status: PodStatusDoc = msgspec.field(default_factory=PodStatusDoc)
+
+
+class LabelledPodDoc(PodDoc):
+    """A :class:`PodDoc` with the pod's labels."""
+
+    metadata: LabelledPodMeta = msgspec.field(default_factory=LabelledPodMeta)
 
 
 class PodList(msgspec.Struct):
     """One page of ``GET /api/v1/pods``."""
 
     items: list[PodDoc] | None = None
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+
+
+class LabelledPodList(msgspec.Struct):
+    """One page of ``GET /api/v1/pods``, with each pod's labels."""
+
+    items: list[LabelledPodDoc] | None = None
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
@@ -160,5 +188,6 @@ class NamespaceList(msgspec.Struct):
 node_list_decoder = msgspec.json.Decoder(NodeList)
 node_decoder = msgspec.json.Decoder(NodeDoc)
 pod_list_decoder = msgspec.json.Decoder(PodList)
+labelled_pod_list_decoder = msgspec.json.Decoder(LabelledPodList)
 pod_decoder = msgspec.json.Decoder(PodDoc)
 namespace_list_decoder = msgspec.json.Decoder(NamespaceList)
