@@ -8,7 +8,9 @@ plugin's typed partial decoders and with plain ``json.loads``, and the ratios.
 It also prints what the readers' data adds (DECISIONS R1, R3), measured in the same run: the
 cluster-wide counts (services, statefulsets, daemonsets, PVCs, deployments: ``limit=1`` lists
 with ``remainingItemCount``), against counting by listing every service; and the capped resource
-lists, as the difference with cycles run with ``RESOURCE_COLLECTION_ENABLED=false``.
+lists (their pods taken from the node pass's own pod sweep), as the difference between runs of
+the nodes collector with and without them, and with cycles run with
+``RESOURCE_COLLECTION_ENABLED=false``.
 
 Target: <= 0.5 s CPU per cycle, everything included.
 
@@ -33,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
-from clusterpulse_cluster.inventory import COUNTED_PATHS
+from clusterpulse_cluster.inventory import COUNTED_PATHS, InventoryCollector
 from clusterpulse_cluster.nodes import PodTally, tally_pods
-from clusterpulse_cluster.resources import ResourceCollector
+from clusterpulse_cluster.resources import ResourceLists
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.wire_types import node_list_decoder, pod_list_decoder
 
@@ -211,17 +213,23 @@ def count_times(client: KubeClient, repeat: int = 5) -> tuple[float, float, int]
     return min(counted), min(listed), services
 
 
-def collection_time(client: KubeClient, repeat: int = 5) -> tuple[float, int]:
-    """Best-of CPU seconds of one run of the R3 ``resources`` collector (default caps), and its item count."""
-    collector = ResourceCollector(ClusterSettings(), utcnow)
+def collection_time(client: KubeClient, repeat: int = 5) -> tuple[float, float, int]:
+    """Best-of CPU seconds of one run of the nodes collector with the R3 resource lists (default caps)
+    and without them (runs alternated), and the lists' item count."""
+    settings = ClusterSettings()
+    with_lists = InventoryCollector(PAGE_SIZE, utcnow, resources=ResourceLists(settings, utcnow))
+    without = InventoryCollector(PAGE_SIZE, utcnow)
     target = ClusterTarget("big", client.host, client)
-    times, items = [], 0
+    times: dict[bool, list[float]] = {True: [], False: []}
+    items = 0
     for _ in range(repeat):
-        start = time.process_time()
-        [piece] = collector(target)
-        times.append(time.process_time() - start)
-        items = piece.collection.total_resources  # type: ignore[attr-defined]
-    return min(times), items
+        for lists, collector in ((True, with_lists), (False, without)):
+            start = time.process_time()
+            pieces = collector(target)
+            times[lists].append(time.process_time() - start)
+            if lists:
+                items = pieces[-1].collection.total_resources
+    return min(times[True]), min(times[False]), items
 
 
 class AlertsCost:
@@ -323,7 +331,7 @@ def main() -> None:
             cycles, alert_cycles, alerts = plain.cycles, with_alerts.cycles, with_alerts.cost
             typed, plain_decode, size = decode_times(hub)
             counts, listed, services = count_times(hub)
-            lists, listed_items = collection_time(hub)
+            with_lists, without_lists_run, listed_items = collection_time(hub)
         finally:
             emulator.terminate()
             emulator.wait(30)
@@ -342,9 +350,11 @@ def main() -> None:
           f"reconcile CPU / json.loads: {cpu / plain_decode:.2f}")
     print(f"added by R1 counts ({len(COUNTED_PATHS)} kinds, limit=1 + remainingItemCount): {counts * 1000:.1f} ms CPU"
           f"  vs counting the {services} services by listing them: {listed * 1000:.1f} ms CPU")
-    print(f"added by R3 resource lists (default caps, {listed_items} items): {lists * 1000:.1f} ms CPU per run "
-          f"of the collector; best cycle {without_lists:.3f} s with RESOURCE_COLLECTION_ENABLED=false, "
-          f"{cpu:.3f} s with it (that difference is mostly noise on a busy machine)")
+    print(f"added by R3 resource lists (default caps, {listed_items} items, pods from the node pass's sweep): "
+          f"{(with_lists - without_lists_run) * 1000:.1f} ms CPU per run of the nodes collector "
+          f"({with_lists * 1000:.1f} ms with them, {without_lists_run * 1000:.1f} ms without); best cycle "
+          f"{without_lists:.3f} s with RESOURCE_COLLECTION_ENABLED=false, {cpu:.3f} s with it "
+          f"(that difference is mostly noise on a busy machine)")
     evaluation = min(alerts.per_cycle)
     share = evaluation / cpu
     print(f"alerts: built-in rules evaluated after each reconcile (best): {evaluation * 1000:.2f} ms CPU = "
