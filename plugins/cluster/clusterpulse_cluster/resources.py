@@ -49,25 +49,25 @@ MAX_DAEMONSETS = 100
 FILTERED_PREFIX = "kube-"
 
 
-class _Meta(msgspec.Struct):
+class _Meta(msgspec.Struct, gc=False):
     name: str = ""
     namespace: str = ""
     labels: dict[str, str] | None = None
 
 
-class _ListMeta(msgspec.Struct):
+class _ListMeta(msgspec.Struct, gc=False):
     continue_: str = msgspec.field(default="", name="continue")
 
 
-class _ReplicasSpec(msgspec.Struct):
+class _ReplicasSpec(msgspec.Struct, gc=False):
     replicas: int | None = None
 
 
-class _ReplicasStatus(msgspec.Struct, rename="camel"):
+class _ReplicasStatus(msgspec.Struct, rename="camel", gc=False):
     ready_replicas: int = 0
 
 
-class _Replicated(msgspec.Struct):
+class _Replicated(msgspec.Struct, gc=False):
     """A Deployment or a StatefulSet."""
 
     metadata: _Meta = msgspec.field(default_factory=_Meta)
@@ -75,38 +75,38 @@ class _Replicated(msgspec.Struct):
     status: _ReplicasStatus = msgspec.field(default_factory=_ReplicasStatus)
 
 
-class _ServiceSpec(msgspec.Struct, rename="camel"):
+class _ServiceSpec(msgspec.Struct, rename="camel", gc=False):
     type: str = ""
     cluster_ip: str = msgspec.field(default="", name="clusterIP")
 
 
-class _Service(msgspec.Struct):
+class _Service(msgspec.Struct, gc=False):
     metadata: _Meta = msgspec.field(default_factory=_Meta)
     spec: _ServiceSpec = msgspec.field(default_factory=_ServiceSpec)
 
 
-class _DaemonSetStatus(msgspec.Struct, rename="camel"):
+class _DaemonSetStatus(msgspec.Struct, rename="camel", gc=False):
     desired_number_scheduled: int = 0
     current_number_scheduled: int = 0
     number_ready: int = 0
 
 
-class _DaemonSet(msgspec.Struct):
+class _DaemonSet(msgspec.Struct, gc=False):
     metadata: _Meta = msgspec.field(default_factory=_Meta)
     status: _DaemonSetStatus = msgspec.field(default_factory=_DaemonSetStatus)
 
 
-class _ReplicatedPage(msgspec.Struct):
+class _ReplicatedPage(msgspec.Struct, gc=False):
     items: list[_Replicated] | None = None
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
 
 
-class _ServicePage(msgspec.Struct):
+class _ServicePage(msgspec.Struct, gc=False):
     items: list[_Service] | None = None
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
 
 
-class _DaemonSetPage(msgspec.Struct):
+class _DaemonSetPage(msgspec.Struct, gc=False):
     items: list[_DaemonSet] | None = None
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
 

@@ -1,7 +1,9 @@
 """Typed partial decoders for Node and Pod lists: only the fields the node pass needs.
 
 msgspec skips every other field while parsing, so a 10,000-pod page costs a fraction of
-a full ``json.loads`` and holds no more than the few values kept per pod. One pod decode
+a full ``json.loads`` and holds no more than the few values kept per pod. The types are not
+tracked by the garbage collector (``gc=False``: they never form reference cycles), so a page's
+thousands of decoded objects do not set off collections of the controller's whole heap. One pod decode
 serves both the node tallies and the pod summaries of the resource lists (DECISIONS R3).
 """
 
@@ -12,17 +14,17 @@ from datetime import datetime
 import msgspec
 
 
-class _Empty(msgspec.Struct):
+class _Empty(msgspec.Struct, gc=False):
     """Any JSON object whose content is irrelevant (counted, not read)."""
 
 
-class ListMeta(msgspec.Struct):
+class ListMeta(msgspec.Struct, gc=False):
     """List metadata: the continue token."""
 
     continue_: str = msgspec.field(default="", name="continue")
 
 
-class ObjectMeta(msgspec.Struct, rename="camel"):
+class ObjectMeta(msgspec.Struct, rename="camel", gc=False):
     """The metadata fields read from nodes."""
 
     name: str = ""
@@ -31,7 +33,7 @@ class ObjectMeta(msgspec.Struct, rename="camel"):
     creation_timestamp: datetime | None = None
 
 
-class NodeTaint(msgspec.Struct):
+class NodeTaint(msgspec.Struct, gc=False):
     """``spec.taints[]``."""
 
     key: str = ""
@@ -39,14 +41,14 @@ class NodeTaint(msgspec.Struct):
     effect: str = ""
 
 
-class NodeSpec(msgspec.Struct):
+class NodeSpec(msgspec.Struct, gc=False):
     """``spec`` of a Node."""
 
     unschedulable: bool = False
     taints: list[NodeTaint] | None = None
 
 
-class NodeConditionDoc(msgspec.Struct, rename="camel"):
+class NodeConditionDoc(msgspec.Struct, rename="camel", gc=False):
     """``status.conditions[]`` of a Node."""
 
     type: str = ""
@@ -56,14 +58,14 @@ class NodeConditionDoc(msgspec.Struct, rename="camel"):
     last_transition_time: datetime | None = None
 
 
-class NodeAddress(msgspec.Struct):
+class NodeAddress(msgspec.Struct, gc=False):
     """``status.addresses[]``."""
 
     type: str = ""
     address: str = ""
 
 
-class NodeSystemInfo(msgspec.Struct, rename="camel"):
+class NodeSystemInfo(msgspec.Struct, rename="camel", gc=False):
     """``status.nodeInfo``."""
 
     kernel_version: str = ""
@@ -73,7 +75,7 @@ class NodeSystemInfo(msgspec.Struct, rename="camel"):
     architecture: str = ""
 
 
-class NodeStatusDoc(msgspec.Struct, rename="camel"):
+class NodeStatusDoc(msgspec.Struct, rename="camel", gc=False):
     """``status`` of a Node; images and attached volumes are only counted."""
 
     capacity: dict[str, str] | None = None
@@ -85,7 +87,7 @@ class NodeStatusDoc(msgspec.Struct, rename="camel"):
     volumes_attached: list[_Empty] | None = None
 
 
-class NodeDoc(msgspec.Struct):
+class NodeDoc(msgspec.Struct, gc=False):
     """A Node, reduced to what :class:`~clusterpulse_core.model.NodeMetrics` needs."""
 
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -93,52 +95,52 @@ class NodeDoc(msgspec.Struct):
     status: NodeStatusDoc = msgspec.field(default_factory=NodeStatusDoc)
 
 
-class NodeList(msgspec.Struct):
+class NodeList(msgspec.Struct, gc=False):
     """One page of ``GET /api/v1/nodes``."""
 
     items: list[NodeDoc] | None = None
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
-class ResourceRequirements(msgspec.Struct):
+class ResourceRequirements(msgspec.Struct, gc=False):
     """``resources`` of a container: only the requests."""
 
     requests: dict[str, str] | None = None
 
 
-class ContainerDoc(msgspec.Struct):
+class ContainerDoc(msgspec.Struct, gc=False):
     """A regular container: only its resource requests."""
 
     resources: ResourceRequirements | None = None
 
 
-class PodSpecDoc(msgspec.Struct, rename="camel"):
+class PodSpecDoc(msgspec.Struct, rename="camel", gc=False):
     """``spec`` of a Pod: the node it is bound to and its regular containers."""
 
     node_name: str = ""
     containers: list[ContainerDoc] | None = None
 
 
-class PodStatusDoc(msgspec.Struct):
+class PodStatusDoc(msgspec.Struct, gc=False):
     """``status`` of a Pod: the phase."""
 
     phase: str = ""
 
 
-class PodMeta(msgspec.Struct):
+class PodMeta(msgspec.Struct, gc=False):
     """The metadata fields read from pods (the pod summaries' identity)."""
 
     name: str = ""
     namespace: str = ""
 
 
-class LabelledPodMeta(PodMeta):
+class LabelledPodMeta(PodMeta, gc=False):
     """Pod metadata with the labels, decoded only when the pod summaries copy them."""
 
     labels: dict[str, str] | None = None
 
 
-class PodDoc(msgspec.Struct):
+class PodDoc(msgspec.Struct, gc=False):
     """A Pod, reduced to what node metrics and the pod summaries need."""
 
     metadata: PodMeta = msgspec.field(default_factory=PodMeta)
@@ -146,39 +148,39 @@ class PodDoc(msgspec.Struct):
     status: PodStatusDoc = msgspec.field(default_factory=PodStatusDoc)
 
 
-class LabelledPodDoc(PodDoc):
+class LabelledPodDoc(PodDoc, gc=False):
     """A :class:`PodDoc` with the pod's labels."""
 
     metadata: LabelledPodMeta = msgspec.field(default_factory=LabelledPodMeta)
 
 
-class PodList(msgspec.Struct):
+class PodList(msgspec.Struct, gc=False):
     """One page of ``GET /api/v1/pods``."""
 
     items: list[PodDoc] | None = None
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
-class LabelledPodList(msgspec.Struct):
+class LabelledPodList(msgspec.Struct, gc=False):
     """One page of ``GET /api/v1/pods``, with each pod's labels."""
 
     items: list[LabelledPodDoc] | None = None
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
-class NamespaceMeta(msgspec.Struct):
+class NamespaceMeta(msgspec.Struct, gc=False):
     """Metadata of a namespace: its name."""
 
     name: str = ""
 
 
-class NamespaceDoc(msgspec.Struct):
+class NamespaceDoc(msgspec.Struct, gc=False):
     """A Namespace: its name."""
 
     metadata: NamespaceMeta = msgspec.field(default_factory=NamespaceMeta)
 
 
-class NamespaceList(msgspec.Struct):
+class NamespaceList(msgspec.Struct, gc=False):
     """One page of ``GET /api/v1/namespaces``."""
 
     items: list[NamespaceDoc] | None = None
