@@ -55,12 +55,10 @@ class PodTally:
             requests = container.resources.requests if container.resources is not None else None
             if requests is None:
                 continue
-            cpu = requests.get("cpu")
-            if cpu:
-                self.cpu_requested += parse_cpu(cpu)
-            memory = requests.get("memory")
-            if memory:
-                self.memory_requested += parse_memory(memory)
+            if requests.cpu:
+                self.cpu_requested += parse_cpu(requests.cpu)
+            if requests.memory:
+                self.memory_requested += parse_memory(requests.memory)
 
 
 #: The tally key of pods not bound to a node: counted in the cluster totals, on no node.

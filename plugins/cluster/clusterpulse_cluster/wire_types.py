@@ -102,10 +102,17 @@ class NodeList(msgspec.Struct, gc=False):
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
 
 
+class ComputeRequests(msgspec.Struct, gc=False):
+    """``resources.requests`` of a container: the two summed (other resources are skipped)."""
+
+    cpu: str = ""
+    memory: str = ""
+
+
 class ResourceRequirements(msgspec.Struct, gc=False):
     """``resources`` of a container: only the requests."""
 
-    requests: dict[str, str] | None = None
+    requests: ComputeRequests | None = None
 
 
 class ContainerDoc(msgspec.Struct, gc=False):
