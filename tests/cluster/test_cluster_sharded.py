@@ -47,15 +47,17 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> Non
         time.sleep(0.05)
 
 
-def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str, extra: str = "") -> list[Manager]:
+def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str, extra: str = "",
+                  handover_delay: float = 30.0, identities: tuple[str, ...] = ("replica-a", "replica-b")
+                  ) -> list[Manager]:
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text(
         f'[clusterpulse]\nplugins = [{plugins}]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
-        'lease_duration = 2.0\nrenew_deadline = 1.5\nretry_period = 0.25\nshard_handover_delay = 30.0\n'
+        f'lease_duration = 2.0\nrenew_deadline = 1.5\nretry_period = 0.25\nshard_handover_delay = {handover_delay}\n'
         'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\nshutdown_grace = 5.0\n'
         f'[plugins.redis]\nurl = "{redis_url}"\n{extra}')
     made = []
-    for identity in ("replica-a", "replica-b"):
+    for identity in identities:
         config, host = load(str(config_file), env={})
         made.append(Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity))
     return made
@@ -236,6 +238,53 @@ def test_sharded_replicas_fire_an_alert_rule_on_every_cluster_and_one_counts_the
         # Deleted: every replica drops the rule, and its alerts resolve on every cluster.
         hub.delete(MS_API, "alertrules", "any-nodes", HUB_NAMESPACE)
         wait_for(lambda: not firing_on(), "every cluster's alert resolved")
+    finally:
+        for manager in managers:
+            manager.stop()
+        client.close()
+
+
+def test_a_cluster_taken_over_keeps_its_alerts_and_the_new_holder_resolves_them(
+        hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    """Alerts stored by a replica that stops are adopted by the one taking its clusters over: when
+    the condition clears there, they resolve (the new holder never saw them fire). A replica
+    handing clusters over to a newcomer forgets them."""
+    managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    hub.add_crd("clusterpulse.io", "v1alpha1", "AlertRule", "alertrules", short_names=("ar",))
+    managers = make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "alerts"',
+                             "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
+                             handover_delay=0.5)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+
+    def cordoned_on() -> set[str]:  # three_node's worker-1 is cordoned: built-in NodeUnschedulable
+        return {key.split(":")[1] for key in client.scan_iter("alerts:*:NodeUnschedulable-*")}
+
+    try:
+        names = [f"h{index}" for index in range(8)]
+        start_sharded_fleet(hub, managed.url, managers, names)
+        wait_for(lambda: cordoned_on() == set(names), "the alert stored on every cluster by its holder")
+        survivor, leaving = managers
+        moving = held_by(leaving, names)
+        assert moving
+        node = managed.get("v1", "nodes", "worker-1")
+        node["spec"]["unschedulable"] = False
+        managed.update(node)
+        # Within the 30 s interval: the leaving replica does not reconcile its clusters again.
+        leaving.stop()
+        wait_for(lambda: held_by(survivor, names) == set(names), "the survivor holding every cluster")
+        # Taken over and reconciled at once: the uncordoned node resolves the adopted alerts.
+        wait_for(lambda: not cordoned_on() & moving, "the taken-over clusters' alerts resolved", timeout=30.0)
+
+        # A new member joins: the survivor lets go of the clusters it hands over, and its alert
+        # engine forgets them (the joiner evaluates them now).
+        managers += make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "alerts"',
+                                  "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
+                                  handover_delay=0.5, identities=("replica-c",))
+        managers[-1].start()
+        wait_for(lambda: bool(held_by(managers[-1], names)), "the joiner holding clusters")
+        alerts: Any = survivor.runtime.plugins.plugin("alerts")
+        wait_for(lambda: set(alerts.engine.clusters) == held_by(survivor, names) != set(names),
+                 "the survivor's engine keeping only the clusters it holds")
     finally:
         for manager in managers:
             manager.stop()

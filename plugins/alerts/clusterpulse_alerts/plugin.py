@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from clusterpulse_alerts.alertrule import RuleError, compile_rule, rule_key
-from clusterpulse_alerts.backend import AlertsBackend
+from clusterpulse_alerts.backend import AlertsBackend, stored_alerts
 from clusterpulse_alerts.crd import ALERT_RULE
 from clusterpulse_alerts.engine import Engine, Rule
 from clusterpulse_alerts.rules import register_builtin_rules
@@ -108,8 +108,7 @@ class AlertsPlugin:
         for rule in contributed_rules(definitions, self.settings.overrides(), self.settings.default_for):
             self.engine.set_rule(rule)
         try:
-            restored = [alert for found in runtime.plugins.pm.hook.clusterpulse_stored_alerts()
-                        for alert in found or ()]
+            restored = stored_alerts(runtime)
         except Exception as exc:
             # Alerting still works; alerts firing before the restart are announced once more.
             log.warning("could not read the firing alerts back (%s: %s); starting without them",
@@ -117,6 +116,7 @@ class AlertsPlugin:
             restored = []
         if restored:
             log.info("restored %d firing alerts", self.engine.restore(restored))
+        self.backend.runtime = runtime
         self.backend.emit = runtime.store.put
         self._stop.clear()
         self._ticker = threading.Thread(target=self._tick, name="alerts-ticker", daemon=True)
@@ -129,10 +129,12 @@ class AlertsPlugin:
         if self._ticker is not None:
             self._ticker.join(timeout=5.0)
         self.backend.emit = None
+        self.backend.runtime = None
 
     def _tick(self) -> None:
         while not self._stop.wait(self.settings.evaluation_interval):
             try:
+                self.backend.release_lost()
                 with self.engine.lock:
                     out = self.engine.evaluate_all(refresh=False)
                 self.backend.send(out)
@@ -171,6 +173,7 @@ class AlertsPlugin:
                                        "firingClusters": 0, "firing": []})
             ctx.log.warning("invalid AlertRule: %s", exc)
             return ReconcileResult(requeue_after=None, error=str(exc))
+        self.backend.release_lost()
         with self.engine.lock:
             self.engine.set_rule(rule)
             out = []
@@ -196,8 +199,7 @@ class AlertsPlugin:
             now = time.monotonic()
             if self._stored_firing is None or now - self._stored_firing[0] >= self.settings.status_interval / 2:
                 try:
-                    alerts = [alert for found in ctx.runtime.plugins.pm.hook.clusterpulse_stored_alerts()
-                              for alert in found or ()]
+                    alerts = stored_alerts(ctx.runtime)
                 except Exception as exc:
                     ctx.log.warning("status not refreshed: cannot read the stored alerts (%s: %s)",
                                     type(exc).__name__, exc)
