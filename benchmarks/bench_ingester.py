@@ -17,6 +17,13 @@ servers' share of a core, the clients' share, and the server's CPU milliseconds 
 a reader can tell whether the client process or the server was the limit: on a machine shared
 with other work the share each process gets varies, the CPU per batch much less.
 
+Last, the CPU budget the target leaves: an ingester at 50 % of the echo rate may spend twice the
+echo server's CPU per batch. Beside it, measured on one thread of this process with nothing else
+running: parsing one batch, merely reading out of the parsed batch every node value the pieces
+carry (``upb`` builds a Python object per field read; no model built), and the whole conversion
+to pieces. When reading alone plus the echo server's own per-batch cost exceeds the budget, no
+single-interpreter ingester that stores what the batch says can meet the target.
+
     .venv/bin/python benchmarks/bench_ingester.py [--streams 1000] [--seconds 20] [--nodes 50]
 """
 
@@ -26,17 +33,20 @@ import argparse
 import asyncio
 import base64
 import json
+import operator
 import resource
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import grpc
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_ingester.convert import NODE_FIELDS, pieces_from_batch
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 
@@ -77,6 +87,36 @@ def make_batch(name: str, nodes: int) -> pb.MetricsBatch:
                     "topology.kubernetes.io/zone": f"zone-{i % 3}"}))
     batch.cluster_info.CopyFrom(pb.ClusterInfo(version="v1.27.16", platform="linux/amd64"))
     return batch
+
+
+# --------------------------------------------------------------------------- the CPU floor
+
+
+def cpu_per_call(work: Callable[[], object], seconds: float = 1.0) -> float:
+    """CPU seconds one call of ``work`` takes on this thread (repeated for about ``seconds``)."""
+    calls, started = 0, time.thread_time()
+    while (used := time.thread_time() - started) < seconds:
+        for _ in range(20):
+            work()
+        calls += 20
+    return used / calls
+
+
+def conversion_floor(nodes: int) -> dict[str, float]:
+    """CPU per batch of: parsing it, reading every node value out of it, and converting it to pieces."""
+    wire = pb.ConnectRequest(metrics=make_batch(cluster(0), nodes)).SerializeToString()
+    parsed = pb.ConnectRequest.FromString(wire).metrics
+    values = operator.attrgetter("name", "status", *NODE_FIELDS, "internal_ip", "hostname")
+    now = datetime.now(UTC)
+
+    def read() -> None:
+        for node in parsed.node_metrics:  # each read the cheapest way found (as convert.py reads them)
+            labels = node.labels
+            values(node), tuple(node.roles[:]), {key: labels[key] for key in labels}
+
+    return {"parse": cpu_per_call(lambda: pb.ConnectRequest.FromString(wire)),
+            "read": cpu_per_call(read),
+            "convert": cpu_per_call(lambda: pieces_from_batch(parsed, cluster(0), now))}
 
 
 # --------------------------------------------------------------------------- servers
@@ -300,6 +340,7 @@ def main() -> None:
     size = make_batch(cluster(0), args.nodes).ByteSize()
     print(f"{args.streams} streams over {args.channels} connections, {args.nodes}-node batches of {size} bytes, "
           f"closed loop for {args.seconds:.0f} s; clients in another process; busy shared 2-core machine")
+    floor = conversion_floor(args.nodes)
     base_rss = rss_bytes()
     port = free_port()
     with EchoServer(port):
@@ -343,6 +384,14 @@ def main() -> None:
     print(f"benchmark process RSS with the ingester: {ingester_rss / 2**20:.0f} MiB (before any server "
           f"{base_rss / 2**20:.0f} MiB; target < {TARGET_RSS / 2**30:.0f} GiB: "
           f"{'met' if ingester_rss < TARGET_RSS else 'NOT met'}); pieces stored: {discard.stored}")
+    echo_cpu = echo["server_cpu"] / echo["rate"]
+    budget = echo_cpu / TARGET_SHARE
+    print(f"CPU budget per batch at {TARGET_SHARE * 100:.0f} % of echo: {budget * 1000:.2f} ms (echo server "
+          f"{echo_cpu * 1000:.2f} ms, ingester {ingester['server_cpu'] / ingester['rate'] * 1000:.2f} ms); one "
+          f"thread, per {args.nodes}-node batch: parse {floor['parse'] * 1000:.2f} ms, read every node value "
+          f"{floor['read'] * 1000:.2f} ms, convert to pieces {floor['convert'] * 1000:.2f} ms; echo + reading "
+          f"alone: {(echo_cpu + floor['read']) * 1000:.2f} ms "
+          f"({'within' if echo_cpu + floor['read'] <= budget else 'over'} the budget)")
     for failure in ingester["failed"] + echo["failed"]:
         print(f"  failure: {failure}")
 

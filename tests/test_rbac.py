@@ -1,13 +1,16 @@
 """The RBAC `clusterpulse rbac` prints covers every API call the real controller makes, and no more.
 
-The real manager and plugins run against the emulated demo fleet (hub + three managed clusters);
-every request the emulators logged is mapped to its RBAC verb and resource and checked against the
+The real manager and plugins, the ingester included, run against the emulated demo fleet (hub +
+three managed clusters, the push-mode one streamed by a real ``clusterpulse agent``); every request
+the emulators logged is mapped to its RBAC verb and resource and checked against the
 generated rules: the hub Role for the hub, the read-only ClusterRole for the managed clusters.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,15 +21,23 @@ import pytest
 from clusterpulse_core import rbac
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
 from clusterpulse_core.demo.fleet import running_fleet
-from clusterpulse_core.demo.run import _run_cycles
+from clusterpulse_core.demo.run import (
+    CYCLE_TIMEOUT,
+    _push_clusters,
+    _run_cycles,
+    _start_agent,
+    _stop_agent,
+    _wait_for,
+    _wait_for_deployment,
+)
 from clusterpulse_core.kinds import ApiAccess, ResourceKind
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.leader import LEASE_NAME
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.servers import redis_process
+from clusterpulse_core.testing.servers import free_port, redis_process
 
-PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts")
+PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester")
 #: What the default ``system:discovery`` ClusterRole grants every authenticated user (a Role cannot
 #: grant non-resource URLs, so the hub relies on it for discovery).
 SYSTEM_DISCOVERY = {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
@@ -91,6 +102,11 @@ def _role_rules(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return next(d["rules"] for d in docs if d["kind"] == kind)
 
 
+def agent_connected(manager: Manager, cluster: str) -> bool:
+    """Whether the cluster's agent is registered with the manager's ingester."""
+    return manager.runtime.plugins.agent_connection(cluster) is not None
+
+
 @pytest.fixture(scope="module")
 def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[ResourceKind], CoreSettings, list[Call],
                                                                     list[Call], list[Call]]:
@@ -110,15 +126,27 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
             kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
             core = CoreSettings(plugins=PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                                 metrics_bind_address="0", health_probe_bind_address="0", leader_elect=True)
-            raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"}},
+            ingester_port = free_port()
+            raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
+                                                        "ingester": {"bind_address": "127.0.0.1",
+                                                                     "port": ingester_port}},
                             source="test")
             config = finish_config(raw, host.settings_classes(), env={})
             host.configure(config)
             manager = Manager(build_runtime(config, host), identity="rbac-test")
+            agents: list[subprocess.Popen[bytes]] = []
             manager.start()
             try:
+                for cluster in _push_clusters(fleet):
+                    deployed = _wait_for_deployment(cluster)
+                    agents.append(_start_agent(cluster, ingester_port, Path(tmp), deployed))
+                    # Registering makes the ingester check the agent's token against the hub's Secret.
+                    _wait_for(functools.partial(agent_connected, manager, cluster.name), CYCLE_TIMEOUT,
+                              f"the collector agent of {cluster.name}")
                 _run_cycles(manager, fleet, 2, echo=lambda _line: None)
             finally:
+                for agent in agents:
+                    _stop_agent(agent)
                 manager.stop()
             hub = [to_call(*request) for request in fleet.hub.requests]
             push = {obj["metadata"]["name"] for obj in fleet.hub.list(CC_API, "clusterconnections", fleet.namespace)
@@ -130,6 +158,7 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
     finally:
         server.cleanup()
     assert pushed, "the demo fleet has a push-mode cluster (the hub installs its agent)"
+    assert agents, "the push-mode cluster's agent connected to the ingester"
     return kinds, config.core, hub, managed, pushed
 
 

@@ -103,6 +103,24 @@ class Lease:
     kind: str = LEASE_KIND.kind
 
 
+@serde.wire(case="camel")
+@attrs.frozen
+class Preconditions:
+    """What must still hold for a delete to go ahead (meta/v1 Preconditions)."""
+
+    resource_version: str
+
+
+@serde.wire(case="camel")
+@attrs.frozen
+class DeleteOptions:
+    """The body of a guarded delete: refused (409) if the object changed since it was read."""
+
+    preconditions: Preconditions
+    api_version: str = "v1"
+    kind: str = "DeleteOptions"
+
+
 class LeaderElector:
     """Campaigns for the Lease on a background thread and calls back when leadership changes.
 

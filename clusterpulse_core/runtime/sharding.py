@@ -63,9 +63,11 @@ from clusterpulse_core.kube.client import ConflictError, KubeClient, NotFoundErr
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.leader import (
     LEASE_KIND,
+    DeleteOptions,
     Lease,
     LeaseMeta,
     LeaseSpec,
+    Preconditions,
     duration_seconds,
     held_by,
     micro_time,
@@ -502,8 +504,7 @@ class ShardMember:
         for name, seen in dead:
             try:
                 self.client.request("DELETE", LEASE_KIND.api_path(self.namespace, name),
-                                    body={"apiVersion": "v1", "kind": "DeleteOptions",
-                                          "preconditions": {"resourceVersion": seen.resource_version}})
+                                    body=serde.unstructure(DeleteOptions(Preconditions(seen.resource_version))))
             except (ConflictError, NotFoundError):
                 pass  # renewed again, or someone else deleted it first
             except Exception as exc:

@@ -47,15 +47,17 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> Non
         time.sleep(0.05)
 
 
-def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str) -> list[Manager]:
+def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str, extra: str = "",
+                  handover_delay: float = 30.0, identities: tuple[str, ...] = ("replica-a", "replica-b")
+                  ) -> list[Manager]:
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text(
         f'[clusterpulse]\nplugins = [{plugins}]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
-        'lease_duration = 2.0\nrenew_deadline = 1.5\nretry_period = 0.25\nshard_handover_delay = 30.0\n'
+        f'lease_duration = 2.0\nrenew_deadline = 1.5\nretry_period = 0.25\nshard_handover_delay = {handover_delay}\n'
         'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\nshutdown_grace = 5.0\n'
-        f'[plugins.redis]\nurl = "{redis_url}"\n')
+        f'[plugins.redis]\nurl = "{redis_url}"\n{extra}')
     made = []
-    for identity in ("replica-a", "replica-b"):
+    for identity in identities:
         config, host = load(str(config_file), env={})
         made.append(Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity))
     return made
@@ -113,6 +115,37 @@ POD_SOURCE = {"source": {"apiVersion": "v1", "kind": "Pod"}, "fields": [{"name":
               "rbac": {"resourceTypeName": "pods"}}
 
 
+def held_by(manager: Manager, names: list[str]) -> set[str]:
+    """The clusters among ``names`` whose ClusterConnection ``manager`` holds."""
+    shard = manager.shard
+    assert shard is not None
+    return {name for name in names if shard.holds(ObjectRef("ClusterConnection", HUB_NAMESPACE, name))}
+
+
+def start_sharded_fleet(hub: Any, endpoint: str, managers: list[Manager], names: list[str]) -> dict[str, set[str]]:
+    """Start the managers, let the ring settle, then add ClusterConnections ``names`` (all at
+    ``endpoint``); once every one is connected and held, return each replica's clusters (both hold some)."""
+    for manager in managers:
+        manager.start()
+    wait_for(lambda: all(m.shard is not None and len(m.shard.members) == 2
+                         and m.shard.published == m.shard.members for m in managers), "the ring settles")
+    # Created after the ring settled: each cluster starts at once on its owner.
+    hub.create(secret("fleet-token", three_node.TOKEN))
+    for name in names:
+        hub.create(cluster_connection(name, {"endpoint": endpoint, "credentialsRef": {"name": "fleet-token"}}))
+
+    def connected() -> bool:
+        items = hub.list(MS_API, "clusterconnections", HUB_NAMESPACE)
+        return len(items) == len(names) and all((o.get("status") or {}).get("phase") == "Connected"
+                                                for o in items)
+
+    wait_for(connected, "every cluster connected")
+    wait_for(lambda: set().union(*(held_by(m, names) for m in managers)) == set(names), "every cluster held")
+    holdings = {manager.identity: held_by(manager, names) for manager in managers}
+    assert all(holdings.values()) and not set.intersection(*holdings.values()), holdings
+    return holdings
+
+
 def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
         hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
     """Every replica collects the MetricSource from the clusters it holds; the holder of the
@@ -122,32 +155,8 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
     managers = make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "metricsource"')
     client = redis.Redis.from_url(redis_url)
     try:
-        for manager in managers:
-            manager.start()
-        wait_for(lambda: all(m.shard is not None and len(m.shard.members) == 2
-                             and m.shard.published == m.shard.members for m in managers), "the ring settles")
-        # Created after the ring settled: each cluster starts at once on its owner.
-        hub.create(secret("fleet-token", three_node.TOKEN))
         names = [f"m{index}" for index in range(8)]
-        for name in names:
-            hub.create(cluster_connection(name, {"endpoint": managed.url,
-                                                 "credentialsRef": {"name": "fleet-token"}}))
-
-        def connected() -> bool:
-            items = hub.list(MS_API, "clusterconnections", HUB_NAMESPACE)
-            return len(items) == len(names) and all((o.get("status") or {}).get("phase") == "Connected"
-                                                    for o in items)
-
-        wait_for(connected, "every cluster connected")
-
-        def held_by(manager: Manager) -> set[str]:
-            shard = manager.shard
-            assert shard is not None
-            return {name for name in names if shard.holds(ObjectRef("ClusterConnection", HUB_NAMESPACE, name))}
-
-        wait_for(lambda: set().union(*map(held_by, managers)) == set(names), "every cluster held")
-        holdings = {manager.identity: held_by(manager) for manager in managers}
-        assert all(holdings.values()) and not set.intersection(*holdings.values()), holdings
+        holdings = start_sharded_fleet(hub, managed.url, managers, names)
 
         hub.create({"apiVersion": MS_API, "kind": "MetricSource",
                     "metadata": {"name": "pods", "namespace": HUB_NAMESPACE}, "spec": POD_SOURCE})
@@ -183,6 +192,99 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
         wait_for(lambda: client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 0
                  and not list(client.scan_iter(f"cluster:*:custom:{HUB_NAMESPACE}/pods:*")),
                  "the MetricSource's stored state is removed")
+    finally:
+        for manager in managers:
+            manager.stop()
+        client.close()
+
+
+ANY_NODES = {"condition": "nodes >= 1", "severity": "warning", "for": "0s", "message": "{cluster} has nodes"}
+
+
+def test_sharded_replicas_fire_an_alert_rule_on_every_cluster_and_one_counts_them_all(
+        hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    """An AlertRule is evaluated by every replica on the clusters it holds (their pieces reach that
+    replica only), so it fires on all of them; the replica holding the rule reports them all."""
+    managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    hub.add_crd("clusterpulse.io", "v1alpha1", "AlertRule", "alertrules", short_names=("ar",))
+    hub.add_crd("clusterpulse.io", "v1alpha1", "MetricSource", "metricsources", short_names=("ms",))
+    # metricsource: the expression compiler of AlertRule conditions.
+    managers = make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "metricsource", "alerts"',
+                             "[plugins.alerts]\nstatus_interval = 1.0\n")
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    source = f"AlertRule {HUB_NAMESPACE}/any-nodes"
+
+    def firing_on() -> set[str]:
+        return {str(client.hget(key, "cluster")) for key in client.scan_iter("alerts:*")
+                if client.hget(key, "source") == source}
+
+    def status() -> dict[str, Any]:
+        return hub.get(MS_API, "alertrules", "any-nodes", HUB_NAMESPACE).get("status") or {}
+
+    try:
+        names = [f"a{index}" for index in range(8)]
+        holdings = start_sharded_fleet(hub, managed.url, managers, names)
+        hub.create({"apiVersion": MS_API, "kind": "AlertRule",
+                    "metadata": {"name": "any-nodes", "namespace": HUB_NAMESPACE}, "spec": ANY_NODES})
+        wait_for(lambda: firing_on() == set(names), "the rule firing on every cluster, whichever replica holds it")
+        wait_for(lambda: status().get("firingClusters") == len(names), "the status counting every replica's alerts")
+        final = status()
+        assert final["phase"] == "Ready" and final["firing"] == sorted(names), final
+        holders = [m for m in managers if m.shard is not None
+                   and m.shard.holds(ObjectRef("AlertRule", HUB_NAMESPACE, "any-nodes"))]
+        assert len(holders) == 1
+        writers = {record.user_agent for record in hub.writes if record.path.endswith("/alertrules/any-nodes/status")}
+        assert writers == {f"clusterpulse/{holders[0].identity}"}, (writers, holdings)
+        # Deleted: every replica drops the rule, and its alerts resolve on every cluster.
+        hub.delete(MS_API, "alertrules", "any-nodes", HUB_NAMESPACE)
+        wait_for(lambda: not firing_on(), "every cluster's alert resolved")
+    finally:
+        for manager in managers:
+            manager.stop()
+        client.close()
+
+
+def test_a_cluster_taken_over_keeps_its_alerts_and_the_new_holder_resolves_them(
+        hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    """Alerts stored by a replica that stops are adopted by the one taking its clusters over: when
+    the condition clears there, they resolve (the new holder never saw them fire). A replica
+    handing clusters over to a newcomer forgets them."""
+    managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
+    hub.add_crd("clusterpulse.io", "v1alpha1", "AlertRule", "alertrules", short_names=("ar",))
+    managers = make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "alerts"',
+                             "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
+                             handover_delay=0.5)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+
+    def cordoned_on() -> set[str]:  # three_node's worker-1 is cordoned: built-in NodeUnschedulable
+        return {key.split(":")[1] for key in client.scan_iter("alerts:*:NodeUnschedulable-*")}
+
+    try:
+        names = [f"h{index}" for index in range(8)]
+        start_sharded_fleet(hub, managed.url, managers, names)
+        wait_for(lambda: cordoned_on() == set(names), "the alert stored on every cluster by its holder")
+        survivor, leaving = managers
+        moving = held_by(leaving, names)
+        assert moving
+        node = managed.get("v1", "nodes", "worker-1")
+        node["spec"]["unschedulable"] = False
+        managed.update(node)
+        # Within the 30 s interval: the leaving replica does not reconcile its clusters again.
+        leaving.stop()
+        wait_for(lambda: held_by(survivor, names) == set(names), "the survivor holding every cluster")
+        # Taken over and reconciled at once: the uncordoned node resolves the adopted alerts.
+        wait_for(lambda: not cordoned_on() & moving, "the taken-over clusters' alerts resolved", timeout=30.0)
+
+        # A new member joins: the survivor lets go of the clusters it hands over, and its alert
+        # engine forgets them (the joiner evaluates them now).
+        managers += make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "alerts"',
+                                  "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
+                                  handover_delay=0.5, identities=("replica-c",))
+        managers[-1].start()
+        wait_for(lambda: bool(held_by(managers[-1], names)), "the joiner holding clusters")
+        alerts: Any = survivor.runtime.plugins.plugin("alerts")
+        wait_for(lambda: set(alerts.engine.clusters) == held_by(survivor, names) != set(names),
+                 "the survivor's engine keeping only the clusters it holds")
     finally:
         for manager in managers:
             manager.stop()

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pytest
 import redis
 from clusterpulse_redis import RedisSettings, RedisStore
-
-#: The clock of the upstream tests (redis.md §14).
-FIXED_CLOCK = datetime(2025, 1, 1, tzinfo=UTC)
+from redis_seed import T0
 
 
 @pytest.fixture
@@ -26,7 +24,7 @@ def make_store(redis_url: str) -> Iterator[Callable[..., RedisStore]]:
     """``make_store(clock=..., **settings)``: a RedisStore on the test's server, closed afterwards."""
     made: list[RedisStore] = []
 
-    def factory(clock: Callable[[], datetime] = lambda: FIXED_CLOCK, **settings: object) -> RedisStore:
+    def factory(clock: Callable[[], datetime] = lambda: T0, **settings: object) -> RedisStore:
         options: dict[str, object] = {"url": redis_url, "retry_backoff_base": 0.01, "retry_backoff_cap": 0.05}
         options.update(settings)
         store = RedisStore(RedisSettings(**options), clock=clock)  # type: ignore[arg-type]

@@ -45,6 +45,7 @@ from clusterpulse_core.pieces import (
     ResourceCollectionPiece,
 )
 
+#: The clock of the upstream tests (redis.md §14).
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 

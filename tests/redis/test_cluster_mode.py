@@ -10,8 +10,7 @@ import pytest
 import redis
 from clusterpulse_redis import RedisSettings, RedisStore, RedisStoreError
 from clusterpulse_redis.connection import connect, is_cluster
-from conftest import FIXED_CLOCK
-from redis_seed import cluster_reconcile, custom_data, metricsource, registry_reconcile
+from redis_seed import T0, cluster_reconcile, custom_data, metricsource, registry_reconcile
 
 from clusterpulse_core.pieces import ClusterDeletion, MetricSourceDeletion, Piece
 from clusterpulse_core.testing.servers import RedisClusterProcesses
@@ -54,7 +53,7 @@ def cluster_store(redis_cluster: RedisClusterProcesses) -> Iterator[Callable[...
                                       "retry_backoff_cap": 0.05, "socket_timeout": 2.0,
                                       "socket_connect_timeout": 1.0}
         options.update(settings)
-        store = RedisStore(RedisSettings(**options), clock=lambda: FIXED_CLOCK)  # type: ignore[arg-type]
+        store = RedisStore(RedisSettings(**options), clock=lambda: T0)  # type: ignore[arg-type]
         made.append(store)
         return store
 

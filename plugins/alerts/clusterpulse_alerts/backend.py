@@ -3,6 +3,11 @@
 Pieces update the engine's views; the targets they touched are evaluated and the resulting
 alert pieces go back through the store fan-out (``emit``). Alert pieces and events that
 come back to this backend are ignored, so it never re-processes its own output.
+
+With sharding a cluster's pieces reach only the replica holding its ClusterConnection. When a
+cluster moves, the replica that lost it forgets it (:meth:`AlertsBackend.release_lost`) and the
+one that took it over adopts the alerts the other stored, so they continue (and resolve)
+without being announced twice.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ import threading
 from collections.abc import Callable, Sequence
 
 from clusterpulse_alerts.engine import Engine
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.model.alert import Alert
 from clusterpulse_core.pieces import (
     AggregationsPiece,
     ClusterDeletion,
@@ -33,6 +41,11 @@ from clusterpulse_core.pieces import (
 log = logging.getLogger(__name__)
 
 Emit = Callable[..., None]
+#: The kind whose holder (with sharding) evaluates a cluster's alerts (the cluster plugin's kind, by name).
+CLUSTER_KIND = "ClusterConnection"
+#: Pieces that make (or update) a cluster's view.
+_CLUSTER_VIEW_PIECES = (NodesPiece, ClusterStatusPiece, ClusterMetricsPiece, OperatorsPiece, ClusterOperatorsPiece,
+                        ClusterSpecPiece, ClusterLabelsPiece, AggregationsPiece)
 
 
 class AlertsBackend:
@@ -43,6 +56,8 @@ class AlertsBackend:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.emit: Emit | None = None
+        #: The running runtime (set at start): its shard member, once it has one, and storage.
+        self.runtime: Runtime | None = None
         # Keeps alert pieces in evaluation order when several reconciles store at once.
         self._emit_lock = threading.Lock()
 
@@ -51,13 +66,65 @@ class AlertsBackend:
         touched: dict[tuple[str, str], None] = {}
         out: list[Piece] = []
         engine = self.engine
+        adopted = self._taken_over(pieces)
         with engine.lock:
+            for name, alerts in adopted.items():
+                engine.adopt("cluster", name, alerts)
             for piece in pieces:
                 out += self._observe(piece, touched)
             if self.emit is not None:
                 for kind, name in touched:
                     out += engine.evaluate(kind, name, refresh=True)
         self.send(out)
+
+    def _holds_cluster(self) -> Callable[[str], bool] | None:
+        """Sharded: whether this replica holds a cluster's ClusterConnection now; None without sharding."""
+        runtime = self.runtime
+        shard = runtime.shard if runtime is not None else None  # joins the ring after plugins start
+        if runtime is None or shard is None:
+            return None
+        namespace = runtime.namespace
+        return lambda name: shard.holds(ObjectRef(CLUSTER_KIND, namespace, name))
+
+    def release_lost(self) -> None:
+        """Sharded: forget the clusters whose ClusterConnection this replica no longer holds."""
+        holds = self._holds_cluster()
+        if holds is None:
+            return
+        with self.engine.lock:
+            for name in [name for name in self.engine.clusters if not holds(name)]:
+                self.engine.release("cluster", name)
+
+    def _taken_over(self, pieces: Sequence[Piece]) -> dict[str, list[Alert]]:
+        """Sharded: the stored alerts of the clusters these pieces show this engine for the first time.
+
+        Skipped during the restore grace after start: the start-up restore read every alert then.
+        """
+        engine = self.engine
+        runtime = self.runtime
+        if runtime is None or runtime.shard is None or engine.in_restore_grace():
+            return {}
+        names: set[str] = set()
+        for piece in pieces:
+            if isinstance(piece, _CLUSTER_VIEW_PIECES):
+                names.add(piece.cluster)
+            elif isinstance(piece, MetricSourceOutcomePiece):
+                names.update(piece.collected, piece.failures)
+        with engine.lock:
+            new = {name for name in names if name not in engine.clusters}
+        if not new:
+            return {}
+        try:
+            stored = stored_alerts(runtime)
+        except Exception as exc:
+            log.warning("cannot read the stored alerts of clusters taken over (%s: %s); those still firing "
+                        "are announced again", type(exc).__name__, exc)
+            return {}
+        found: dict[str, list[Alert]] = {name: [] for name in new}
+        for alert in stored:
+            if alert.cluster in found and engine.target_kind(alert) == "cluster":
+                found[alert.cluster].append(alert)
+        return found
 
     def send(self, pieces: Sequence[Piece]) -> None:
         """Store alert pieces through the fan-out; a failure is logged (the next evaluation rewrites)."""
@@ -136,3 +203,8 @@ class AlertsBackend:
 
     def close(self) -> None:
         """Nothing to release (the ticker belongs to the plugin)."""
+
+
+def stored_alerts(runtime: Runtime) -> list[Alert]:
+    """Every alert the storage plugins hold as firing (raises when storage cannot be read)."""
+    return [alert for found in runtime.plugins.pm.hook.clusterpulse_stored_alerts() for alert in found or ()]

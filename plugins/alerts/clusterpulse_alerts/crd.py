@@ -79,5 +79,8 @@ ALERT_RULE = ResourceKind(
         PrinterColumn("Firing", "integer", ".status.firingClusters"),
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
+    # With sharding: every replica evaluates every AlertRule on the clusters whose ClusterConnection
+    # it holds (their pieces reach its engine only); the replica holding the rule writes the status.
+    split_by="ClusterConnection",
 )
 """The AlertRule kind declared through ``clusterpulse_resource_kinds``."""

@@ -122,11 +122,36 @@ class Engine:
         with self.lock:
             now = self.monotonic()
             for alert in alerts:
-                rule = self.rules.get(alert.rule)
-                kind = rule.target if rule else ("registry" if alert.resource_type == "registry" else "cluster")
-                key = (kind, alert.cluster)
+                key = (self.target_kind(alert), alert.cluster)
                 self.active.setdefault(key, {}).setdefault(alert.id, Active(alert.rule, alert, now, True))
             return len(alerts)
+
+    def target_kind(self, alert: Alert) -> str:
+        """Whether a stored alert belongs to a cluster or a registry (its rule's target)."""
+        rule = self.rules.get(alert.rule)
+        return rule.target if rule else ("registry" if alert.resource_type == "registry" else "cluster")
+
+    def in_restore_grace(self) -> bool:
+        """Whether the ``restore_grace`` window after start is still open."""
+        return self.monotonic() - self._started < self.restore_grace
+
+    def adopt(self, kind: str, name: str, alerts: Sequence[Alert]) -> None:
+        """A target taken over from another replica (sharding): the alerts it stored replace what was known.
+
+        They continue firing without being announced again, and resolve here when they stop.
+        """
+        with self.lock:
+            now = self.monotonic()
+            self.active[(kind, name)] = {alert.id: Active(alert.rule, alert, now, True) for alert in alerts}
+
+    def release(self, kind: str, name: str) -> None:
+        """A target another replica holds now (sharding): forget its view and alerts, storing nothing.
+
+        Its alerts stay stored; the new holder adopts them.
+        """
+        with self.lock:
+            (self.clusters if kind == "cluster" else self.registries).pop(name, None)
+            self.active.pop((kind, name), None)
 
     def update_cluster(self, name: str, **changes: Any) -> None:
         """Replace fields of a cluster's view (creating it)."""

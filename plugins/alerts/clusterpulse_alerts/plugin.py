@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 
 from clusterpulse_alerts.alertrule import RuleError, compile_rule, rule_key
-from clusterpulse_alerts.backend import AlertsBackend
+from clusterpulse_alerts.backend import AlertsBackend, stored_alerts
 from clusterpulse_alerts.crd import ALERT_RULE
 from clusterpulse_alerts.engine import Engine, Rule
 from clusterpulse_alerts.rules import register_builtin_rules
@@ -69,6 +70,9 @@ class AlertsPlugin:
         self.runtime: Runtime | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        #: Sharded: the clusters each rule fires on, as stored by every replica, and when read.
+        self._stored_firing: tuple[float, dict[str, set[str]]] | None = None
+        self._stored_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -104,8 +108,7 @@ class AlertsPlugin:
         for rule in contributed_rules(definitions, self.settings.overrides(), self.settings.default_for):
             self.engine.set_rule(rule)
         try:
-            restored = [alert for found in runtime.plugins.pm.hook.clusterpulse_stored_alerts()
-                        for alert in found or ()]
+            restored = stored_alerts(runtime)
         except Exception as exc:
             # Alerting still works; alerts firing before the restart are announced once more.
             log.warning("could not read the firing alerts back (%s: %s); starting without them",
@@ -113,6 +116,7 @@ class AlertsPlugin:
             restored = []
         if restored:
             log.info("restored %d firing alerts", self.engine.restore(restored))
+        self.backend.runtime = runtime
         self.backend.emit = runtime.store.put
         self._stop.clear()
         self._ticker = threading.Thread(target=self._tick, name="alerts-ticker", daemon=True)
@@ -125,10 +129,12 @@ class AlertsPlugin:
         if self._ticker is not None:
             self._ticker.join(timeout=5.0)
         self.backend.emit = None
+        self.backend.runtime = None
 
     def _tick(self) -> None:
         while not self._stop.wait(self.settings.evaluation_interval):
             try:
+                self.backend.release_lost()
                 with self.engine.lock:
                     out = self.engine.evaluate_all(refresh=False)
                 self.backend.send(out)
@@ -145,31 +151,64 @@ class AlertsPlugin:
     @hookimpl
     def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
                                ctx: ReconcileContext) -> ReconcileResult:
-        """Compile the rule (``phase: Error`` with the position when invalid); report where it fires."""
+        """Compile the rule (``phase: Error`` with the position when invalid); report where it fires.
+
+        With sharding every replica loads the rule and evaluates it on the clusters it holds;
+        only the replica holding the AlertRule writes its status, counting the alerts every
+        replica stored.
+        """
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         key = rule_key(namespace, name)
         hook = ctx.runtime.plugins.pm.hook
+        shard = ctx.runtime.shard
+        sharded = shard is not None and bool(ctx.kind.split_by)
+        reports = shard is None or not ctx.kind.split_by or shard.admit(ctx.ref)
         try:
             rule = compile_rule(obj, hook.clusterpulse_expression_compiler(), ctx.runtime.contributions.functions)
         except RuleError as exc:
             self.backend.send(self.engine.remove_rule(key))
-            status: dict[str, Any] = {"phase": "Error", "message": str(exc), "errorPosition": exc.position,
-                                      "firingClusters": 0, "firing": []}
-            self._patch(obj, ctx, status)
+            if reports:
+                self._patch(obj, ctx, {"phase": "Error", "message": str(exc), "errorPosition": exc.position,
+                                       "firingClusters": 0, "firing": []})
             ctx.log.warning("invalid AlertRule: %s", exc)
             return ReconcileResult(requeue_after=None, error=str(exc))
+        self.backend.release_lost()
         with self.engine.lock:
             self.engine.set_rule(rule)
             out = []
             for cluster in list(self.engine.clusters):
                 out += self.engine.evaluate("cluster", cluster, refresh=False)
         self.backend.send(out)
-        firing = sorted({alert.cluster for alert in self.engine.firing(key)})
-        self._patch(obj, ctx, {"phase": "Ready", "message": f"firing on {len(firing)} clusters",
-                               "errorPosition": None, "firingClusters": len(firing),
-                               "firing": firing[:STATUS_FIRING_SHOWN]})
+        if reports:
+            firing = self._firing_everywhere(key, ctx) if sharded else sorted(
+                {alert.cluster for alert in self.engine.firing(key)})
+            if firing is not None:
+                self._patch(obj, ctx, {"phase": "Ready", "message": f"firing on {len(firing)} clusters",
+                                       "errorPosition": None, "firingClusters": len(firing),
+                                       "firing": firing[:STATUS_FIRING_SHOWN]})
         return ReconcileResult(requeue_after=self.settings.status_interval)
+
+    def _firing_everywhere(self, key: str, ctx: ReconcileContext) -> list[str] | None:
+        """The clusters rule ``key`` fires on, as every replica stored them; None when storage cannot be read.
+
+        One read of the stored alerts serves every rule's status for half a status interval (a
+        status is refreshed once an interval anyway), so many AlertRules cost one scan.
+        """
+        with self._stored_lock:
+            now = time.monotonic()
+            if self._stored_firing is None or now - self._stored_firing[0] >= self.settings.status_interval / 2:
+                try:
+                    alerts = stored_alerts(ctx.runtime)
+                except Exception as exc:
+                    ctx.log.warning("status not refreshed: cannot read the stored alerts (%s: %s)",
+                                    type(exc).__name__, exc)
+                    return None
+                by_rule: dict[str, set[str]] = {}
+                for alert in alerts:
+                    by_rule.setdefault(alert.rule, set()).add(alert.cluster)
+                self._stored_firing = (now, by_rule)
+            return sorted(self._stored_firing[1].get(key, ()))
 
     @staticmethod
     def _patch(obj: Mapping[str, Any], ctx: ReconcileContext, status: dict[str, Any]) -> None:
