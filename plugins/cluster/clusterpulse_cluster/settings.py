@@ -31,7 +31,8 @@ class ClusterSettings:
     max_pods_per_namespace: int = setting(
         100, env="MAX_PODS_PER_NAMESPACE", minimum=10, help="pods kept per namespace in the pod list")
     max_total_pods: int = setting(
-        1000, env="MAX_TOTAL_PODS", minimum=50, help="pods per cluster considered for the pod list (the first, in API order)")
+        1000, env="MAX_TOTAL_PODS", minimum=50,
+        help="pods per cluster considered for the pod list (the first, in API order)")
     max_deployments: int = setting(
         500, env="MAX_DEPLOYMENTS", minimum=10, help="deployments (and statefulsets) read per cluster")
     max_services: int = setting(500, env="MAX_SERVICES", minimum=10, help="services read per cluster")
