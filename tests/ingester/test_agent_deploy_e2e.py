@@ -86,10 +86,14 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     client = redis.Redis.from_url(redis_url)
     try:
         wait_for(lambda: client.get("cluster:lab:metrics"), "a batch from the deployed agent")
-        status = wait_for(lambda: (hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE).get("status") or {})
-                          .get("agent", {}).get("connected") and
-                          hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)["status"],
-                          "status.agent.connected", timeout=60)
+        # One reconcile patches status.agent (the deployer), then the push state (collectorStatus):
+        # wait for one status showing both.
+        def both_connected() -> dict[str, Any] | None:
+            status = hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE).get("status") or {}
+            agent, collector = status.get("agent") or {}, status.get("collectorStatus") or {}
+            return status if agent.get("connected") and collector.get("connected") else None
+
+        status = wait_for(both_connected, "status.agent and status.collectorStatus connected", timeout=60)
         assert status["agent"]["deployed"] is True
         assert status["agent"]["lastHeartbeat"]
         assert status["collectorStatus"]["connected"] is True
