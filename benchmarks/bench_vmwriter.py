@@ -126,14 +126,18 @@ def main() -> None:
                     assert backend.flush(60)
 
                 # The raw POST sends the bodies the writer would send, rendered beforehand.
-                bodies = []
+                bodies: list[bytes] = []
                 for pieces in fresh_rounds():
                     batch = render_batch(pieces, 0, 1_000_000)
                     assert batch is not None
                     plain = batch.chunks[0].body
                     bodies.append(gzip_body(plain) if mode == "gzip" else plain)
                 writer_rates.append(rate(args.rounds, samples, write))
-                raw_rates.append(rate(args.rounds, samples, lambda i, b=bodies, h=headers: raw_post(b[i], h)))
+
+                def post(i: int, bodies: list[bytes] = bodies, headers: dict[str, str] = headers) -> None:
+                    raw_post(bodies[i], headers)
+
+                raw_rates.append(rate(args.rounds, samples, post))
             backend.close()
             dropped = backend.metrics.registry.get_sample_value("clusterpulse_vm_dropped_samples_total")
             assert dropped == 0, dropped
