@@ -180,9 +180,10 @@ def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | Non
             for field, value in added.items():
                 want["json"].setdefault(field, value)
         current = (want.get("fields") or {}).get("current")
-        if key.count(":node:") == 1 and not key.endswith(":metrics") and isinstance(current, dict):
-            if creation_timestamp is not None:  # an unknown creation time is left out
-                current["json"].setdefault("creation_timestamp", creation_timestamp)
+        # An unknown creation time (None) is left out of the node value.
+        if (creation_timestamp is not None and key.count(":node:") == 1 and not key.endswith(":metrics")
+                and isinstance(current, dict)):
+            current["json"].setdefault("creation_timestamp", creation_timestamp)
     if any(op.get("op") == "reconcile_cluster_connection" for op in adapted.get("operations", ())):
         adapted["absent_keys"] = [key for key in adapted.get("absent_keys", [])
                                   if not (key.startswith("cluster:") and key.rsplit(":", 1)[-1] in R3_KEYS)]
