@@ -414,7 +414,8 @@ class IngesterServer:
             finally:
                 self._inflight -= 1
         else:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload", public=True)
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload",
+                           public=True)
 
     def _check_held(self, cluster: str) -> None:
         """With sharding, only the replica holding the cluster's ClusterConnection takes its agent.
@@ -432,7 +433,8 @@ class IngesterServer:
     async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
         name = register.cluster_name
         if not name:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required", public=True)
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required",
+                           public=True)
         standby = self.runtime.fence.why_not()
         if standby:
             # A standby replica (behind the same Service) cannot store batches, and its connection
