@@ -73,6 +73,8 @@ class KnownCluster:
     digests: tuple[bytes, ...]
     #: The hub's decision (a push cluster, so never ``None``; see :func:`clusterpulse_ingester.agents.hub_view`).
     agent: AgentStatus | None = None
+    #: The ClusterConnection's ``spec.endpoint`` (stored as ``api_url`` when the agent sends none).
+    endpoint: str = ""
 
     def accepts(self, token_digest: bytes) -> bool:
         """Whether a token with this digest is accepted (constant time in the token)."""
@@ -165,7 +167,8 @@ class HubView:
         tokens = accepted_tokens(decode_secret_data(secret))
         if not tokens:
             raise AuthError("no_token", f"cluster {cluster!r}: Secret {namespace}/{name} has no token")
-        return KnownCluster(tuple(digest(t) for t in tokens), agent)
+        endpoint = (obj.get("spec") or {}).get("endpoint")
+        return KnownCluster(tuple(digest(t) for t in tokens), agent, endpoint if isinstance(endpoint, str) else "")
 
 
 def token_secret(obj: Mapping[str, Any], namespace: str) -> tuple[str, str]:
