@@ -16,10 +16,11 @@ import pytest
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.server import REFUSED
-from push_support import CC_API, HUB_NAMESPACE, TOKEN, Stream, cluster_connection, secret, wait_for
+from push_support import CC_API, HUB_NAMESPACE, TOKEN, Stream, cluster_connection, secret
 from test_ingester_protocol import batch
 
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.testing.polling import eventually
 
 #: What the issue asks: the open stream ends within a second of the hub change.
 REVOCATION_BOUND = 1.0
@@ -64,7 +65,7 @@ def test_a_hub_change_ends_the_stream_at_once_and_nothing_later_is_stored(
 
     changed = time.monotonic()
     change(hub)
-    wait_for(lambda: runtime.plugins.agent_connection("edge") is None, "the registration to be revoked",
+    eventually(lambda: runtime.plugins.agent_connection("edge") is None, "the registration to be revoked",
              timeout=REVOCATION_BOUND)
     # Sent after the ingester dropped the registration: never read, never stored.
     stream.send(pb.ConnectRequest(metrics=batch("edge", "after")))
