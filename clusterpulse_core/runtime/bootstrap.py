@@ -14,7 +14,7 @@ from clusterpulse_core.config import Config, CoreSettings, finish_config, read_c
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
 from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
@@ -157,6 +157,10 @@ class Outcome:
     requeue_after: float | None = None
 
 
+class HubError(Exception):
+    """The hub cannot serve a kind: its API is unreachable or refuses, or the kind's CRD is missing."""
+
+
 def object_ref(kind: ResourceKind, obj: Mapping[str, Any]) -> ObjectRef:
     """The reference of a raw object."""
     meta = obj.get("metadata") or {}
@@ -164,14 +168,19 @@ def object_ref(kind: ResourceKind, obj: Mapping[str, Any]) -> ObjectRef:
 
 
 def list_objects(runtime: Runtime, kind: ResourceKind) -> list[dict[str, Any]]:
-    """Every object of ``kind`` in the watch namespace (all namespaces if cluster-scoped)."""
+    """Every object of ``kind`` in the watch namespace (all namespaces if cluster-scoped).
+
+    Raises :class:`HubError` when the hub cannot be reached or does not serve the kind.
+    """
     namespace = runtime.namespace if kind.namespaced else None
     try:
         return list(runtime.hub.list_items(kind.api_path(namespace)))
-    except NotFoundError:
-        log.warning("kind %s is not served by the hub: install its CRD %s (kubectl apply -f the output of "
-                    "`clusterpulse crds`)", kind.kind, kind.crd_name)
-        return []
+    except NotFoundError as exc:
+        raise HubError(kind.not_served) from exc
+    except KubeApiError as exc:
+        if exc.status == 0:
+            raise HubError(f"cannot reach the hub API at {runtime.hub.host}: {exc}") from exc
+        raise HubError(f"listing {kind.kind} on the hub failed (HTTP {exc.status}): {exc}") from exc
 
 
 def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapping[str, Any]) -> Outcome:
