@@ -28,7 +28,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.kube.client import GoneError, KubeApiError, KubeClient, api_error, decode
+from clusterpulse_core.kube.client import GoneError, KubeApiError, KubeClient, NotFoundError, api_error, decode
 
 log = logging.getLogger(__name__)
 

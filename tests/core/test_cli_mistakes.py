@@ -88,3 +88,57 @@ def test_run_once_names_a_missing_crd_and_fails(tmp_path: Path) -> None:
     assert result.stderr.splitlines()[0] == (
         "error: kind Greeting is not served by the hub: its CRD greetings.example.clusterpulse.io is not "
         "installed (clusterpulse crds | kubectl apply -f -)")
+
+
+BAD_CONFIG = """[clusterpulse]
+plugins = ["example", "redis"]
+request_timeout = 0
+queue_qps = -1
+shutdown_grace = -2
+workers = {Greetin = 3}
+leader_elect = true
+renew_deadline = 20.0
+loglevel = "debug"
+
+[plugins.redis]
+url = "redis://redis:6379/abc"
+"""
+BAD_CONFIG_PROBLEMS = [
+    "clusterpulse.loglevel: unknown key (did you mean 'log_level'? expected one of: plugins, namespace, log_level, "
+    "kubeconfig, leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, "
+    "shard_dead_after, metrics_bind_address, health_probe_bind_address, resync_period, watch_timeout, "
+    "watch_silence_limit, queue_base_delay, queue_max_delay, queue_qps, queue_burst, shutdown_grace, "
+    "request_timeout, max_response_bytes, reconcile_timeout, event_interval, cluster_max_in_flight, "
+    "client_max_idle, workers)",
+    "clusterpulse.queue_qps: expected a value > 0, got -1.0",
+    "clusterpulse.shutdown_grace: expected a value >= 0, got -2.0",
+    "clusterpulse.request_timeout: expected a value > 0, got 0.0",
+    "clusterpulse.renew_deadline: must be less than lease_duration (15), got 20",
+    "plugins.redis.url: the database (the URL's path) must be a number such as /0, got 'redis://redis:6379/abc'",
+    "clusterpulse.workers.Greetin: no enabled plugin declares this kind (did you mean 'Greeting'? kinds: Greeting)",
+]
+
+
+def test_config_check_and_run_report_the_same_problems_all_at_once(tmp_path: Path) -> None:
+    write(tmp_path, "bad.toml", BAD_CONFIG)
+    check = run(["config", "check", "bad.toml"], tmp_path)
+    assert (check.returncode, check.stdout) == (1, "")
+    assert check.stderr.splitlines() == [f"error: bad.toml: {problem}" for problem in BAD_CONFIG_PROBLEMS]
+    for args in (["run", "--config", "bad.toml"], ["run", "--once", "--config", "bad.toml"]):
+        result = run(args, tmp_path)
+        assert (result.returncode, result.stdout) == (1, ""), args
+        assert result.stderr.splitlines() == [f"error: {problem}" for problem in BAD_CONFIG_PROBLEMS], args
+
+
+def test_redis_url_scheme_and_cluster_db_are_checked(tmp_path: Path) -> None:
+    for url, problem in (
+        ("redsi://redis:6379/0", "expected a URL starting with redis://, rediss://, unix://, redis+cluster://, "
+                                 "rediss+cluster://, got 'redsi://redis:6379/0'"),
+        ("redis://:6379/0", "expected a host in the URL, e.g. redis://redis:6379/0, got 'redis://:6379/0'"),
+        ("redis+cluster://redis:6379/2", "a Redis Cluster has only database 0, got 'redis+cluster://redis:6379/2'"),
+    ):
+        write(tmp_path, "c.toml", f'[clusterpulse]\nplugins = ["redis"]\n[plugins.redis]\nurl = "{url}"\n')
+        result = run(["config", "check", "c.toml"], tmp_path)
+        assert (result.returncode, result.stderr) == (1, f"error: c.toml: plugins.redis.url: {problem}\n"), url
+    write(tmp_path, "c.toml", '[clusterpulse]\nplugins = ["redis"]\n[plugins.redis]\nurl = "rediss://redis:6380/3"\n')
+    assert run(["config", "check", "c.toml"], tmp_path).stdout == "c.toml: ok\n"
