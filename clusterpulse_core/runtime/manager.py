@@ -211,10 +211,10 @@ class Manager:
         log.info("manager %s stopping", self.identity)
         self._stop_controllers(self.core.shutdown_grace)
         self.runtime.fence.close("the manager is stopping")
-        cut = deadline.cancel_all("shutdown")
+        grace = self.core.shutdown_grace
+        cut = deadline.cancel_all(f"cut off at shutdown after the {grace:g}s grace (shutdown_grace)")
         if cut:
-            log.warning("cut off %d remote calls still running after the %.1f s grace", cut,
-                        self.core.shutdown_grace)
+            log.warning("cut off %d remote calls still running after the %gs shutdown grace", cut, grace)
         for controller in self.controllers.values():
             controller.join(CANCEL_WAIT)
         if self.shard is not None:

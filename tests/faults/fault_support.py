@@ -49,6 +49,33 @@ def managed_objects(*node_names: str) -> list[dict[str, Any]]:
             *(node(name) for name in node_names)]
 
 
+def crd(group: str, kind: str, plural: str, version: str = "v1", scope: str = "Namespaced") -> dict[str, Any]:
+    """A CustomResourceDefinition serving ``kind`` (the managed-cluster emulator serves its objects)."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope,
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                     "versions": [{"name": version, "served": True, "storage": True, "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def olm_objects(name: str = "cert-manager") -> list[dict[str, Any]]:
+    """OLM on a managed cluster: its CRDs, one Subscription and its installed ClusterServiceVersion."""
+    group, version = "operators.coreos.com", "v1alpha1"
+    csv = f"{name}.v1.0.0"
+    return [crd(group, "Subscription", "subscriptions", version),
+            crd(group, "ClusterServiceVersion", "clusterserviceversions", version),
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            {"apiVersion": f"{group}/{version}", "kind": "Subscription", "metadata": {"name": name, "namespace": name},
+             "spec": {"name": name}, "status": {"installedCSV": csv}},
+            {"apiVersion": f"{group}/{version}", "kind": "ClusterServiceVersion",
+             "metadata": {"name": csv, "namespace": name, "creationTimestamp": "2024-11-01T08:00:00Z"},
+             "spec": {"displayName": name, "version": "1.0.0", "provider": {"name": "Example"},
+                      "installModes": [{"type": "AllNamespaces", "supported": True}]},
+             "status": {"phase": "Succeeded"}}]
+
+
 def secret(name: str, data: Mapping[str, str]) -> dict[str, Any]:
     """A Secret in the hub namespace."""
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": HUB_NAMESPACE},

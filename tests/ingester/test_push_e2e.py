@@ -189,7 +189,9 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
     # What the proto cannot carry really is missing (and documented as such).
     node = _value(world, "cluster:edge:node:worker-2")["current"]
     assert node["conditions"] == [] and _value(world, "cluster:pulled:node:worker-2")["current"]["conditions"]
-    assert world.json("cluster:edge:info")["api_url"] == ""
+    # The agent sends no API URL: the hub stores the ClusterConnection's endpoint, as pull does.
+    assert world.json("cluster:edge:info")["api_url"] == world.cr("edge")["spec"]["endpoint"]
+    assert "creation_timestamp" not in node  # unknown to the proto: left out, never the zero time
 
     # A MetricSource created, then edited, while the agent stays connected.
     connection = world.manager.runtime.plugins.agent_connection("edge")

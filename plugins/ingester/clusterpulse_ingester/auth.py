@@ -49,6 +49,8 @@ class KnownCluster:
     token: str
     #: ``None`` for a pull cluster (see :func:`clusterpulse_ingester.agents.hub_view`).
     agent: AgentStatus | None = None
+    #: The ClusterConnection's ``spec.endpoint`` (stored as ``api_url`` when the agent sends none).
+    endpoint: str = ""
 
 
 def expected_token(hub: KubeClient, namespace: str, cluster: str) -> KnownCluster:
@@ -72,7 +74,9 @@ def expected_token(hub: KubeClient, namespace: str, cluster: str) -> KnownCluste
         raise AuthError("no_token", f"cluster {cluster!r}: collector token unavailable: {exc}") from exc
     if not token:
         raise AuthError("no_token", f"cluster {cluster!r}: its credentials Secret has no token")
-    return KnownCluster(token, hub_view(obj if isinstance(obj, dict) else {}))
+    endpoint = (spec or {}).get("endpoint")
+    return KnownCluster(token, hub_view(obj if isinstance(obj, dict) else {}),
+                        endpoint if isinstance(endpoint, str) else "")
 
 
 def check_tokens(expected: str, register_token: str, metadata_token: str) -> None:

@@ -385,6 +385,7 @@ class IngesterServer:
         if peer.stream_id is not None:
             self.table.remove(peer.stream_id)
         self.agents.learn(name, known.agent)
+        self.agents.learn_endpoint(name, known.endpoint)
         peer.cluster, peer.version = name, register.version
         peer.stream_id = self.table.register(name, register.version, self.clock())
         self.metrics.connected.set(len(self.table))
@@ -413,7 +414,8 @@ class IngesterServer:
             if storing is None:
                 assert self._worker is not None
                 storing = self._worker.submit(functools.partial(
-                    pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now)))
+                    pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
+                    self.agents.endpoint(peer.cluster)))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
