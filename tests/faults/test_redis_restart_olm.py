@@ -23,10 +23,10 @@ from fault_support import (
     make_hub,
     managed_objects,
     olm_objects,
-    wait_for,
     write_config,
 )
 
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import ServerProcess
 
 INTERVAL = ClusterSettings().reconciliation_interval  # the bound: one reconcile interval
@@ -46,7 +46,7 @@ def test_every_key_including_olm_is_back_within_one_interval_of_an_empty_restart
     olm_keys = {f"cluster:{name}:{suffix}" for name in ("east", "west")
                 for suffix in ("operators", "operators_summary")}
     try:
-        wait_for(lambda: olm_keys <= set(client.keys("*")), "the first reconciles with OLM data", 30)
+        eventually(lambda: olm_keys <= set(client.keys("*")), "the first reconciles with OLM data", 30)
         manager.wait_log(r"manager .* started")
         time.sleep(1.5)  # the restart watcher has seen the server (its check interval is 1 s)
         before = set(client.keys("*"))
@@ -58,7 +58,7 @@ def test_every_key_including_olm_is_back_within_one_interval_of_an_empty_restart
         def missing() -> set[str]:
             return before - set(client.keys("*"))
         try:
-            wait_for(lambda: not missing(), f"all {len(before)} keys back", INTERVAL)
+            eventually(lambda: not missing(), f"all {len(before)} keys back", INTERVAL)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; still missing: {sorted(missing())}") from exc
         back_after = time.monotonic() - restarted
