@@ -51,6 +51,8 @@ class Runtime:
     #: Objects whose last status patch the hub could not take (written again by their next reconcile).
     _deferred_status: set[ObjectRef] = attrs.field(factory=set, alias="deferred_status")
     _deferred_lock: threading.Lock = attrs.field(factory=threading.Lock, alias="deferred_lock")
+    #: Whether this replica leads (the manager sets it; None: no manager, treated as leading).
+    leader_check: Callable[[], bool] | None = None
 
     def status_deferred(self, ref: ObjectRef, error: Exception | None) -> bool:
         """Note whether ``ref``'s status patch was deferred (``error``) or went through (None);
@@ -71,6 +73,14 @@ class Runtime:
         """How many objects have a status write waiting for the hub."""
         with self._deferred_lock:
             return len(self._deferred_status)
+
+    def is_leader(self) -> bool:
+        """Whether this replica holds the leader Lease (always, without leader election).
+
+        Work only one replica may do (a periodic sweep over shared state) checks it before
+        each run; with sharding, only the replica holding the leader Lease leads.
+        """
+        return True if self.leader_check is None else self.leader_check()
 
     @property
     def namespace(self) -> str:
