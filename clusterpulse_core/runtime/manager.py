@@ -81,6 +81,7 @@ class Manager:
         self._plugins_started = False
         self._exit_code = 0
         self._reaper: threading.Thread | None = None
+        runtime.leader_check = lambda: self.is_leader
 
     # ------------------------------------------------------------------ state
 
