@@ -50,6 +50,16 @@ class Runtime:
     shard: ShardMember | None = None
     _resync_listeners: list[Callable[[str, ObjectRef | None], None]] = attrs.field(
         factory=list, alias="resync_listeners")
+    #: Whether this replica leads (the manager sets it; None: no manager, treated as leading).
+    leader_check: Callable[[], bool] | None = None
+
+    def is_leader(self) -> bool:
+        """Whether this replica holds the leader Lease (always, without leader election).
+
+        Work only one replica may do (a periodic sweep over shared state) checks it before
+        each run; with sharding, only the replica holding the leader Lease leads.
+        """
+        return True if self.leader_check is None else self.leader_check()
 
     @property
     def namespace(self) -> str:

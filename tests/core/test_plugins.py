@@ -102,6 +102,7 @@ def test_without_a_list_the_installed_project_plugins_are_enabled() -> None:
     assert dict(plan.skipped) == {
         "registry": "not installed (pip install clusterpulse-registry)",
         "metricsource": "not installed (pip install clusterpulse-metricsource)",
+        "policy": "not installed (pip install clusterpulse-policy)",
         "alerts": "not installed (pip install clusterpulse-alerts)",
         "ingester": "not installed (pip install clusterpulse-ingester)",
     }

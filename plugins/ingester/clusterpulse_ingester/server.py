@@ -30,7 +30,7 @@ from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_ingester.agents import AgentBook
-from clusterpulse_ingester.auth import AuthError, bearer_token, check_tokens, expected_token
+from clusterpulse_ingester.auth import AuthError, HubView, bearer_token, check_tokens
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
@@ -46,6 +46,8 @@ REJECTED = "rejected: "
 #: Ack error prefix of a batch that failed to store: the agent keeps it and sends it again.
 STORAGE_FAILED = "storage failed: "
 STOPPING = "ingester stopping"
+#: The only text an agent that is not (or no longer) registered is told; the reason is in the hub's log.
+REFUSED = "refused by the ingester; the reason is in the hub's log"
 SERVICE = "clusterpulse.collector.v1.CollectorService"
 #: The kind whose objects' shard owner takes a cluster's agent (the cluster plugin's kind, by name).
 CLUSTER_KIND = "ClusterConnection"
@@ -153,15 +155,27 @@ class _Peer:
     """One agent stream: its context, the lock serialising writes, and what it registered as."""
 
     context: Any
+    #: The task serving the stream: cancelled to end it at once when its registration is revoked.
+    task: asyncio.Task[Any] | None = None
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
     stream_id: int | None = None
     cluster: str = ""
     version: str = ""
+    #: Digest of the token the stream registered with (checked again on every hub change).
+    token_digest: bytes = b""
+    #: Why the hub revoked the stream (its ClusterConnection deleted, switched to pull, its token changed).
+    revoked: str = ""
 
 
 class _Refused(Exception):
-    def __init__(self, code: grpc.StatusCode, reason: str, message: str) -> None:
-        self.code, self.reason = code, reason
+    """A stream is ended: ``reason`` labels the metric, the message goes to the hub's log.
+
+    The agent is told the message only when ``public`` (the protocol's fixed texts, which say
+    nothing about the hub) or once it has registered; otherwise it gets :data:`REFUSED`.
+    """
+
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str, public: bool = False) -> None:
+        self.code, self.reason, self.public = code, reason, public
         super().__init__(message)
 
 
@@ -187,6 +201,7 @@ class IngesterServer:
         self._inflight = 0
         self._stopping = False
         self._worker: StoreWorker | None = None
+        self._hub_view: HubView | None = None
         #: (cluster, batch_id) of the latest stored batches: a batch resent after a lost ack is not stored twice.
         self._recent: OrderedDict[tuple[str, str], None] = OrderedDict()
         #: (cluster, batch_id) being stored now: the same batch resent meanwhile waits for this store.
@@ -196,6 +211,10 @@ class IngesterServer:
 
     def start(self, timeout: float = 30.0) -> int:
         """Start serving; returns the bound port. Raises :class:`StartError`."""
+        self._hub_view = HubView(self.runtime.hub, self.runtime.config.core, self._hub_changed)
+        if not self._hub_view.start(timeout):
+            log.warning("ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
+                        "asked to retry until they have", timeout)
         ready = threading.Event()
         errors: list[BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(ready, errors), name="ingester", daemon=True)
@@ -222,6 +241,9 @@ class IngesterServer:
         if self._thread is not None:
             self._thread.join(self.settings.stop_grace + 5.0)
             self._thread = None
+        if self._hub_view is not None:
+            self._hub_view.stop()
+            self._hub_view = None
 
     def push_config(self) -> None:
         """Send the current MetricSources to every registered agent (safe from any thread)."""
@@ -232,7 +254,39 @@ class IngesterServer:
             except RuntimeError:
                 pass
 
+    def _hub_changed(self) -> None:
+        """A ClusterConnection or Secret changed (informer thread): check the open streams again."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._recheck)
+            except RuntimeError:
+                pass
+
     # ------------------------------------------------------------------ event loop
+
+    def _recheck(self) -> None:
+        """End every registered stream whose registration the hub no longer accepts."""
+        view = self._hub_view
+        if view is None:
+            return
+        for peer in list(self._peers):
+            if peer.stream_id is None or peer.revoked:
+                continue
+            try:
+                accepted = view.lookup(peer.cluster).accepts(peer.token_digest)
+                reason = "" if accepted else "token_changed"
+            except AuthError as exc:
+                reason = "" if exc.reason == "not_ready" else exc.reason
+            if reason:
+                self._revoke(peer, reason)
+
+    def _revoke(self, peer: _Peer, reason: str) -> None:
+        peer.revoked = reason
+        # Unregistered now, so nothing more of this stream is stored even before the task ends.
+        self._forget(peer)
+        if peer.task is not None:
+            peer.task.cancel()
 
     def _run(self, ready: threading.Event, errors: list[BaseException]) -> None:
         loop = asyncio.new_event_loop()
@@ -296,8 +350,8 @@ class IngesterServer:
     # ------------------------------------------------------------------ one stream
 
     async def connect(self, context: Any) -> None:
-        """Serve one ``Connect`` stream until the agent ends it or it is refused."""
-        peer = _Peer(context)
+        """Serve one ``Connect`` stream until the agent ends it, it is refused or its registration is revoked."""
+        peer = _Peer(context, task=asyncio.current_task())
         self._peers.add(peer)
         metadata_token = bearer_token(context.invocation_metadata())
         try:
@@ -307,12 +361,23 @@ class IngesterServer:
                     break
                 await self._handle(peer, request, metadata_token)
         except _Refused as refused:
-            self.metrics.streams_rejected.labels(reason=refused.reason).inc()
-            log.warning("agent stream refused (%s): %s", refused.reason, refused)
-            self._forget(peer)
-            await context.abort(refused.code, str(refused))
+            await self._refuse(peer, refused)
+        except asyncio.CancelledError:
+            if not peer.revoked:
+                raise
+            # Cancelled by _revoke: no more message of this stream is read, nor stored.
+            await self._refuse(peer, _Refused(grpc.StatusCode.PERMISSION_DENIED, f"revoked_{peer.revoked}",
+                                              f"cluster {peer.cluster}: registration revoked ({peer.revoked})"))
         finally:
             self._forget(peer)
+
+    async def _refuse(self, peer: _Peer, refused: _Refused) -> None:
+        """End the stream: the reason in the hub's log and metrics, a generic text to an unregistered client."""
+        self.metrics.streams_rejected.labels(reason=refused.reason).inc()
+        log.warning("agent stream from %s refused (%s): %s", _peer_address(peer.context), refused.reason, refused)
+        public = refused.public or (peer.stream_id is not None and not peer.revoked)
+        self._forget(peer)
+        await peer.context.abort(refused.code, str(refused) if public else REFUSED)
 
     def _forget(self, peer: _Peer) -> None:
         self._peers.discard(peer)
@@ -328,12 +393,12 @@ class IngesterServer:
         elif kind == "health":
             if peer.stream_id is None:
                 raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
-                               "health received before registration")
+                               "health received before registration", public=True)
             self.table.heartbeat(peer.stream_id, self.clock(), request.health.buffered_batches)
         elif kind == "metrics":
             if peer.stream_id is None:
                 raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
-                               "metrics received before registration")
+                               "metrics received before registration", public=True)
             batch = request.metrics
             if batch.cluster_name and batch.cluster_name != peer.cluster:
                 raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "other_cluster",
@@ -349,7 +414,8 @@ class IngesterServer:
             finally:
                 self._inflight -= 1
         else:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload")
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload",
+                           public=True)
 
     def _check_held(self, cluster: str) -> None:
         """With sharding, only the replica holding the cluster's ClusterConnection takes its agent.
@@ -367,26 +433,26 @@ class IngesterServer:
     async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
         name = register.cluster_name
         if not name:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required")
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required",
+                           public=True)
         standby = self.runtime.fence.why_not()
         if standby:
             # A standby replica (behind the same Service) cannot store batches, and its connection
             # table is not the one the leader's reconciles ask: the agent reconnects elsewhere.
             raise _Refused(grpc.StatusCode.UNAVAILABLE, "standby", f"this replica does not store now ({standby})")
         self._check_held(name)
+        assert self._hub_view is not None
         try:
-            known = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
-            check_tokens(known.token, register.token, metadata_token)
+            known = self._hub_view.lookup(name)
+            token_digest = check_tokens(known, register.token, metadata_token)
         except AuthError as exc:
-            raise _Refused(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from exc
-        except Exception as exc:
-            raise _Refused(grpc.StatusCode.UNAVAILABLE, "hub_unavailable",
-                           f"cannot verify the collector token now: {exc}") from exc
+            code = grpc.StatusCode.UNAVAILABLE if exc.reason == "not_ready" else grpc.StatusCode.UNAUTHENTICATED
+            raise _Refused(code, exc.reason, str(exc)) from exc
         if peer.stream_id is not None:
             self.table.remove(peer.stream_id)
         self.agents.learn(name, known.agent)
         self.agents.learn_endpoint(name, known.endpoint)
-        peer.cluster, peer.version = name, register.version
+        peer.cluster, peer.version, peer.token_digest = name, register.version, token_digest
         peer.stream_id = self.table.register(name, register.version, self.clock())
         self.metrics.connected.set(len(self.table))
         log.info("agent registered: cluster %s, version %s", name, register.version or "?")
@@ -467,6 +533,13 @@ def add_servicer(server: grpc.aio.Server, servicer: pb_grpc.CollectorServiceServ
         response_serializer=pb.ConnectResponse.SerializeToString)}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)
+
+
+def _peer_address(context: Any) -> str:
+    try:
+        return str(context.peer())
+    except Exception:
+        return "?"
 
 
 class _Servicer(pb_grpc.CollectorServiceServicer):
