@@ -309,6 +309,14 @@ class PluginHost:
             self._contributions = contributions
         return self._contributions
 
+    def stored_names(self, index: str) -> list[str] | None:
+        """Every storage backend's names in ``index`` (``clusterpulse_stored_names``), sorted and
+        unique; None when no backend keeps that index."""
+        answers = [answer for answer in self.pm.hook.clusterpulse_stored_names(index=index) if answer is not None]
+        if not answers:
+            return None
+        return sorted({str(name) for answer in answers for name in answer})
+
     @property
     def kinds(self) -> dict[str, tuple[str, ResourceKind]]:
         """Kind name -> (owning plugin, declaration); a kind declared twice is an error."""
