@@ -208,12 +208,25 @@ def rbac_cmd(ctx: click.Context, managed: bool, cross_namespace: bool, reads: tu
     """Print the least-privilege RBAC of the enabled kinds (YAML): hub Role, or --managed / --cross-namespace."""
     from clusterpulse_core import rbac
 
+    if not managed:
+        wrong = [f"{option} needs --managed (it is about the managed-cluster side)"
+                 for option, given in (("--read", reads), ("--push", push)) if given]
+        if wrong:
+            _fail("\n".join(wrong))
     config, host = _loaded(ctx)
     kinds = [kind for _owner, kind in host.kinds.values()]
     plugins = ", ".join(host.order)
     if managed:
+        problems = []
+        extra = []
+        for text in reads:
+            try:
+                extra.append(rbac.parse_read(text, kinds))
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            _fail("\n".join(problems))
         try:
-            extra = [rbac.parse_read(text) for text in reads]
             docs = rbac.managed_manifests(kinds, extra, name=service_account or rbac.READER,
                                           namespace=namespace or rbac.READER_NAMESPACE, push=push)
         except ValueError as exc:

@@ -9,8 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
+import yaml
+
+from clusterpulse_core.plugins import installed_plugins
 from clusterpulse_core.testing.kube_api import KubeAPI
 from clusterpulse_core.testing.servers import free_port
 
@@ -142,3 +146,52 @@ def test_redis_url_scheme_and_cluster_db_are_checked(tmp_path: Path) -> None:
         assert (result.returncode, result.stderr) == (1, f"error: c.toml: plugins.redis.url: {problem}\n"), url
     write(tmp_path, "c.toml", '[clusterpulse]\nplugins = ["redis"]\n[plugins.redis]\nurl = "rediss://redis:6380/3"\n')
     assert run(["config", "check", "c.toml"], tmp_path).stdout == "c.toml: ok\n"
+
+
+def test_plugin_names_get_did_you_mean_and_no_advice_for_unpublished_names(tmp_path: Path) -> None:
+    installed = ", ".join(plugin.name for plugin in installed_plugins())
+    expected = {
+        "clustr": f"plugin 'clustr' is enabled but not installed (did you mean 'cluster'? installed plugins: "
+                  f"{installed})",
+        "nosuch": f"plugin 'nosuch' is enabled but not installed (installed plugins: {installed})",
+        "core": "plugin 'core' is enabled but not found: distribution clusterpulse-core "
+                f"{version('clusterpulse-core')} is installed without an entry point named 'core' in the group "
+                "'clusterpulse.plugins' (it declares: none; add [project.entry-points.\"clusterpulse.plugins\"] "
+                "core = \"module:Plugin\" to its pyproject.toml and reinstall it)",
+    }
+    for name, problem in expected.items():
+        write(tmp_path, "c.toml", f'[clusterpulse]\nplugins = ["{name}"]\n')
+        result = run(["config", "check", "c.toml"], tmp_path)
+        assert (result.returncode, result.stderr) == (1, f"error: c.toml: {problem}\n"), name
+        assert "pip install" not in result.stderr
+    write(tmp_path, "c.toml", '[clusterpulse]\nplugins = ["clusterpulse-example"]\n')
+    first = run(["config", "check", "c.toml"], tmp_path).stderr.splitlines()[0]
+    assert first.startswith("error: c.toml: plugin 'clusterpulse-example' is enabled but not found: did you mean "
+                            "'example'? distribution clusterpulse-example 0.1.0 is installed without an entry "
+                            "point named 'clusterpulse-example'"), first
+
+
+def test_rbac_read_needs_managed_and_resolves_groups_or_refuses(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example"]\n')
+    result = run(["rbac", "--read", "apps/statefulsets"], tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", "error: --read needs --managed (it is about the managed-cluster side)\n")
+
+    result = run(["rbac", "--managed", "--read", "jobs", "--read", "greetings", "--read", "example.io/widgets"],
+                 tmp_path)
+    assert result.returncode == 0, result.stderr
+    role = next(doc for doc in yaml.safe_load_all(result.stdout) if doc["kind"] == "ClusterRole")
+    reads = {(rule["apiGroups"][0], resource) for rule in role["rules"] if "apiGroups" in rule
+             for resource in rule["resources"] if rule["verbs"] == ["get", "list"]}
+    assert {("batch", "jobs"), ("example.clusterpulse.io", "greetings"), ("example.io", "widgets")} <= reads
+    assert ("", "jobs") not in reads
+
+    result = run(["rbac", "--managed", "--read", "jbos", "--read", "apps/jobs", "--read", "widgets"], tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "error: --read jbos: not a built-in resource nor one of the enabled kinds (did you mean 'jobs'? a custom "
+        "resource needs its group: GROUP/jbos)",
+        "error: --read apps/jobs: jobs is in the 'batch' group: --read batch/jobs",
+        "error: --read widgets: not a built-in resource nor one of the enabled kinds (a custom resource needs its "
+        "group: GROUP/widgets)",
+    ]
