@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import redis
+
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.model import Alert
+from clusterpulse_core.model.policy import StoredPolicy
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_redis import keys
 from clusterpulse_redis.alerts import read_alerts
 from clusterpulse_redis.connection import connect
-from clusterpulse_redis.policies import POLICIES_ALL
+from clusterpulse_redis.policies import POLICIES_ALL, stored_policies
 from clusterpulse_redis.restart import RestartWatcher
 from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.store import RedisStore
@@ -77,7 +80,8 @@ class RedisPlugin:
             members = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in client.smembers(key))
         finally:
             client.close()
-            client.connection_pool.disconnect()
+            if isinstance(client, redis.Redis):
+                client.connection_pool.disconnect()
         if index == "policies":  # policy keys: policy:<ns>:<name>
             return [m.removeprefix("policy:").replace(":", "/", 1) for m in members if m.startswith("policy:")]
         return members
@@ -91,3 +95,15 @@ class RedisPlugin:
         finally:
             client.close()
             client.connection_pool.disconnect()
+
+    @hookimpl
+    def clusterpulse_stored_policies(self, user: str, groups: Sequence[str],
+                                     service_account: bool) -> Sequence[StoredPolicy]:
+        """The principal's policies from the ``policy:{user,group,sa}:<x>:sorted`` indexes (short-lived connection)."""
+        client = connect(self.settings or RedisSettings())
+        try:
+            return stored_policies(client, user, groups, service_account)
+        finally:
+            client.close()
+            if isinstance(client, redis.Redis):
+                client.connection_pool.disconnect()
