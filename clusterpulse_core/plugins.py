@@ -400,7 +400,8 @@ class PluginHost:
 
     def agent_connection(self, cluster: str) -> AgentConnection | None:
         """The push agent connected for ``cluster`` (``None`` when none is, or nothing receives agents)."""
-        return self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
+        found: AgentConnection | None = self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
+        return found
 
     def agent_sources(self, sources: Sequence[bytes]) -> None:
         """Hand the MetricSource documents an agent received to the plugins that evaluate them."""
