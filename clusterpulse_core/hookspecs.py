@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-    from clusterpulse_core.model import AgentConnection, Alert
+    from clusterpulse_core.model import AgentConnection, Alert, ClusterMetrics, HealthVerdict
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -260,6 +260,18 @@ def clusterpulse_agent_connection(cluster: str) -> AgentConnection | None:
     agent is connected (or no plugin receives agents): the cluster is collected by pull
     (DECISIONS C3). The answer carries the agent's version and the time it was last heard
     from, so the caller can treat a silent agent as gone.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_cluster_health(metrics: ClusterMetrics) -> HealthVerdict | None:
+    """The health and its reason of a reachable cluster with these totals.
+
+    Implemented by the plugin that owns the health thresholds (the cluster plugin, with
+    ``NODE_UNHEALTHY_THRESHOLD``, ``CPU_CRITICAL_THRESHOLD``, ...); asked by whatever stores a
+    cluster's status from its totals, so a pushed batch gets the same verdict as a pull
+    reconcile. With no implementation the upstream default thresholds apply
+    (:func:`clusterpulse_core.model.cluster_health`).
     """
 
 

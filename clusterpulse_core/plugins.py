@@ -18,7 +18,7 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.model import AgentConnection
+from clusterpulse_core.model import AgentConnection, ClusterMetrics, HealthVerdict, cluster_health
 from clusterpulse_core.store import StorageBackend
 
 log = logging.getLogger(__name__)
@@ -315,6 +315,11 @@ class PluginHost:
     def agent_connection(self, cluster: str) -> AgentConnection | None:
         """The push agent connected for ``cluster`` (``None`` when none is, or nothing receives agents)."""
         return self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
+
+    def cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
+        """The health verdict of a reachable cluster's totals (a plugin's thresholds, else the defaults)."""
+        verdict = self.pm.hook.clusterpulse_cluster_health(metrics=metrics)
+        return verdict if verdict is not None else cluster_health(metrics)
 
     def agent_sources(self, sources: Sequence[bytes]) -> None:
         """Hand the MetricSource documents an agent received to the plugins that evaluate them."""

@@ -28,12 +28,13 @@ from clusterpulse_core.model import (
     CollectedResource,
     CustomResourceCollection,
     Health,
+    HealthVerdict,
     NodeMetrics,
     NodeStatus,
     OperatorInfo,
     RelatedObject,
 )
-from clusterpulse_core.model.cluster import usage_percent
+from clusterpulse_core.model.cluster import HEALTHY_MESSAGE, cluster_health, usage_percent
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -50,8 +51,6 @@ from clusterpulse_core.pieces import (
 )
 from clusterpulse_ingester.proto import collector_pb2 as pb
 
-#: Redis status message of a cluster whose data arrives by push (controllers.md §11.2 step 8).
-PUSH_ACTIVE_MESSAGE = "Collector push active"
 #: A ``collected_at`` further in the future than this is not trusted; the receipt time is used.
 MAX_CLOCK_SKEW = timedelta(minutes=5)
 _INFO_OPTIONAL = ("console_url", "channel", "cluster_id")
@@ -315,11 +314,14 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
 
 
 def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
-                      agent: AgentStatus | None = None, endpoint: str = "") -> list[Piece]:
+                      agent: AgentStatus | None = None, endpoint: str = "", display_name: str = "",
+                      health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health) -> list[Piece]:
     """Every piece a batch stores, in the pull write order, then status and event (§11.2).
 
     ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`);
-    ``endpoint`` the ClusterConnection's ``spec.endpoint`` (the ``api_url`` when the batch has none).
+    ``endpoint`` and ``display_name`` the ClusterConnection's (the endpoint is the ``api_url``
+    when the batch has none). The status and event carry ``health(totals)``, the verdict a pull
+    reconcile gives the same totals (docs/readers.md#r7-health).
 
     Raises :class:`BatchError` (naming the field) for content that cannot be stored; nothing of
     such a batch is stored.
@@ -329,6 +331,7 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
     nodes = tuple([_node(n, at, i) for i, n in enumerate(batch.node_metrics)])
     if nodes:
         pieces.append(NodesPiece(cluster, nodes))
+    metrics: ClusterMetrics | None = None
     if batch.HasField("cluster_metrics"):
         metrics = cluster_metrics_of(batch.cluster_metrics, nodes, at)
         pieces.append(ClusterMetricsPiece(cluster, metrics))
@@ -343,8 +346,12 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
                                                            for co in batch.cluster_operators)))
     for i, entry in enumerate(batch.custom_resources):
         pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]"))
-    pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(Health.HEALTHY.value, PUSH_ACTIVE_MESSAGE,
-                                                                  received, agent)))
-    pieces.append(EventPiece("cluster.reconciled", cluster,
-                             {"health": Health.HEALTHY.value, "source": "collector-push"}, timestamp=received))
+    verdict = health(metrics) if metrics is not None else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE)
+    pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(verdict.health, verdict.message, received, agent)))
+    event: dict[str, Any] = {"health": verdict.health, "source": "collector-push"}
+    if metrics is not None:
+        event.update(nodes=metrics.nodes, nodes_ready=metrics.nodes_ready, namespaces=metrics.namespaces)
+    if display_name:
+        event["display_name"] = display_name
+    pieces.append(EventPiece("cluster.reconciled", cluster, event, timestamp=received))
     return pieces
