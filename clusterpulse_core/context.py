@@ -68,6 +68,13 @@ class Runtime:
         for listener in list(self._resync_listeners):
             listener(reason, ref)
 
+    def storage_lost(self, reason: str) -> None:
+        """A storage backend lost its data: every plugin forgets its cached "last done" times
+        (``clusterpulse_storage_lost``), then every object is queued again (:meth:`request_resync`)."""
+        for plugin, _ in self.plugins.call_each("clusterpulse_storage_lost", runtime=self, reason=reason):
+            logging.getLogger(__name__).info("%s: plugin %s reset its cached state", reason, plugin)
+        self.request_resync(reason)
+
     def on_resync_request(self, listener: Callable[[str, ObjectRef | None], None]) -> None:
         """Call ``listener(reason, ref)`` on every :meth:`request_resync` (the manager registers here)."""
         self._resync_listeners.append(listener)

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, wait_for, write_config
+from fault_support import TOKEN, WAIT, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
 
 from clusterpulse_core.testing.hostile import HostileProxy
+from clusterpulse_core.testing.polling import eventually
 
 GRACE = 1.5
 CALL_TIMEOUT = 60  # spec.monitoring.timeout of the hung reconcile
@@ -34,7 +35,7 @@ def test_the_sigterm_messages_state_the_grace_used(
         manager = ManagerProcess(config, hub, tmp_path)
         try:
             manager.wait_log(r"manager .* started")
-            wait_for(lambda: client.exists("cluster:hung:spec"), "the hung reconcile to start")
+            eventually(lambda: client.exists("cluster:hung:spec"), "the hung reconcile to start", timeout=WAIT)
             manager.signal(signal.SIGTERM)
             assert manager.wait(timeout=GRACE + 20) == 0
             log = manager.log()
