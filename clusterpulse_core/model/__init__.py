@@ -21,6 +21,7 @@ from clusterpulse_core.model.cluster import (
     PodPhaseCounts,
     cluster_health,
     cluster_metrics,
+    is_health_verdict,
     usage_percent,
 )
 from clusterpulse_core.model.metricsource import (
@@ -79,5 +80,6 @@ __all__ = [
     "Taint",
     "cluster_health",
     "cluster_metrics",
+    "is_health_verdict",
     "usage_percent",
 ]

@@ -183,6 +183,13 @@ def cluster_metrics(nodes: Sequence[NodeMetrics], namespaces: Sequence[str], now
 
 #: The message of a cluster without issues (docs/readers.md#r7-health).
 HEALTHY_MESSAGE = "Cluster is healthy"
+#: How the message of a reachable cluster with issues starts.
+ISSUES_PREFIX = "Issues: "
+
+
+def is_health_verdict(message: str) -> bool:
+    """Whether a status message is a reachable cluster's health verdict (not a reconcile error)."""
+    return message == HEALTHY_MESSAGE or message.startswith(ISSUES_PREFIX)
 
 
 @attrs.frozen
@@ -229,4 +236,4 @@ def cluster_health(metrics: ClusterMetrics, thresholds: HealthThresholds = Healt
             health = Health.DEGRADED
         if percent > min(critical, warning):
             issues.append(f"High {label} usage: {percent:.2f}%")
-    return HealthVerdict(health.value, f"Issues: {issues[0]}" if issues else HEALTHY_MESSAGE)
+    return HealthVerdict(health.value, ISSUES_PREFIX + issues[0] if issues else HEALTHY_MESSAGE)
