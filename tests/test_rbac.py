@@ -127,7 +127,13 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
             core = CoreSettings(plugins=PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                                 metrics_bind_address="0", health_probe_bind_address="0", leader_elect=True)
             ingester_port = free_port()
+            # The hub gives the agents it deploys the ingester's CA (the agent this test starts speaks
+            # plaintext to the local ingester; the deployed Deployment is only read).
+            fleet.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "ingester-ca", "namespace": fleet.namespace},
+                              "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\n"}})
             raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
+                                                        "cluster": {"ingester_tls_enabled": True},
                                                         "ingester": {"bind_address": "127.0.0.1",
                                                                      "port": ingester_port}},
                             source="test")

@@ -16,6 +16,7 @@ from clusterpulse_ingester.convert import timestamp_of
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from clusterpulse_ingester.server import REFUSED
 from push_support import HUB_NAMESPACE, TOKEN, WAIT, Stream
 
 from clusterpulse_core.context import Runtime
@@ -89,7 +90,8 @@ def test_wrong_or_missing_token_is_unauthenticated_and_stores_nothing(
     assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason=reason) == 1
 
 
-def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any], redis_url: str) -> None:
+def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any], redis_url: str,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
     runtime, _ = ingester
     for name, detail in (("ghost", "unknown cluster 'ghost'"), ("Bad/Name", "not a valid ClusterConnection name")):
         stream = Stream(_port(runtime), TOKEN)
@@ -97,11 +99,14 @@ def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any]
         error = stream.error()
         stream.close()
         assert error.code() == grpc.StatusCode.UNAUTHENTICATED
-        assert detail in error.details()
+        # The agent learns nothing about the hub; the hub's log says why.
+        assert error.details() == REFUSED
+        assert detail in caplog.text
     assert _keys(redis_url, "*ghost*") == []
 
 
-def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any]) -> None:
+def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any],
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     runtime, recording = ingester
     runtime.fence.require_lease()  # leader election, Lease not held: this replica may not store
     stream = Stream(_port(runtime), TOKEN + "edge")
@@ -110,7 +115,8 @@ def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any])
     error = stream.error()
     stream.close()
     assert error.code() == grpc.StatusCode.UNAVAILABLE  # the agent backs off and reconnects
-    assert "this replica does not store now (the leader Lease is not held" in error.details()
+    assert error.details() == REFUSED
+    assert "this replica does not store now (the leader Lease is not held" in caplog.text
     assert runtime.plugins.agent_connection("edge") is None and recording.pieces == []
     assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason="standby") == 1
 
