@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-    from clusterpulse_core.model import AgentConnection, Alert, ClusterMetrics, HealthVerdict
+    from clusterpulse_core.model import (
+        AgentConnection,
+        AggregationResults,
+        Alert,
+        ClusterMetrics,
+        CollectedResource,
+        HealthVerdict,
+    )
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -283,6 +290,19 @@ def clusterpulse_cluster_health(metrics: ClusterMetrics) -> HealthVerdict | None
     cluster's status from its totals, so a pushed batch gets the same verdict as a pull
     reconcile. With no implementation the upstream default thresholds apply
     (:func:`clusterpulse_core.model.cluster_health`).
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_aggregate_resources(source_id: str,
+                                     resources: Sequence[CollectedResource]) -> AggregationResults | None:
+    """The aggregations of MetricSource ``source_id`` over these collected resources.
+
+    Implemented by the plugin that owns MetricSources, with the same code its pull collection
+    aggregates with; asked by the ingester for every pushed batch that carries a source's
+    resources, so ``groupBy`` and every aggregation type reach storage whatever the agent
+    computed (a Go agent sends numeric results only). ``None``: the source is unknown here or
+    declares no aggregations; the caller then keeps what the agent sent.
     """
 
 

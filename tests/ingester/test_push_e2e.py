@@ -20,12 +20,14 @@ import attrs
 import pytest
 import redis
 from clusterpulse_ingester.plugin import IngesterPlugin
+from clusterpulse_ingester.proto import collector_pb2 as pb
 from push_support import (
     CC_API,
     HUB_NAMESPACE,
     TOKEN,
     WAIT,
     AgentProcess,
+    Stream,
     cluster_connection,
     managed_objects,
     metric_source,
@@ -37,7 +39,8 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import ClusterMetricsPiece, ClusterSpecPiece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.serde import loads
+from clusterpulse_core.serde import dumps, loads
+from clusterpulse_core.testing.kube_api_util import ApiError
 from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 from clusterpulse_core.testing.servers import free_port
@@ -326,10 +329,19 @@ def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld
 
 
 def _touch(world: PushWorld, name: str) -> None:
-    """A spec change: the manager reconciles now instead of at the next requeue."""
-    obj = world.cr(name)
-    obj["spec"]["labels"] = {"touched": str(time.monotonic_ns())}
-    world.hub.update(obj)
+    """A spec change: the manager reconciles now instead of at the next requeue.
+
+    Read-modify-write races the manager's status patches (a 409): read again, a bounded few times.
+    """
+    for attempt in range(5):
+        obj = world.cr(name)
+        obj["spec"]["labels"] = {"touched": str(time.monotonic_ns())}
+        try:
+            world.hub.update(obj)
+            return
+        except ApiError as exc:
+            if exc.code != 409 or attempt == 4:
+                raise
 
 
 def _status(world: PushWorld, name: str) -> dict[str, Any]:
@@ -361,7 +373,8 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     status = eventually(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
                         "push active in the status", timeout=WAIT)
     assert re.fullmatch(r"Collector push active \(agent \S+, last heartbeat \S+Z\)", status["message"])
-    assert status["phase"] == "Connected" and status["health"] == "healthy"
+    # Its health is the verdict of the agent's batches (managed_objects' NotReady worker-2: degraded).
+    assert status["phase"] == "Connected" and status["health"] == "degraded"
     before = reconciles()
     eventually(lambda: reconciles() > before, "a reconcile while the agent streams (silence limit 5 s)", timeout=20)
     assert pulls() == 0
@@ -405,3 +418,44 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
         k: status["agent"][k] for k in ("deployed", "version", "connected")}
     assert agent.output().count("Registered with ingester") == 1
     assert agent.stop() == 0
+
+
+def _grouped_source() -> dict[str, Any]:
+    """The Deployments MetricSource with a ``groupBy`` aggregation and an ``avg`` (not what a Go agent sends)."""
+    source = metric_source("deploys", "replicas * 2")
+    spec = source["spec"]
+    spec["fields"].append({"name": "ns", "path": ".metadata.namespace", "type": "string"})
+    spec["aggregations"] += [{"name": "by_ns", "field": "replicas", "function": "sum", "groupBy": "ns"},
+                             {"name": "mean", "field": "doubled", "function": "avg"}]
+    return source
+
+
+def test_the_hub_aggregates_pushed_resources_with_the_pull_code(world: PushWorld) -> None:
+    """A batch with resources gets the hub's aggregations (grouped too); without them, the agent's numbers."""
+    world.hub.create(_grouped_source())
+    eventually(lambda: world.redis.exists("metricsource:clusterpulse:deploys"), "the hub's compiled MetricSource",
+               timeout=WAIT)
+    stream = Stream(world.port, TOKEN + "edge")
+    try:
+        stream.register("edge", TOKEN + "edge")
+        batch = pb.MetricsBatch(cluster_name="edge", batch_id="with-resources")
+        batch.custom_resources.append(pb.CustomResourceBatch(
+            source_id="clusterpulse/deploys", resource_count=2,
+            resources=[pb.CustomCollectedResource(id=f"{ns}/{name}", namespace=ns, name=name,
+                                                  values_json=dumps({"replicas": n, "doubled": 2 * n, "ns": ns}))
+                       for ns, name, n in (("app-a", "web", 2), ("app-b", "api", 3))],
+            aggregation_values={"total": 999.0}))  # what an agent computed is not what is stored
+        stream.send(pb.ConnectRequest(metrics=batch))
+        assert stream.recv().ack.success
+        key = "cluster:edge:custom:clusterpulse/deploys:aggregations"
+        assert world.json(key)["values"] == {"total": 10.0, "by_ns": {"app-a": 2.0, "app-b": 3.0}, "mean": 5.0}
+
+        # Resources not sent (a count only): the agent's numeric results are all there is.
+        batch = pb.MetricsBatch(cluster_name="edge", batch_id="counts-only")
+        batch.custom_resources.append(pb.CustomResourceBatch(source_id="clusterpulse/deploys", resource_count=5,
+                                                             aggregation_values={"total": 7.0}))
+        stream.send(pb.ConnectRequest(metrics=batch))
+        assert stream.recv().ack.success
+        assert world.json(key)["values"] == {"total": 7.0}
+    finally:
+        stream.close()

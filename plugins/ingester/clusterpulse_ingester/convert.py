@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import attrs
+
 from clusterpulse_core.model import (
     AgentStatus,
     AggregationResults,
@@ -296,7 +298,12 @@ def _resource_values(raw: bytes, where: str) -> dict[str, Any]:
     return values
 
 
-def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: str) -> list[Piece]:
+#: ``aggregate(source_id, resources)``: the hub's aggregations of a source over pushed resources.
+Aggregate = Callable[[str, Sequence[CollectedResource]], AggregationResults | None]
+
+
+def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: str,
+            aggregate: Aggregate | None = None) -> list[Piece]:
     if "/" not in entry.source_id:
         raise BatchError(f"{where}.source_id: expected <namespace>/<name>, got {entry.source_id!r}")
     resources = tuple(
@@ -306,7 +313,13 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
     pieces: list[Piece] = [CustomResourcesPiece(cluster, CustomResourceCollection(
         source_id=entry.source_id, cluster_name=cluster, collected_at=at, resource_count=entry.resource_count,
         truncated=entry.truncated, duration_ms=entry.duration_ms, resources=resources))]
-    if entry.aggregation_values:
+    # The hub aggregates the resources itself, as a pull collection does (grouped results and
+    # every type, whatever the agent computed); the agent's numbers only when it sent none.
+    sent = bool(resources) or entry.resource_count == 0
+    recomputed = aggregate(entry.source_id, resources) if aggregate is not None and sent else None
+    if recomputed is not None:
+        pieces.append(AggregationsPiece(cluster, attrs.evolve(recomputed, computed_at=at)))
+    elif entry.aggregation_values:
         pieces.append(AggregationsPiece(cluster, AggregationResults(
             source_id=entry.source_id, computed_at=at, duration_ms=entry.duration_ms,
             values={k: float(v) for k, v in entry.aggregation_values.items()})))
@@ -315,13 +328,15 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
 
 def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
                       agent: AgentStatus | None = None, endpoint: str = "", display_name: str = "",
-                      health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health) -> list[Piece]:
+                      health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health,
+                      aggregate: Aggregate | None = None) -> list[Piece]:
     """Every piece a batch stores, in the pull write order, then status and event (§11.2).
 
     ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`);
     ``endpoint`` and ``display_name`` the ClusterConnection's (the endpoint is the ``api_url``
     when the batch has none). The status and event carry ``health(totals)``, the verdict a pull
-    reconcile gives the same totals (docs/readers.md#r7-health).
+    reconcile gives the same totals (docs/readers.md#r7-health). ``aggregate`` recomputes each
+    MetricSource's aggregations from the batch's resources (see :data:`Aggregate`).
 
     Raises :class:`BatchError` (naming the field) for content that cannot be stored; nothing of
     such a batch is stored.
@@ -345,7 +360,7 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
         pieces.append(ClusterOperatorsPiece(cluster, tuple(_cluster_operator(co, at)
                                                            for co in batch.cluster_operators)))
     for i, entry in enumerate(batch.custom_resources):
-        pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]"))
+        pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]", aggregate))
     verdict = health(metrics) if metrics is not None else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE)
     pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(verdict.health, verdict.message, received, agent)))
     event: dict[str, Any] = {"health": verdict.health, "source": "collector-push"}

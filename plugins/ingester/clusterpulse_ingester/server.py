@@ -589,7 +589,7 @@ class IngesterServer:
                 storing = self._worker.submit(functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
                     endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
-                    health=self.runtime.plugins.cluster_health))
+                    health=self.runtime.plugins.cluster_health, aggregate=self.runtime.plugins.aggregate_resources))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
