@@ -25,13 +25,15 @@ log = logging.getLogger(__name__)
 
 
 def load(config_file: str | None = None, env: Mapping[str, str] | None = None,
-         extra_plugins: Mapping[str, object] | None = None) -> tuple[Config, PluginHost]:
+         extra_plugins: Mapping[str, object] | None = None,
+         flags: Mapping[str, tuple[str, Any]] | None = None) -> tuple[Config, PluginHost]:
     """Read the config, load the enabled plugins, validate their sections, configure them.
 
     The one validation: exactly what :func:`diagnose` (``config check``) checks; any problem
-    raises :class:`ConfigError` listing them all, one per line.
+    raises :class:`ConfigError` listing them all, one per line. ``flags``: core settings given
+    on the command line (see :func:`clusterpulse_core.config.build_settings`).
     """
-    found = diagnose(config_file, env, extra_plugins)
+    found = diagnose(config_file, env, extra_plugins, flags)
     if found.problems or found.config is None:
         raise ConfigError(*found.problems)
     return found.config, found.host
@@ -67,7 +69,8 @@ class Diagnosis:
 
 
 def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = None,
-             extra_plugins: Mapping[str, object] | None = None) -> Diagnosis:
+             extra_plugins: Mapping[str, object] | None = None,
+             flags: Mapping[str, tuple[str, Any]] | None = None) -> Diagnosis:
     """Load as much as possible and collect every problem instead of stopping at the first.
 
     Used by the command line: plugin commands stay available when another plugin is broken,
@@ -81,7 +84,7 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
     problems: list[str] = []
     path = config_path(config_file, env)
     try:
-        raw = read_config(path, env, problems)
+        raw = read_config(path, env, problems, flags)
     except ConfigError as exc:  # the file cannot be read or parsed at all
         problems += exc.errors
         raw = RawConfig(CoreSettings(), {}, str(path or ""))

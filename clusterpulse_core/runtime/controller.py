@@ -213,7 +213,7 @@ class Controller:
             with self._busy_lock:
                 self._busy[thread] = (ref, time.monotonic())
             try:
-                with deadline.within(self.reconcile_timeout):
+                with deadline.within(self.reconcile_timeout), deadline.owned_by(self.runtime.calls):
                     self.process(ref)
             except Exception:
                 log.exception("controller %s: unexpected failure processing %s", self.name, ref)

@@ -293,6 +293,8 @@ def _resource_values(raw: bytes, where: str) -> dict[str, Any]:
         values = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BatchError(f"{where}.values_json: not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise BatchError(f"{where}.values_json: JSON nested too deeply to store") from exc
     if not isinstance(values, dict):
         raise BatchError(f"{where}.values_json: expected a JSON object, got {type(values).__name__}")
     return values
@@ -368,5 +370,6 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
         event.update(nodes=metrics.nodes, nodes_ready=metrics.nodes_ready, namespaces=metrics.namespaces)
     if display_name:
         event["display_name"] = display_name
-    pieces.append(EventPiece("cluster.reconciled", cluster, event, timestamp=received))
+    # The event carries the collection time: a batch replayed after an outage is history of then.
+    pieces.append(EventPiece("cluster.reconciled", cluster, event, timestamp=at))
     return pieces
