@@ -21,7 +21,7 @@ from clusterpulse_redis.store import RedisStore
 
 
 class RedisPlugin:
-    """Current state in Redis (the ClusterPulse API contract, spec/redis.md)."""
+    """Current state in Redis (the ClusterPulse API contract, docs/compatibility.md#redis-keys)."""
 
     clusterpulse_api_version = 1
 
