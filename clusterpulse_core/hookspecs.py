@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-    from clusterpulse_core.model import AgentConnection, Alert
+    from clusterpulse_core.model import (
+        AgentConnection,
+        AggregationResults,
+        Alert,
+        ClusterMetrics,
+        CollectedResource,
+        HealthVerdict,
+    )
     from clusterpulse_core.model.policy import StoredPolicy
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
@@ -285,6 +292,31 @@ def clusterpulse_agent_connection(cluster: str) -> AgentConnection | None:
     agent is connected (or no plugin receives agents): the cluster is collected by pull
     (docs/compatibility.md#c3). The answer carries the agent's version and the time it was last heard
     from, so the caller can treat a silent agent as gone.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_cluster_health(metrics: ClusterMetrics) -> HealthVerdict | None:
+    """The health and its reason of a reachable cluster with these totals.
+
+    Implemented by the plugin that owns the health thresholds (the cluster plugin, with
+    ``NODE_UNHEALTHY_THRESHOLD``, ``CPU_CRITICAL_THRESHOLD``, ...); asked by whatever stores a
+    cluster's status from its totals, so a pushed batch gets the same verdict as a pull
+    reconcile. With no implementation the upstream default thresholds apply
+    (:func:`clusterpulse_core.model.cluster_health`).
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_aggregate_resources(source_id: str,
+                                     resources: Sequence[CollectedResource]) -> AggregationResults | None:
+    """The aggregations of MetricSource ``source_id`` over these collected resources.
+
+    Implemented by the plugin that owns MetricSources, with the same code its pull collection
+    aggregates with; asked by the ingester for every pushed batch that carries a source's
+    resources, so ``groupBy`` and every aggregation type reach storage whatever the agent
+    computed (a Go agent sends numeric results only). ``None``: the source is unknown here or
+    declares no aggregations; the caller then keeps what the agent sent.
     """
 
 

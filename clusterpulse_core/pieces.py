@@ -265,7 +265,7 @@ class AlertResolution(Piece):
     alert: Alert
 
 
-# Resource collection (docs/compatibility.md#r3, docs/compatibility.md#r3). Dormant upstream; here the cluster
+# Resource collection (docs/compatibility.md#r3). Dormant upstream; here the cluster
 # plugin's ``resources`` collector produces it (docs/compatibility.md#r3), and a backend stores it in
 # exactly this shape.
 

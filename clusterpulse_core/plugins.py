@@ -18,7 +18,14 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.model import AgentConnection
+from clusterpulse_core.model import (
+    AgentConnection,
+    AggregationResults,
+    ClusterMetrics,
+    CollectedResource,
+    HealthVerdict,
+    cluster_health,
+)
 from clusterpulse_core.store import StorageBackend
 
 log = logging.getLogger(__name__)
@@ -402,6 +409,16 @@ class PluginHost:
         """The push agent connected for ``cluster`` (``None`` when none is, or nothing receives agents)."""
         found: AgentConnection | None = self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
         return found
+
+    def cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
+        """The health verdict of a reachable cluster's totals (a plugin's thresholds, else the defaults)."""
+        verdict = self.pm.hook.clusterpulse_cluster_health(metrics=metrics)
+        return verdict if verdict is not None else cluster_health(metrics)
+
+    def aggregate_resources(self, source_id: str,
+                            resources: Sequence[CollectedResource]) -> AggregationResults | None:
+        """A MetricSource's aggregations over ``resources`` by its owning plugin (``None``: none here)."""
+        return self.pm.hook.clusterpulse_aggregate_resources(source_id=source_id, resources=list(resources))
 
     def agent_sources(self, sources: Sequence[bytes]) -> None:
         """Hand the MetricSource documents an agent received to the plugins that evaluate them."""

@@ -1,4 +1,4 @@
-"""Node metrics (docs/compatibility.md#redis-keys, docs/compatibility.md#redis-keys)."""
+"""Node metrics (docs/compatibility.md#redis-keys)."""
 
 from __future__ import annotations
 

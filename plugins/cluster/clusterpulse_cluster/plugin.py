@@ -19,6 +19,7 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.model import ClusterMetrics, HealthVerdict, cluster_health
 from clusterpulse_core.model.time import utcnow
 
 
@@ -86,6 +87,11 @@ class ClusterPlugin:
                                                       agent=agent)),
             Collector("cluster_operators", ClusterOperatorsCollector()),
         ]
+
+    @hookimpl
+    def clusterpulse_cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
+        """The verdict of these totals under this plugin's thresholds (pushed batches ask it too)."""
+        return cluster_health(metrics, self.settings.health_thresholds())
 
     @hookimpl
     def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],

@@ -31,7 +31,14 @@ from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
-from clusterpulse_core.model import ClusterStatusRecord, Health
+from clusterpulse_core.model import (
+    HEALTHY_MESSAGE,
+    ClusterMetrics,
+    ClusterStatusRecord,
+    Health,
+    HealthVerdict,
+    cluster_health,
+)
 from clusterpulse_core.pieces import (
     ClusterDeletion,
     ClusterInfoPiece,
@@ -69,6 +76,13 @@ def _uid(obj: Mapping[str, Any]) -> str:
 
 class ReconcileFailure(Exception):
     """A handled failure: the cluster is marked unhealthy with this message."""
+
+
+def reconciled_event(verdict: HealthVerdict, metrics: ClusterMetrics | None, display_name: str) -> dict[str, Any]:
+    """The data of a ``cluster.reconciled`` event (docs/readers.md#r7-health)."""
+    return {"health": verdict.health, "nodes": metrics.nodes if metrics else 0,
+            "nodes_ready": metrics.nodes_ready if metrics else 0,
+            "namespaces": metrics.namespaces if metrics else 0, "display_name": display_name}
 
 
 def ordered(pieces: Sequence[Piece]) -> list[Piece]:
@@ -147,18 +161,22 @@ class ClusterReconciler:
         now = self.clock()
         nodes = next((p for p in pieces if isinstance(p, NodesPiece)), None)
         namespaces = next((p for p in pieces if isinstance(p, NamespacesPiece)), None)
+        metrics = next((p.metrics for p in pieces if isinstance(p, ClusterMetricsPiece)), None)
+        verdict = (cluster_health(metrics, self.settings.health_thresholds()) if metrics is not None
+                   else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE))
+        node_count = len(nodes.nodes) if nodes else 0
+        namespace_count = len(namespaces.namespaces) if namespaces else 0
         ctx.store(
             *ordered(pieces),
-            ClusterStatusPiece(name, ClusterStatusRecord(Health.HEALTHY.value, connection_status.REACHABLE, now,
+            ClusterStatusPiece(name, ClusterStatusRecord(verdict.health, verdict.message, now,
                                                          self.agents.redis_status(name))),
-            EventPiece("cluster.reconciled", name,
-                       {"health": Health.HEALTHY.value, "display_name": spec.display_name}, timestamp=now),
+            EventPiece("cluster.reconciled", name, reconciled_event(verdict, metrics, spec.display_name),
+                       timestamp=now),
         )
         for stored in target.after_store:
             stored()
         self._patch_status(ctx, current, connection_status.connected(
-            now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0,
-            _generation(obj), current, fallback))
+            now, node_count, namespace_count, _generation(obj), current, fallback, verdict))
         previous_phase = current.get("phase")
         if previous_phase != connection_status.PHASE_CONNECTED:
             recovered = previous_phase == connection_status.PHASE_ERROR
@@ -180,7 +198,7 @@ class ClusterReconciler:
         age = (now - agent.last_heartbeat).total_seconds() if agent is not None else 0.0
         if agent is not None and age <= self.settings.agent_silence_limit:
             patch = connection_status.push_active(agent.version, agent.last_heartbeat, now, _generation(obj),
-                                                  current)
+                                                  current, agent.health)
             if any(current.get(key) != value for key, value in patch.items()):
                 ctx.patch_status(patch)
             return "", self.settings.agent_silence_limit - age

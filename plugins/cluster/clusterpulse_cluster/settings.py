@@ -5,6 +5,17 @@ from __future__ import annotations
 import attrs
 
 from clusterpulse_core.config import setting
+from clusterpulse_core.model import HealthThresholds
+
+
+def _fraction(value: float) -> None:
+    if not 0 < value <= 1:
+        raise ValueError(f"must be in (0, 1], got {value}")
+
+
+def _percent(value: float) -> None:
+    if not 0 <= value <= 100:
+        raise ValueError(f"must be a percentage in [0, 100], got {value}")
 
 
 @attrs.frozen
@@ -42,6 +53,22 @@ class ClusterSettings:
     resource_namespace_filter: str = setting(
         "", env="RESOURCE_NAMESPACE_FILTER",
         help="when non-empty, pods in kube-* namespaces are left out of the pod list (upstream rule)")
+    # Health (docs/readers.md#r7-health): the upstream names and defaults.
+    node_unhealthy_threshold: float = setting(
+        0.5, env="NODE_UNHEALTHY_THRESHOLD", check=_fraction,
+        help="share of nodes not Ready from which a cluster is unhealthy (any not Ready: degraded)")
+    cpu_critical_threshold: float = setting(
+        90.0, env="CPU_CRITICAL_THRESHOLD", check=_percent,
+        help="requested CPU above this percentage of allocatable makes a cluster degraded")
+    memory_critical_threshold: float = setting(
+        90.0, env="MEMORY_CRITICAL_THRESHOLD", check=_percent,
+        help="requested memory above this percentage of allocatable makes a cluster degraded")
+    cpu_warning_threshold: float = setting(
+        85.0, env="CPU_WARNING_THRESHOLD", check=_percent,
+        help="requested CPU above this percentage is named in the status message")
+    memory_warning_threshold: float = setting(
+        85.0, env="MEMORY_WARNING_THRESHOLD", check=_percent,
+        help="requested memory above this percentage is named in the status message")
     # Push mode: the collector agent the hub installs on managed clusters (docs/agent-deploy.md).
     collector_image: str = setting(
         "clusterpulse", help="agent image repository; the tag is spec.collectorVersion or the controller version")
@@ -62,3 +89,9 @@ class ClusterSettings:
         300.0, help="seconds a deletion waits for an unreachable cluster before leaving the agent behind")
     agent_sweep_interval: float = setting(
         600.0, help="seconds between checks of a cluster for agent objects whose owner is gone")
+
+    def health_thresholds(self) -> HealthThresholds:
+        """The health thresholds these settings give."""
+        return HealthThresholds(self.node_unhealthy_threshold, self.cpu_critical_threshold,
+                                self.memory_critical_threshold, self.cpu_warning_threshold,
+                                self.memory_warning_threshold)

@@ -283,6 +283,11 @@ class IngesterServer:
             self._hub_view.stop()
             self._hub_view = None
 
+    def health_changed(self, cluster: str) -> None:
+        """A pushed batch changed the cluster's health: the hub reconciles it now to patch its status."""
+        self.runtime.request_resync(f"health of pushed cluster {cluster} changed",
+                                    ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster))
+
     def push_config(self) -> None:
         """Send the current MetricSources to every registered agent (safe from any thread)."""
         loop = self._loop
@@ -603,7 +608,8 @@ class IngesterServer:
                 assert self._worker is not None
                 storing = self._worker.submit(functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
-                    self.agents.endpoint(peer.cluster)))
+                    endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
+                    health=self.runtime.plugins.cluster_health, aggregate=self.runtime.plugins.aggregate_resources))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))

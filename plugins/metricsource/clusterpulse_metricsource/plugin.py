@@ -21,6 +21,7 @@ from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.hookspecs import ExpressionCompiler, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.model import AggregationResults, CollectedResource
 from clusterpulse_core.plugins import PluginHost
 
 
@@ -85,6 +86,13 @@ class MetricSourcePlugin:
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Remove a deleted MetricSource's state."""
         return self.reconciler.forget(ref, ctx)
+
+    @hookimpl
+    def clusterpulse_aggregate_resources(self, source_id: str,
+                                         resources: Sequence[CollectedResource]) -> AggregationResults | None:
+        """A pushed batch's resources aggregated as a pull collection aggregates them (the hub's definition)."""
+        collector = self.reconciler.compiled(source_id)
+        return None if collector is None else collector.aggregate(resources)
 
     @hookimpl
     def clusterpulse_agent_read_types(self) -> Sequence[tuple[str, str]]:
