@@ -45,6 +45,7 @@ from clusterpulse_metricsource.paths import compile_steps, split_path
 from clusterpulse_metricsource.program import ComputedStep, Program
 from clusterpulse_metricsource.spec import CollectionSpec, MetricSourceSpec
 
+from clusterpulse_core.config import did_you_mean
 from clusterpulse_core.serde import camel, structure
 
 #: ``discover(group, version, kind)``: the resource plural from API discovery, or None.
@@ -226,10 +227,16 @@ def _computed_steps(fields: Sequence[str], computed_specs: Sequence[Any], catalo
     return tuple(ComputedStep(name, compiled[name], types[name]) for name in order)
 
 
-def _compile_aggregations(spec: MetricSourceSpec) -> tuple[CompiledAggregation, ...]:
-    """Copy the aggregations; a percentile outside 0..100 is an error (M10)."""
+def _compile_aggregations(spec: MetricSourceSpec, catalog: Catalog) -> tuple[CompiledAggregation, ...]:
+    """Copy the aggregations; a percentile outside 0..100 is an error (M10), and so is a function
+    no plugin registered (like an unknown expression function; upstream let it yield null)."""
     out = []
     for i, agg in enumerate(spec.aggregations):
+        if agg.function not in catalog.aggregations:
+            known = sorted(catalog.aggregations)
+            detail = (f"unknown aggregation function '{agg.function}' ({did_you_mean(agg.function, known)}"
+                      f"registered: {', '.join(known)})")
+            raise SpecError(f"aggregation '{agg.name}': {detail}", f"spec.aggregations[{i}].function", detail)
         if agg.function == "percentile" and agg.percentile is not None and not 0 <= agg.percentile <= 100:
             detail = f"percentile must be between 0 and 100, got {agg.percentile}"
             raise SpecError(f"aggregation '{agg.name}': {detail}", f"spec.aggregations[{i}].percentile", detail)
@@ -280,7 +287,7 @@ def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
                                          converted_default(field_type, field.default)))
 
     computed_steps = _compile_computed(spec, catalog)
-    aggregations = _compile_aggregations(spec)
+    aggregations = _compile_aggregations(spec, catalog)
     namespace_filter = None
     if source.namespaces is not None:
         namespace_filter = NamespaceFilter.from_patterns(source.namespaces.include, source.namespaces.exclude)
