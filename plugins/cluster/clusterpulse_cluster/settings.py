@@ -73,6 +73,10 @@ class ClusterSettings:
         "clusterpulse", help="agent image repository; the tag is spec.collectorVersion or the controller version")
     collector_command: tuple[str, ...] = setting(
         ("clusterpulse", "agent"), help="agent container command (empty = the image's entrypoint)")
+    collector_token_source: str = setting(
+        "hub", env="COLLECTOR_TOKEN_SOURCE", choices=("hub", "credentials"),
+        help="token given to deployed agents: 'hub' = minted per cluster (docs/push-mode.md#collector-tokens); "
+             "'credentials' = the ClusterConnection's credentials token (the Go hub's behaviour)")
     ingester_tls_enabled: bool = setting(
         False, env="INGESTER_TLS_ENABLED", help="the ingester speaks TLS: agents get the TLS variables")
     ingester_tls_use_system_ca: bool = setting(

@@ -41,6 +41,12 @@ class IngesterSettings:
         5, minimum=1, help="ingester: failed registrations from one peer address before it is made to wait")
     auth_backoff_max: float = setting(
         60.0, help="ingester: longest wait imposed on a peer address after failed registrations, s")
+    collector_token_source: str = setting(
+        "hub", env="COLLECTOR_TOKEN_SOURCE", choices=("hub", "credentials"),
+        help="ingester (and the cluster plugin's agent deploy): 'hub' = a token minted per cluster; "
+             "'credentials' = the ClusterConnection's credentials token (the Go hub's behaviour)")
+    token_rotation_grace: float = setting(
+        3600.0, help="agent rotate-token: seconds the previous collector token is still accepted")
     keepalive_time: float = setting(30.0, help="ping a silent peer after this many seconds")
     keepalive_timeout: float = setting(10.0, help="close the connection when a ping is not answered in time")
     min_ping_interval: float = setting(10.0, help="ingester: shortest ping interval allowed from an agent")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 from importlib import metadata
 
@@ -67,6 +68,10 @@ def image_tag(collector_version: str, build_version: str) -> str:
 def image_ref(image: str, tag: str) -> str:
     """``<image>:<tag>``; an image pinned by digest (``@sha256:...``) is used as given."""
     return image if "@" in image else f"{image}:{tag}"
+
+
+#: Pod template annotation: a digest of the collector token (not the token), so a rotation rolls the agent.
+TOKEN_ANNOTATION = "clusterpulse.io/collector-token-sha256"
 
 
 @attrs.frozen
@@ -138,6 +143,8 @@ class AgentPlan:
             self._meta(AGENT_NAME, AGENT_NAMESPACE, DEPLOYMENT_LABELS),
             DeploymentSpec(
                 selector=LabelSelector({"app.kubernetes.io/name": AGENT_NAME}),
-                template=PodTemplate(ObjectMeta(labels=dict(DEPLOYMENT_LABELS)), pod),
+                # A new token (rotation) changes the pod template, so the agent restarts with it.
+                template=PodTemplate(ObjectMeta(labels=dict(DEPLOYMENT_LABELS), annotations={
+                    TOKEN_ANNOTATION: hashlib.sha256(self.token.encode()).hexdigest()[:16]}), pod),
             ),
         )
