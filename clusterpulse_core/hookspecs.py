@@ -145,6 +145,26 @@ def clusterpulse_storage_lost(runtime: Runtime, reason: str) -> None:
     """
 
 
+@hookspec
+def clusterpulse_stored_names(index: str) -> Sequence[str] | None:
+    """The names a storage backend holds in the index named ``index``, or None when it has none.
+
+    Indexes: ``clusters``, ``registries`` (names), ``metricsources`` and ``policies``
+    (``<namespace>/<name>``). Kind plugins read them through ``PluginHost.stored_names`` to
+    answer ``clusterpulse_stored_refs``; a backend that cannot be read raises.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    """Per plugin, for the kinds it owns: the objects of ``kind`` whose state storage still holds.
+
+    The manager's ghost sweep (at start and every ``ghost_sweep_interval``) queues every one the
+    hub no longer has, and the controller forgets it as a deletion would (``clusterpulse_forget``).
+    None: the plugin cannot tell (the kind is then not swept).
+    """
+
+
 # --------------------------------------------------------------------------- aggregate
 
 

@@ -102,6 +102,14 @@ class ClusterPlugin:
         return self.reconciler.reconcile(obj, ctx, ctx.runtime.plugins.collectors())
 
     @hookimpl
+    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The clusters storage holds (``clusters``), in the watch namespace."""
+        names = runtime.plugins.stored_names("clusters")
+        if kind.kind != CLUSTER_CONNECTION.kind or names is None:
+            return None
+        return [ObjectRef(kind.kind, runtime.namespace, name) for name in names]
+
+    @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef,
                             ctx: ReconcileContext) -> bool | ReconcileResult | None:
         """A ClusterConnection is gone: remove its agent (push mode), then its data, client and state."""
