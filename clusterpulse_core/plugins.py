@@ -426,7 +426,9 @@ class PluginHost:
     def aggregate_resources(self, source_id: str,
                             resources: Sequence[CollectedResource]) -> AggregationResults | None:
         """A MetricSource's aggregations over ``resources`` by its owning plugin (``None``: none here)."""
-        return self.pm.hook.clusterpulse_aggregate_resources(source_id=source_id, resources=list(resources))
+        results: AggregationResults | None = self.pm.hook.clusterpulse_aggregate_resources(
+            source_id=source_id, resources=list(resources))
+        return results
 
     def agent_sources(self, sources: Sequence[bytes]) -> None:
         """Hand the MetricSource documents an agent received to the plugins that evaluate them."""

@@ -45,7 +45,7 @@ from clusterpulse_core.runtime.workqueue import QueueMetrics, WorkQueue
 
 log = logging.getLogger(__name__)
 
-#: How often idle managed-cluster clients are reaped (controllers.md §6).
+#: How often idle managed-cluster clients are reaped (docs/compatibility.md#manager).
 REAP_INTERVAL = 300.0
 #: Exit code of :meth:`Manager.run` after losing the leader Lease.
 EXIT_LEADERSHIP_LOST = 1

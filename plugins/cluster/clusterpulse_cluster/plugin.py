@@ -69,7 +69,7 @@ class ClusterPlugin:
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
         """Nodes with the resource lists (critical), cluster info, OLM operators, OpenShift ClusterOperators.
 
-        The resource lists (DECISIONS R3) are made by the nodes collector, from its own pod
+        The resource lists (docs/compatibility.md#r3) are made by the nodes collector, from its own pod
         sweep; their failure fails nothing. Inside the push agent (``where == "agent"``) OLM
         operators follow the agent's rules, and what the proto has no field for is not
         collected: the resource lists and every cluster-wide count but deployments.

@@ -26,7 +26,7 @@ STORED_INDEXES = {"clusters": keys.CLUSTERS_ALL, "registries": keys.REGISTRIES_A
 
 
 class RedisPlugin:
-    """Current state in Redis (the ClusterPulse API contract, spec/redis.md)."""
+    """Current state in Redis (the ClusterPulse API contract, docs/compatibility.md#redis-keys)."""
 
     clusterpulse_api_version = 1
 
