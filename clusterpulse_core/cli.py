@@ -114,6 +114,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
             "defaults": not plan.explicit,
             "problems": list(found.problems),
             "error": found.problems[0] if found.problems else None,
+            "warnings": list(found.warnings),
         }, indent=2))
     else:
         width = max((len(row["name"]) for row in rows), default=0)
@@ -137,6 +138,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"skipped {name}: {reason}")
         for problem in others:
             click.echo(f"error: {problem}", err=True)
+        warn("\n".join(found.warnings))
     if found.problems:
         sys.exit(1)
 
@@ -163,6 +165,7 @@ def config_check(ctx: click.Context, file: str | None) -> None:
     path = config_path(chosen)
     shown = input_name(path) if path is not None else "(no config file: defaults)"
     found = diagnose(str(path) if path is not None else None)
+    warn("\n".join(f"{shown}: {warning}" for warning in found.warnings))
     if found.problems:
         fail("\n".join(problem if problem.startswith(f"{shown}: ") else f"{shown}: {problem}"
                        for problem in found.problems))
@@ -407,8 +410,8 @@ def _plugin_commands(group: click.Group, config_file: str | None) -> tuple[str, 
     try:
         found.host.pm.hook.clusterpulse_add_commands(cli=group, plugins=found.host)
     except Exception as exc:
-        return (*found.problems, f"adding plugin commands failed: {type(exc).__name__}: {exc}")
-    return found.problems
+        return (*found.problems, *found.warnings, f"adding plugin commands failed: {type(exc).__name__}: {exc}")
+    return (*found.problems, *found.warnings)
 
 
 def hoist_config(argv: Sequence[str]) -> list[str]:

@@ -343,7 +343,7 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
     return built
 
 
-def _check_range(value: Any, field: attrs.Attribute, key_path: str) -> None:
+def _check_range(value: Any, field: attrs.Attribute[Any], key_path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return
     minimum, above = field.metadata.get("min"), field.metadata.get("above")
@@ -377,14 +377,14 @@ def env_names(cls: type) -> list[tuple[str, str, Any]]:
     ]
 
 
-def _default_of(field: attrs.Attribute) -> Any:
+def _default_of(field: attrs.Attribute[Any]) -> Any:
     default: Any = field.default
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         return default.factory()
     return default
 
 
-def _from_env(raw: str, field: attrs.Attribute, default: Any) -> Any:
+def _from_env(raw: str, field: attrs.Attribute[Any], default: Any) -> Any:
     tp = _strip_optional(field.type)
     if tp is bool:
         return envvars.parse_bool(raw, default)

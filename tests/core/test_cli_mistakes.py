@@ -239,3 +239,54 @@ def test_run_accepts_the_go_manager_deployment_args(tmp_path: Path) -> None:
             proc.terminate()
             _out, err = proc.communicate(timeout=bound)
     assert proc.returncode == 0, err
+
+
+BAD_REGISTER = ("plugin 'example-badregister' failed in clusterpulse_register_functions: ValueError: "
+                "example-badregister cannot register its functions")
+
+
+def test_a_raising_registration_hook_marks_its_plugin_broken_and_the_cli_works(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example", "example-badregister"]\n')
+    result = run(["--help"], tmp_path)
+    assert (result.returncode, result.stderr) == (0, f"warning: {BAD_REGISTER}\n")
+    assert "example" in result.stdout.split("Commands:")[1]
+    result = run(["example"], tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "hello\n", f"warning: {BAD_REGISTER}\n")
+    result = run(["plugins"], tmp_path)
+    assert result.returncode == 1
+    assert "example-badregister  clusterpulse-example 0.1.0 (enabled, BROKEN)" in result.stdout
+    assert f"    error: {BAD_REGISTER}" in result.stdout.splitlines()
+    result = run(["run", "--once"], tmp_path)
+    assert (result.returncode, result.stderr) == (1, f"error: {BAD_REGISTER}\n")
+
+
+def test_a_missing_hookimpl_or_api_version_is_a_load_warning(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example", "example-undecorated"]\n')
+    warnings = [
+        "plugin 'example-undecorated': clusterpulse_register_functions is not marked with @hookimpl, so it is "
+        "never called (decorate it with `from clusterpulse_core import hookimpl`)",
+        "plugin 'example-undecorated' does not declare clusterpulse_api_version (add `clusterpulse_api_version = "
+        "1`, the core API it is written for)",
+    ]
+    result = run(["example"], tmp_path)
+    assert (result.returncode, result.stdout) == (0, "hello\n")
+    assert result.stderr.splitlines() == [f"warning: {warning}" for warning in warnings]
+    result = run(["config", "check"], tmp_path)
+    assert (result.returncode, result.stdout) == (0, "clusterpulse.toml: ok\n")
+    assert result.stderr.splitlines() == [f"warning: clusterpulse.toml: {warning}" for warning in warnings]
+
+
+def test_a_raising_reconcile_logs_its_traceback_once_per_distinct_error(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example-crash"]\n')
+    with KubeAPI() as hub:
+        hub.add_crd("example.clusterpulse.io", "v1", "Crash", "crashes")
+        hub.seed([{"apiVersion": "example.clusterpulse.io/v1", "kind": "Crash",
+                   "metadata": {"name": name, "namespace": "clusterpulse"}} for name in ("one", "two")])
+        hub.write_kubeconfig(tmp_path / "kubeconfig")
+        result = run(["run", "--once"], tmp_path, env={"KUBECONFIG": str(tmp_path / "kubeconfig")})
+    assert result.returncode == 1
+    failed = [line for line in result.stderr.splitlines() if "reconcile failed" in line]
+    assert len(failed) == 2 and all(line.endswith("reconcile failed (KeyError: 'spec.target')") for line in failed)
+    assert result.stderr.count("Traceback (most recent call last)") == 1
+    assert 'in clusterpulse_reconcile\n    return ReconcileResult(requeue_after=float(obj["spec.target"]))' \
+        in result.stderr
