@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from clusterpulse_core.model import Health
+from clusterpulse_core.model import Health, HealthVerdict
 from clusterpulse_core.model.condition import Condition, ready_condition
 from clusterpulse_core.serde import format_time, unstructure, wire
 
@@ -20,7 +20,7 @@ REACHABLE = "Cluster is reachable"
 @wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
 @attrs.frozen
 class ConnectionStatus:
-    """The status fields a pull reconcile owns (crds.md §1.3); ``collectorStatus`` is left alone."""
+    """The status fields a pull reconcile owns (docs/compatibility.md#crds); ``collectorStatus`` is left alone."""
 
     phase: str
     health: str
@@ -41,16 +41,25 @@ class ConnectionStatus:
 
 
 def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
-              previous: Mapping[str, Any] | None = None, note: str = "") -> ConnectionStatus:
-    """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled)."""
-    message = f"{REACHABLE} ({note})" if note else REACHABLE
-    ready = ready_condition(True, PHASE_CONNECTED, message, generation, now, _conditions(previous))
-    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces, (ready,))
+              previous: Mapping[str, Any] | None = None, note: str = "",
+              verdict: HealthVerdict | None = None) -> ConnectionStatus:
+    """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled).
+
+    ``health`` and ``message`` are the cluster's health ``verdict`` (docs/readers.md#r7-health);
+    the ``Ready`` condition says the cluster was reached.
+    """
+    def noted(text: str) -> str:
+        return f"{text} ({note})" if note else text
+
+    verdict = verdict or HealthVerdict(Health.HEALTHY.value, REACHABLE)
+    ready = ready_condition(True, PHASE_CONNECTED, noted(REACHABLE), generation, now, _conditions(previous))
+    return ConnectionStatus(PHASE_CONNECTED, verdict.health, noted(verdict.message), now, nodes, namespaces,
+                            (ready,))
 
 
 def failed(message: str, now: datetime | None = None, generation: int = 0,
            previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed") -> ConnectionStatus:
-    """Status after a failed reconcile (DECISIONS C1), with ``Ready=False`` when ``now`` is given."""
+    """Status after a failed reconcile (docs/compatibility.md#c1), with ``Ready=False`` when ``now`` is given."""
     conditions = () if now is None else (
         ready_condition(False, reason, message, generation, now, _conditions(previous)),)
     return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message, conditions=conditions)
@@ -65,18 +74,22 @@ PUSH_ACTIVE = "Collector push active"
 
 
 def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
-                previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Status patch of a push-mode cluster whose agent is connected and heard from (§7.2 step 5)."""
+                previous: Mapping[str, Any] | None = None, health: str = Health.HEALTHY.value) -> dict[str, Any]:
+    """Status patch of a push-mode cluster whose agent is connected and heard from
+    (docs/compatibility.md#cluster-reconcile).
+
+    ``health`` is the verdict of the agent's latest stored batch (its reason is in Redis).
+    """
     beat = format_time(last_heartbeat)
     message = f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})"
     ready = ready_condition(True, PHASE_CONNECTED, PUSH_ACTIVE, generation, now, _conditions(previous))
-    patch = ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, conditions=(ready,)).patch()
+    patch = ConnectionStatus(PHASE_CONNECTED, health, message, conditions=(ready,)).patch()
     patch["collectorStatus"] = {"connected": True, "version": version, "lastHeartbeat": beat}
     return patch
 
 
 def push_fallback_reason(version: str, last_heartbeat: datetime | None) -> str:
-    """Why a push-mode cluster is being pulled (DECISIONS C3), for the status message."""
+    """Why a push-mode cluster is being pulled (docs/compatibility.md#c3), for the status message."""
     if last_heartbeat is None:
         return "push agent not connected: collecting by pull"
     return f"push agent {version or 'unknown'} silent since {format_time(last_heartbeat)}: collecting by pull"
