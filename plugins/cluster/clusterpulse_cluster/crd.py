@@ -1,4 +1,4 @@
-"""The ClusterConnection custom resource kind (crds.md §0–§1)."""
+"""The ClusterConnection custom resource kind (docs/compatibility.md#crds)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ def _percent(value: float) -> None:
 
 @attrs.frozen
 class ClusterSettings:
-    """Timing, paging and resource-collection knobs of ClusterConnection reconciles (controllers.md §2.2)."""
+    """Timing, paging and resource-collection knobs of ClusterConnection reconciles
+    (docs/compatibility.md#environment)."""
 
     reconciliation_interval: int = setting(
         30, env="RECONCILIATION_INTERVAL", minimum=30, help="default ClusterConnection requeue, seconds")
@@ -35,7 +36,7 @@ class ClusterSettings:
         8192, minimum=64, help="longest stored node annotation value, bytes (longer ones are truncated)")
     collect_timeout: int = setting(
         60, minimum=5, help="deadline of one reconcile when spec.monitoring.timeout is unset, seconds")
-    # Resource collection (DECISIONS R3): the upstream names, defaults and minimums.
+    # Resource collection (docs/compatibility.md#r3): the upstream names, defaults and minimums.
     resource_collection_enabled: bool = setting(
         True, env="RESOURCE_COLLECTION_ENABLED",
         help="store pod, deployment, service, statefulset and daemonset lists for the API")

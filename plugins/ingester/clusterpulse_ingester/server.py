@@ -1,4 +1,5 @@
-"""The hub's gRPC ingester (controllers.md §11 with DECISIONS C4, C5): a ``grpc.aio`` server in its own thread.
+"""The hub's gRPC ingester (docs/compatibility.md#collector-protocol with docs/compatibility.md#c4, #c5): a
+``grpc.aio`` server in its own thread.
 
 Every stream must register first; the token is checked against the cluster's credentials
 Secret (C4). Each batch becomes the pieces a pull reconcile stores and goes through the same
@@ -171,7 +172,7 @@ def _settle(outcomes: Sequence[tuple[asyncio.Future[None], BaseException | None]
 
 
 def server_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
-    """Keepalive (§11.1) and message-size options of the server."""
+    """Keepalive (docs/compatibility.md#collector-protocol) and message-size options of the server."""
     return [
         ("grpc.keepalive_time_ms", int(settings.keepalive_time * 1000)),
         ("grpc.keepalive_timeout_ms", int(settings.keepalive_timeout * 1000)),

@@ -1,7 +1,8 @@
 """``[plugins.ingester]`` settings: the hub's ingester and the collector agent, with the upstream names.
 
-One section serves both processes: the manager reads the ingester half (controllers.md §2.2),
-``clusterpulse agent`` the agent half (§2.3). Environment variables override the file with the
+One section serves both processes: the manager reads the ingester half (docs/compatibility.md#environment),
+``clusterpulse agent`` the agent half (docs/compatibility.md#environment). Environment variables override the file
+with the
 upstream parsing rules.
 """
 

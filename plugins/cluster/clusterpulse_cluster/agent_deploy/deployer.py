@@ -1,8 +1,9 @@
 """Installs, upgrades and removes the collector agent of push-mode ClusterConnections.
 
-* A push-mode ClusterConnection gets the finalizer :data:`FINALIZER`, then the §7.6 objects
+* A push-mode ClusterConnection gets the finalizer :data:`FINALIZER`, then the
+docs/compatibility.md#agent-deployment objects
   on its cluster. While its agent is not connected every reconcile checks them (reads only
-  when nothing changed, DECISIONS C12) and a failure is the reconcile's error; while it is
+  when nothing changed, docs/compatibility.md#c12) and a failure is the reconcile's error; while it is
   connected they are re-applied only when what the hub wants changed (image tag, token,
   MetricSource resource types, TLS), so a version change rolls the Deployment even under a
   running agent, and a failure is only logged.
