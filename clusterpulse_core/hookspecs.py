@@ -145,6 +145,26 @@ def clusterpulse_storage_lost(runtime: Runtime, reason: str) -> None:
     """
 
 
+@hookspec
+def clusterpulse_stored_names(index: str) -> Sequence[str] | None:
+    """The names a storage backend holds in the index named ``index``, or None when it has none.
+
+    Indexes: ``clusters``, ``registries`` (names), ``metricsources`` and ``policies``
+    (``<namespace>/<name>``). Kind plugins read them through ``PluginHost.stored_names`` to
+    answer ``clusterpulse_stored_refs``; a backend that cannot be read raises.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    """Per plugin, for the kinds it owns: the objects of ``kind`` whose state storage still holds.
+
+    The manager's ghost sweep (at start and every ``ghost_sweep_interval``) queues every one the
+    hub no longer has, and the controller forgets it as a deletion would (``clusterpulse_forget``).
+    None: the plugin cannot tell (the kind is then not swept).
+    """
+
+
 # --------------------------------------------------------------------------- aggregate
 
 
@@ -290,7 +310,7 @@ def clusterpulse_agent_connection(cluster: str) -> AgentConnection | None:
     Implemented by the plugin that receives agent streams (the ingester); asked by the
     cluster reconcile before it collects a ``collectionMode: push`` cluster. ``None`` means no
     agent is connected (or no plugin receives agents): the cluster is collected by pull
-    (DECISIONS C3). The answer carries the agent's version and the time it was last heard
+    (docs/compatibility.md#c3). The answer carries the agent's version and the time it was last heard
     from, so the caller can treat a silent agent as gone.
     """
 
@@ -327,7 +347,7 @@ def clusterpulse_agent_sources(sources: Sequence[bytes], plugins: PluginHost) ->
     ``sources`` are the compiled MetricSource JSON documents of a ``ConfigUpdate`` (the same
     documents the hub stores under ``metricsource:<ns>:<name>``), replacing the previous set;
     an empty sequence clears it. The plugin that evaluates them compiles expressions and
-    namespace patterns from their source text (DECISIONS C6), skips (and logs) a document it
+    namespace patterns from their source text (docs/compatibility.md#c6), skips (and logs) a document it
     cannot use, and returns its collector from ``clusterpulse_collectors(where="agent")``.
     ``plugins`` gives the registered functions and aggregations to compile against.
     """

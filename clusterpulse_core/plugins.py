@@ -343,6 +343,14 @@ class PluginHost:
                 self.drop(failed.plugin, failed.message)
         return self._contributions
 
+    def stored_names(self, index: str) -> list[str] | None:
+        """Every storage backend's names in ``index`` (``clusterpulse_stored_names``), sorted and
+        unique; None when no backend keeps that index."""
+        answers = [answer for answer in self.pm.hook.clusterpulse_stored_names(index=index) if answer is not None]
+        if not answers:
+            return None
+        return sorted({str(name) for answer in answers for name in answer})
+
     def drop(self, name: str, reason: str) -> None:
         """Unregister plugin ``name`` and record it as broken (a tolerant host's diagnosis)."""
         self.failures[name] = reason
@@ -418,7 +426,9 @@ class PluginHost:
     def aggregate_resources(self, source_id: str,
                             resources: Sequence[CollectedResource]) -> AggregationResults | None:
         """A MetricSource's aggregations over ``resources`` by its owning plugin (``None``: none here)."""
-        return self.pm.hook.clusterpulse_aggregate_resources(source_id=source_id, resources=list(resources))
+        results: AggregationResults | None = self.pm.hook.clusterpulse_aggregate_resources(
+            source_id=source_id, resources=list(resources))
+        return results
 
     def agent_sources(self, sources: Sequence[bytes]) -> None:
         """Hand the MetricSource documents an agent received to the plugins that evaluate them."""

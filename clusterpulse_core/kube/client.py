@@ -113,7 +113,8 @@ def decode(data: bytes) -> Any:
 
 
 def make_api_client(host: str, token: str = "", ca_file: str | None = None, verify: bool = False) -> ApiClient:
-    """An ApiClient for ``host`` with a bearer token; with no CA file, TLS verification is off (§5.1)."""
+    """An ApiClient for ``host`` with a bearer token; with no CA file, TLS verification is off
+    (docs/compatibility.md#cluster-collection)."""
     config = Configuration()
     config.host = host.rstrip("/")
     config.retries = False

@@ -1,4 +1,4 @@
-"""Domain types shared by the plugins (controllers.md §3), as frozen attrs classes.
+"""Domain types shared by the plugins (docs/compatibility.md#redis-keys), as frozen attrs classes.
 
 Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.

@@ -1,4 +1,4 @@
-"""Push mode: what the hub knows about a connected collector agent (controllers.md §7.4, §11.1)."""
+"""Push mode: what the hub knows about a connected collector agent (docs/compatibility.md#collector-protocol)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ class MonitoringRecord:
 @wire(case="camel")
 @attrs.frozen
 class ClusterSpecRecord:
-    """``cluster:<c>:spec`` (redis.md §2.2): camelCase on the wire."""
+    """``cluster:<c>:spec`` (docs/compatibility.md#redis-keys): camelCase on the wire."""
 
     display_name: str = ""
     endpoint: str = ""
@@ -64,7 +64,8 @@ class AgentStatus:
 @wire(omit_empty=("agent",))
 @attrs.frozen
 class ClusterStatusRecord:
-    """``cluster:<c>:status`` (redis.md §2.4); ``agent`` only for push-mode clusters (an addition)."""
+    """``cluster:<c>:status`` (docs/compatibility.md#redis-keys); ``agent`` only for push-mode clusters (an
+    addition)."""
 
     health: str = Health.UNKNOWN.value
     message: str = ""
@@ -74,7 +75,7 @@ class ClusterStatusRecord:
 
 @attrs.frozen
 class ClusterMetrics:
-    """Cluster totals: the 24 fields of DECISIONS R1 plus ``namespace_list`` (stored separately).
+    """Cluster totals: the 24 fields of docs/compatibility.md#r1 plus ``namespace_list`` (stored separately).
 
     Pull mode and push batches both build it with :func:`cluster_metrics`, so the stored
     totals mean the same whichever way a cluster is collected.
@@ -119,7 +120,7 @@ class PodPhaseCounts:
 
 @attrs.frozen
 class ObjectCounts:
-    """Cluster-wide object counts; a count that could not be listed is 0 (DECISIONS R1)."""
+    """Cluster-wide object counts; a count that could not be listed is 0 (docs/compatibility.md#r1)."""
 
     deployments: int = 0
     services: int = 0

@@ -149,11 +149,11 @@ def same_value(got: Any, want: Any, *, strict_types: bool = True) -> bool:
     return bool(got == want)
 
 
-# The Redis examples describe redis.md as it was before DECISIONS R1-R3 and R6 (added after
+# The Redis examples describe the Go controller's keys as before docs/compatibility.md#r1–#r3, #r6 (added after
 # running the readers on our Redis). These helpers adapt an example to those decisions, and
 # leave an example that already follows them unchanged.
 
-#: The fields DECISIONS R1 adds to ``cluster:<c>:metrics`` beyond redis.md §2.7's nine, with the
+#: The fields docs/compatibility.md#r1 adds to ``cluster:<c>:metrics`` beyond the Go controller's nine, with the
 #: value they hold when the stored ClusterMetrics did not set them.
 R1_ADDED_METRICS: dict[str, int | float] = {
     "nodes_not_ready": 0, "pods_pending": 0, "pods_failed": 0, "cpu_allocatable": 0.0,
@@ -193,7 +193,7 @@ def _health_decision(example: dict[str, Any]) -> None:
 
 def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | None = None,
                           metrics_from: Callable[[str], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """``example`` with the expectations DECISIONS R1, R3, R6 and R7 add (a deep copy).
+    """``example`` with the expectations docs/compatibility.md#r1, #r3, #r6, #r7 add (a deep copy).
 
     Metrics values gain the R1 fields (``metrics_from(key)`` supplies them when given, else
     the zeros of :data:`R1_ADDED_METRICS`), node values gain ``creation_timestamp`` when it is

@@ -29,6 +29,7 @@ from push_support import (
     AgentProcess,
     Stream,
     cluster_connection,
+    collector_secret,
     managed_objects,
     metric_source,
     secret,
@@ -279,12 +280,13 @@ def test_wrong_token_agent_stores_nothing_and_keeps_trying(world: PushWorld) -> 
 
 def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
     world.hub.create(secret("fallback-token", MANAGED_TOKEN))
+    world.hub.create(collector_secret("fallback", TOKEN + "fallback"))
     world.hub.create(cluster_connection("fallback", world.managed.url, push=True, ingester=f"127.0.0.1:{world.port}"))
     eventually(lambda: "push agent not connected" in (world.cr("fallback").get("status") or {}).get("message", ""),
                "the pull fallback without an agent", timeout=WAIT)
     assert world.cr("fallback")["status"]["collectorStatus"] == {"connected": False}
 
-    agent = world.start_agent("fallback", token=MANAGED_TOKEN)
+    agent = world.start_agent("fallback", token=TOKEN + "fallback")
     eventually(lambda: world.manager.runtime.plugins.agent_connection("fallback"),
                "the agent to register", timeout=WAIT)
 
@@ -359,10 +361,11 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
         return sum(1 for p in world.recording.of(ClusterSpecPiece) if p.cluster == "quiet")
 
     world.hub.create(secret("quiet-token", MANAGED_TOKEN))
+    world.hub.create(collector_secret("quiet", TOKEN + "quiet"))
     world.hub.create(cluster_connection("quiet", cluster.url, push=True, ingester=f"127.0.0.1:{world.port}"))
     eventually(lambda: "push agent not connected" in _status(world, "quiet").get("message", ""),
                "the first pull", timeout=WAIT)
-    agent = world.start_agent("quiet", token=MANAGED_TOKEN, managed=cluster, ack_timeout=60.0)
+    agent = world.start_agent("quiet", token=TOKEN + "quiet", managed=cluster, ack_timeout=60.0)
     eventually(lambda: world.manager.runtime.plugins.agent_connection("quiet"), "the agent to register", timeout=WAIT)
 
     # Streaming: reconciles find the agent live and leave the cluster alone.

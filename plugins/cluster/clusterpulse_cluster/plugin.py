@@ -69,7 +69,7 @@ class ClusterPlugin:
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
         """Nodes with the resource lists (critical), cluster info, OLM operators, OpenShift ClusterOperators.
 
-        The resource lists (DECISIONS R3) are made by the nodes collector, from its own pod
+        The resource lists (docs/compatibility.md#r3) are made by the nodes collector, from its own pod
         sweep; their failure fails nothing. Inside the push agent (``where == "agent"``) OLM
         operators follow the agent's rules; the counts and resource lists the upstream proto has
         no field for travel in the protocol extension (docs/push-mode.md#protocol-extension).
@@ -99,6 +99,14 @@ class ClusterPlugin:
         if kind.kind != CLUSTER_CONNECTION.kind:
             return None
         return self.reconciler.reconcile(obj, ctx, ctx.runtime.plugins.collectors())
+
+    @hookimpl
+    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The clusters storage holds (``clusters``), in the watch namespace."""
+        names = runtime.plugins.stored_names("clusters")
+        if kind.kind != CLUSTER_CONNECTION.kind or names is None:
+            return None
+        return [ObjectRef(kind.kind, runtime.namespace, name) for name in names]
 
     @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef,

@@ -1,4 +1,5 @@
-"""One ClusterConnection reconcile, pull mode (controllers.md §7.2–7.5 with DECISIONS C1–C3, C8, C10)."""
+"""One ClusterConnection reconcile, pull mode (docs/compatibility.md#cluster-reconcile with
+docs/compatibility.md#c1–#c3, #c8, #c10)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ from clusterpulse_core.store import StoreError
 COLLECT_THREADS = 64
 #: Name of the critical collector of nodes, cluster metrics and namespaces.
 NODES_COLLECTOR = "nodes"
-#: Write order of one successful reconcile (redis.md §9); other pieces follow in collector order.
+#: Write order of one successful reconcile (docs/compatibility.md#write-order); other pieces follow in collector order.
 _PIECE_ORDER: tuple[type[Piece], ...] = (
     NodesPiece, ClusterMetricsPiece, NamespacesPiece, ClusterInfoPiece, OperatorsPiece, ClusterOperatorsPiece,
 )
@@ -85,7 +86,7 @@ def reconciled_event(verdict: HealthVerdict, metrics: ClusterMetrics | None, dis
 
 
 def ordered(pieces: Sequence[Piece]) -> list[Piece]:
-    """Pieces in the redis.md §9 order; unknown piece types keep their order, last."""
+    """Pieces in the write order of docs/compatibility.md#write-order; unknown piece types keep their order, last."""
     def rank(piece: Piece) -> int:
         for index, kind in enumerate(_PIECE_ORDER):
             if isinstance(piece, kind):
@@ -206,7 +207,7 @@ class ClusterReconciler:
             ctx.patch_status({"collectorStatus": disconnected})
         reason = connection_status.push_fallback_reason(agent.version, agent.last_heartbeat) if agent else \
             connection_status.push_fallback_reason("", None)
-        ctx.log.info("%s (DECISIONS C3)", reason)
+        ctx.log.info("%s (docs/compatibility.md#c3)", reason)
         return reason, 0.0
 
     def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
@@ -291,7 +292,8 @@ class ClusterReconciler:
     # ------------------------------------------------------------------ deletion
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> None:
-        """Remove the cluster's stored state, its pooled client and its collector state (§7.5)."""
+        """Remove the cluster's stored state, its pooled client and its collector state
+        (docs/compatibility.md#cluster-reconcile)."""
         ctx.store(ClusterDeletion(ref.name), EventPiece("cluster.deleted", ref.name, None, timestamp=self.clock()))
         ctx.runtime.pool.remove(ref.name)
         with self._lock:

@@ -20,7 +20,8 @@ def _percent(value: float) -> None:
 
 @attrs.frozen
 class ClusterSettings:
-    """Timing, paging and resource-collection knobs of ClusterConnection reconciles (controllers.md §2.2)."""
+    """Timing, paging and resource-collection knobs of ClusterConnection reconciles
+    (docs/compatibility.md#environment)."""
 
     reconciliation_interval: int = setting(
         30, env="RECONCILIATION_INTERVAL", minimum=30, help="default ClusterConnection requeue, seconds")
@@ -35,7 +36,7 @@ class ClusterSettings:
         8192, minimum=64, help="longest stored node annotation value, bytes (longer ones are truncated)")
     collect_timeout: int = setting(
         60, minimum=5, help="deadline of one reconcile when spec.monitoring.timeout is unset, seconds")
-    # Resource collection (DECISIONS R3): the upstream names, defaults and minimums.
+    # Resource collection (docs/compatibility.md#r3): the upstream names, defaults and minimums.
     resource_collection_enabled: bool = setting(
         True, env="RESOURCE_COLLECTION_ENABLED",
         help="store pod, deployment, service, statefulset and daemonset lists for the API")
@@ -73,6 +74,10 @@ class ClusterSettings:
         "clusterpulse", help="agent image repository; the tag is spec.collectorVersion or the controller version")
     collector_command: tuple[str, ...] = setting(
         ("clusterpulse", "agent"), help="agent container command (empty = the image's entrypoint)")
+    collector_token_source: str = setting(
+        "hub", env="COLLECTOR_TOKEN_SOURCE", choices=("hub", "credentials"),
+        help="token given to deployed agents: 'hub' = minted per cluster (docs/push-mode.md#collector-tokens); "
+             "'credentials' = the ClusterConnection's credentials token (the Go hub's behaviour)")
     ingester_tls_enabled: bool = setting(
         False, env="INGESTER_TLS_ENABLED", help="the ingester speaks TLS: agents get the TLS variables")
     ingester_tls_use_system_ca: bool = setting(

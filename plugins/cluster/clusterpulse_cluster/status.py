@@ -20,7 +20,7 @@ REACHABLE = "Cluster is reachable"
 @wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
 @attrs.frozen
 class ConnectionStatus:
-    """The status fields a pull reconcile owns (crds.md §1.3); ``collectorStatus`` is left alone."""
+    """The status fields a pull reconcile owns (docs/compatibility.md#crds); ``collectorStatus`` is left alone."""
 
     phase: str
     health: str
@@ -59,7 +59,7 @@ def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
 
 def failed(message: str, now: datetime | None = None, generation: int = 0,
            previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed") -> ConnectionStatus:
-    """Status after a failed reconcile (DECISIONS C1), with ``Ready=False`` when ``now`` is given."""
+    """Status after a failed reconcile (docs/compatibility.md#c1), with ``Ready=False`` when ``now`` is given."""
     conditions = () if now is None else (
         ready_condition(False, reason, message, generation, now, _conditions(previous)),)
     return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message, conditions=conditions)
@@ -75,7 +75,8 @@ PUSH_ACTIVE = "Collector push active"
 
 def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
                 previous: Mapping[str, Any] | None = None, health: str = Health.HEALTHY.value) -> dict[str, Any]:
-    """Status patch of a push-mode cluster whose agent is connected and heard from (§7.2 step 5).
+    """Status patch of a push-mode cluster whose agent is connected and heard from
+    (docs/compatibility.md#cluster-reconcile).
 
     ``health`` is the verdict of the agent's latest stored batch (its reason is in Redis).
     """
@@ -88,7 +89,7 @@ def push_active(version: str, last_heartbeat: datetime, now: datetime, generatio
 
 
 def push_fallback_reason(version: str, last_heartbeat: datetime | None) -> str:
-    """Why a push-mode cluster is being pulled (DECISIONS C3), for the status message."""
+    """Why a push-mode cluster is being pulled (docs/compatibility.md#c3), for the status message."""
     if last_heartbeat is None:
         return "push agent not connected: collecting by pull"
     return f"push agent {version or 'unknown'} silent since {format_time(last_heartbeat)}: collecting by pull"

@@ -1,4 +1,4 @@
-"""MetricsBatch <-> pieces: the one place push data changes shape (collector.proto.md §4, controllers.md §11.2).
+"""MetricsBatch <-> pieces: the one place push data changes shape (docs/compatibility.md#collector-protocol).
 
 The agent turns the pieces its collectors return into a ``MetricsBatch``; the ingester turns
 a batch back into the same pieces a pull reconcile stores, so every storage backend handles
@@ -197,7 +197,8 @@ def _values_json(values: Mapping[str, Any]) -> bytes:
 
 def batch_from_pieces(cluster: str, pieces: Sequence[Piece], collected_at: datetime,
                       batch_id: str | None = None) -> pb.MetricsBatch:
-    """The MetricsBatch of one agent collection (collector.proto.md §4.1); unknown pieces are left out."""
+    """The MetricsBatch of one agent collection (docs/compatibility.md#collector-protocol); unknown pieces are left
+    out."""
     batch = pb.MetricsBatch(cluster_name=cluster, batch_id=batch_id or str(uuid.uuid4()))
     batch.collected_at.CopyFrom(timestamp_of(collected_at))
     customs: dict[str, pb.CustomResourceBatch] = {}
@@ -264,7 +265,7 @@ _node_totals = operator.attrgetter("pods_pending", "pods_failed", "cpu_allocatab
 
 
 def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics], at: datetime) -> ClusterMetrics:
-    """Cluster totals of a batch (DECISIONS R1): what the proto carries, the rest from its nodes.
+    """Cluster totals of a batch (docs/compatibility.md#r1): what the proto carries, the rest from its nodes.
 
     The same totals as :func:`~clusterpulse_core.model.cluster.cluster_metrics` of pull mode
     (test_convert checks it), summed in one pass. The proto's own totals win over sums of its
@@ -380,7 +381,8 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
                       agent: AgentStatus | None = None, endpoint: str = "", display_name: str = "",
                       health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health,
                       aggregate: Aggregate | None = None) -> list[Piece]:
-    """Every piece a batch stores, in the pull write order, then status and event (§11.2).
+    """Every piece a batch stores, in the pull write order, then status and event
+    (docs/compatibility.md#collector-protocol).
 
     ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`);
     ``endpoint`` and ``display_name`` the ClusterConnection's (the endpoint is the ``api_url``

@@ -1,4 +1,4 @@
-"""Collecting one MetricSource from one cluster (metricsource.md §6).
+"""Collecting one MetricSource from one cluster (docs/compatibility.md#metricsource-wire).
 
 Pages are fetched with ``limit = batchSize`` through :meth:`KubeClient.list_pages`, decoded
 partially (:mod:`clusterpulse_metricsource.decoding`) and turned into records page by page,

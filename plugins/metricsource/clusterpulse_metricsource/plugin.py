@@ -18,7 +18,7 @@ from clusterpulse_metricsource.settings import MetricSourceSettings
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.hookspecs import ExpressionCompiler, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model import AggregationResults, CollectedResource
@@ -81,6 +81,14 @@ class MetricSourcePlugin:
                                ctx: ReconcileContext) -> ReconcileResult:
         """Compile, collect from every connected cluster, store, report."""
         return self.reconciler.reconcile(obj, ctx)
+
+    @hookimpl
+    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The MetricSources storage holds (``metricsources``: ``<ns>/<name>``)."""
+        names = runtime.plugins.stored_names("metricsources")
+        if names is None:
+            return None
+        return [ObjectRef(kind.kind, *name.split("/", 1)) for name in names if "/" in name]
 
     @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
