@@ -1,4 +1,4 @@
-"""The policy keys against a real three-node Redis Cluster: same key set as on one server, caches found on every node."""
+"""The policy keys on a real three-node Redis Cluster: same keys as on one server, caches on every node."""
 
 from __future__ import annotations
 
