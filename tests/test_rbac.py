@@ -37,7 +37,7 @@ from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import free_port, redis_process
 
-PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester")
+PLUGINS = ("redis", "cluster", "registry", "metricsource", "policy", "alerts", "ingester")
 #: What the default ``system:discovery`` ClusterRole grants every authenticated user (a Role cannot
 #: grant non-resource URLs, so the hub relies on it for discovery).
 SYSTEM_DISCOVERY = {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
