@@ -8,13 +8,16 @@ from typing import Any
 
 import attrs
 
+from clusterpulse_core.kube.credentials import TransportWarning
 from clusterpulse_core.model import Health
-from clusterpulse_core.model.condition import Condition, ready_condition
+from clusterpulse_core.model.condition import Condition, condition, ready_condition
 from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"
 PHASE_ERROR = "Error"
 REACHABLE = "Cluster is reachable"
+#: Condition present (``True``) while the credentials Secret opts out of verified TLS (docs/security.md).
+INSECURE_TRANSPORT = "InsecureTransport"
 
 
 @wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
@@ -41,19 +44,43 @@ class ConnectionStatus:
 
 
 def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
-              previous: Mapping[str, Any] | None = None, note: str = "") -> ConnectionStatus:
-    """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled)."""
+              previous: Mapping[str, Any] | None = None, note: str = "",
+              insecure: TransportWarning | None = None) -> ConnectionStatus:
+    """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled).
+
+    ``insecure`` (what weakens the transport) adds the ``InsecureTransport`` warning condition.
+    """
     message = f"{REACHABLE} ({note})" if note else REACHABLE
     ready = ready_condition(True, PHASE_CONNECTED, message, generation, now, _conditions(previous))
-    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces, (ready,))
+    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces,
+                            (ready, *insecure_conditions(insecure, generation, now, previous)))
 
 
 def failed(message: str, now: datetime | None = None, generation: int = 0,
-           previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed") -> ConnectionStatus:
+           previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed",
+           insecure: TransportWarning | None = None) -> ConnectionStatus:
     """Status after a failed reconcile (DECISIONS C1), with ``Ready=False`` when ``now`` is given."""
     conditions = () if now is None else (
-        ready_condition(False, reason, message, generation, now, _conditions(previous)),)
+        ready_condition(False, reason, message, generation, now, _conditions(previous)),
+        *insecure_conditions(insecure, generation, now, previous))
     return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message, conditions=conditions)
+
+
+def insecure_conditions(insecure: TransportWarning | None, generation: int, now: datetime,
+                        previous: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """The ``InsecureTransport=True`` condition when the transport is weakened, else none."""
+    if insecure is None:
+        return ()
+    return (condition(INSECURE_TRANSPORT, True, insecure.reason, insecure.message, generation, now,
+                      _conditions(previous)),)
+
+
+def insecure_announced(current: Mapping[str, Any]) -> str:
+    """The message of the ``InsecureTransport`` condition the status holds now (``""``: none)."""
+    for found in _conditions(current):
+        if found.get("type") == INSECURE_TRANSPORT and found.get("status") == "True":
+            return str(found.get("message") or "")
+    return ""
 
 
 def _conditions(status: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
@@ -65,12 +92,14 @@ PUSH_ACTIVE = "Collector push active"
 
 
 def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
-                previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                previous: Mapping[str, Any] | None = None,
+                insecure: TransportWarning | None = None) -> dict[str, Any]:
     """Status patch of a push-mode cluster whose agent is connected and heard from (§7.2 step 5)."""
     beat = format_time(last_heartbeat)
     message = f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})"
     ready = ready_condition(True, PHASE_CONNECTED, PUSH_ACTIVE, generation, now, _conditions(previous))
-    patch = ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, conditions=(ready,)).patch()
+    conditions = (ready, *insecure_conditions(insecure, generation, now, previous))
+    patch = ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, conditions=conditions).patch()
     patch["collectorStatus"] = {"connected": True, "version": version, "lastHeartbeat": beat}
     return patch
 
