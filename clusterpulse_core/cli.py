@@ -9,6 +9,7 @@ the failure is printed once, as a warning, and ``clusterpulse plugins`` shows it
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -46,8 +47,10 @@ def _fail(message: str) -> NoReturn:
 @click.group()
 @click.option("--config", "config_file", envvar="CLUSTERPULSE_CONFIG", default=None,
               help="config file (default ./clusterpulse.toml; '-' = stdin); also accepted after the subcommand")
+@click.option("--debug", is_flag=True,
+              help="show the traceback of a failure (as LOG_LEVEL=debug does); also accepted after the subcommand")
 @click.pass_context
-def cli(ctx: click.Context, config_file: str | None) -> None:
+def cli(ctx: click.Context, config_file: str | None, debug: bool) -> None:
     """ClusterPulse: multi-cluster monitoring controller."""
     state = ctx.ensure_object(_State)
     state.config_file = config_file
@@ -205,12 +208,25 @@ def rbac_cmd(ctx: click.Context, managed: bool, cross_namespace: bool, reads: tu
     """Print the least-privilege RBAC of the enabled kinds (YAML): hub Role, or --managed / --cross-namespace."""
     from clusterpulse_core import rbac
 
+    if not managed:
+        wrong = [f"{option} needs --managed (it is about the managed-cluster side)"
+                 for option, given in (("--read", reads), ("--push", push)) if given]
+        if wrong:
+            _fail("\n".join(wrong))
     config, host = _loaded(ctx)
     kinds = [kind for _owner, kind in host.kinds.values()]
     plugins = ", ".join(host.order)
     if managed:
+        problems = []
+        extra = []
+        for text in reads:
+            try:
+                extra.append(rbac.parse_read(text, kinds))
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            _fail("\n".join(problems))
         try:
-            extra = [rbac.parse_read(text) for text in reads]
             docs = rbac.managed_manifests(kinds, extra, name=service_account or rbac.READER,
                                           namespace=namespace or rbac.READER_NAMESPACE, push=push)
         except ValueError as exc:
@@ -231,7 +247,7 @@ def rbac_cmd(ctx: click.Context, managed: bool, cross_namespace: bool, reads: tu
 def run_cmd(ctx: click.Context, once: bool) -> None:
     """Run the manager (watch, reconcile, store) until SIGTERM/SIGINT."""
     from clusterpulse_core.logs import configure_logging
-    from clusterpulse_core.runtime.bootstrap import build_runtime, reconcile_once, start_plugins, stop_plugins
+    from clusterpulse_core.runtime.bootstrap import HubError, build_runtime, reconcile_once, start_plugins, stop_plugins
 
     config, host = _loaded(ctx)
     configure_logging(config.core.log_level)
@@ -246,6 +262,8 @@ def run_cmd(ctx: click.Context, once: bool) -> None:
             fail(str(exc))
         try:
             outcomes = reconcile_once(runtime)
+        except HubError as exc:
+            fail(str(exc))
         finally:
             stop_plugins(runtime)
         failed = [o for o in outcomes if not o.ok]
@@ -362,12 +380,13 @@ def _plugin_commands(group: click.Group, config_file: str | None) -> tuple[str, 
 
 
 def hoist_config(argv: Sequence[str]) -> list[str]:
-    """``argv`` with every ``--config FILE`` / ``--config=FILE`` moved in front of the subcommand.
+    """``argv`` with every ``--config FILE`` / ``--config=FILE`` and ``--debug`` moved in front.
 
     So ``clusterpulse run --once --config x.toml`` works like ``clusterpulse --config x.toml
     run --once``. Arguments after ``--`` are left alone; the last ``--config`` wins.
     """
     front: list[str] = []
+    debug: list[str] = []
     rest: list[str] = []
     index = 0
     args = list(argv)
@@ -382,10 +401,12 @@ def hoist_config(argv: Sequence[str]) -> list[str]:
             continue
         if arg.startswith("--config="):
             front = ["--config", arg.split("=", 1)[1]]
+        elif arg == "--debug":
+            debug = ["--debug"]
         else:
             rest.append(arg)
         index += 1
-    return front + rest
+    return front + debug + rest
 
 
 def _subcommand(args: Sequence[str]) -> str | None:
@@ -401,8 +422,32 @@ def _subcommand(args: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``clusterpulse`` command."""
+    """Entry point of the ``clusterpulse`` command.
+
+    Every failure ends as ``error:`` lines and a non-zero exit status; an unexpected exception
+    shows its traceback only with ``--debug`` or ``LOG_LEVEL=debug``.
+    """
     args = hoist_config(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args[:3] or os.environ.get("LOG_LEVEL", "").strip().lower() in ("debug", "trace")
+    try:
+        _main(args)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except Exception as exc:
+        if debug:
+            raise
+        fail(f"{describe(exc)} (--debug shows the traceback)")
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an unexpected exception: its type and first line of its message."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message.splitlines()[0]}" if message else type(exc).__name__
+
+
+def _main(args: list[str]) -> None:
     config_file = args[1] if args[:1] == ["--config"] else None
     problems = _plugin_commands(cli, config_file)
     if problems and _subcommand(args) not in SELF_REPORTING:

@@ -17,10 +17,11 @@ with the upstream parsing rules (:mod:`clusterpulse_core.envvars`).
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
@@ -36,10 +37,20 @@ SECRET_MASK = "********"
 #: The project's own plugins, in default load order. With no ``plugins`` list configured,
 #: those that are installed are enabled and the others skipped; third-party plugins are
 #: enabled only by name.
-PROJECT_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester", "vmwriter")
+PROJECT_PLUGINS = ("redis", "cluster", "registry", "metricsource", "policy", "alerts", "ingester", "vmwriter")
 #: Upstream environment variables that switch a plugin's feature on: when true, the plugin
 #: is enabled (if installed) even if an explicit ``plugins`` list leaves it out.
 PLUGIN_ENABLING_ENV: Mapping[str, str] = {"vmwriter": "VM_ENABLED"}
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"did you mean 'x'? "`` for the closest of ``known`` to a misspelled ``name``, else ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    if not close:
+        lowered = {k.lower(): k for k in known}
+        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+        close = [lowered[c] for c in close]
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 class ConfigError(Exception):
@@ -59,16 +70,20 @@ class ConfigError(Exception):
         return cls(*(line for error in errors for line in error.errors))
 
 
-def setting(default: Any = attrs.NOTHING, *, env: str | None = None, minimum: int | None = None,
-            secret: bool = False, help: str = "", factory: Any = None,
+def setting(default: Any = attrs.NOTHING, *, env: str | None = None, minimum: float | None = None,
+            above: float | None = None, secret: bool = False, help: str = "", factory: Any = None,
             choices: tuple[str, ...] | None = None, check: Any = None) -> Any:
-    """An attrs field for a settings class, with its env var, minimum, secrecy and help text.
+    """An attrs field for a settings class, with its env var, range, secrecy and help text.
 
-    ``choices`` restricts a string to these values (any case) when it comes from the file;
-    ``check(value)`` raises ``ValueError`` for a value that is well typed but unusable (an
-    address that does not parse). Both are reported by ``config check`` with the key path.
+    ``minimum`` is the smallest allowed value, ``above`` a bound the value must exceed
+    (``above=0``: strictly positive). ``choices`` restricts a string to these values (any case)
+    when it comes from the file; ``check(value)`` raises ``ValueError`` for a value that is well
+    typed but unusable (an address or URL that does not parse). All are reported by ``config
+    check`` and by ``run`` (one validation) with the key path. A settings class may also define
+    ``settings_problems(self)`` yielding ``"key: message"`` for rules between several fields.
     """
-    metadata = {"env": env, "min": minimum, "secret": secret, "help": help, "choices": choices, "check": check}
+    metadata = {"env": env, "min": minimum, "above": above, "secret": secret, "help": help, "choices": choices,
+                "check": check}
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
@@ -93,41 +108,55 @@ class CoreSettings:
     log_level: str = setting("info", env="LOG_LEVEL", help="debug, info, warn, error", choices=LOG_LEVELS)
     kubeconfig: str = setting("", env="KUBECONFIG", help="hub kubeconfig; empty = in-cluster or ~/.kube/config")
     leader_elect: bool = setting(False, help="run leader election (Lease cluster-controller.clusterpulse.io)")
-    lease_duration: float = setting(15.0, help="leader lease duration, seconds")
-    renew_deadline: float = setting(10.0, help="leader renew deadline, seconds")
-    retry_period: float = setting(2.0, help="leader election retry period, seconds")
+    lease_duration: float = setting(15.0, above=0, help="leader lease duration, seconds")
+    renew_deadline: float = setting(10.0, above=0, help="leader renew deadline, seconds")
+    retry_period: float = setting(2.0, above=0, help="leader election retry period, seconds")
     sharding: bool = setting(False, help="split sharded kinds between replicas by member Leases "
                                          "(clusterpulse-shard-<identity>); other kinds run on the leader")
-    shard_handover_delay: float = setting(30.0, help="an object taken over from another replica is first "
-                                                     "reconciled this long after it was let go (the interval)")
-    shard_dead_after: float = setting(0.0, help="delete a member Lease nobody renewed for this long, seconds "
-                                                "(0: ten lease durations)")
+    shard_handover_delay: float = setting(
+        30.0, minimum=0, help="an object taken over from another replica is first reconciled this long after it "
+                              "was let go (the interval)")
+    shard_dead_after: float = setting(
+        0.0, minimum=0, help="delete a member Lease nobody renewed for this long, seconds (0: ten lease durations)")
     metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables",
                                         check=_bind_address)
     health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables",
                                              check=_bind_address)
-    resync_period: float = setting(300.0, help="informer full relist period, seconds")
+    resync_period: float = setting(300.0, above=0, help="informer full relist period, seconds")
     watch_timeout: int = setting(300, minimum=1, help="server-side watch timeoutSeconds")
-    watch_silence_limit: float = setting(600.0, help="restart a watch that delivered nothing for this long")
-    queue_base_delay: float = setting(0.005, help="per-item retry backoff start, seconds")
-    queue_max_delay: float = setting(1000.0, help="per-item retry backoff cap, seconds")
-    queue_qps: float = setting(10.0, help="work queue token bucket rate")
+    watch_silence_limit: float = setting(600.0, above=0, help="restart a watch that delivered nothing for this long")
+    queue_base_delay: float = setting(0.005, minimum=0, help="per-item retry backoff start, seconds")
+    queue_max_delay: float = setting(1000.0, minimum=0, help="per-item retry backoff cap, seconds")
+    queue_qps: float = setting(10.0, above=0, help="work queue token bucket rate")
     queue_burst: int = setting(100, minimum=1, help="work queue token bucket size")
-    shutdown_grace: float = setting(30.0, help="seconds to let in-flight reconciles finish on SIGTERM")
+    shutdown_grace: float = setting(30.0, minimum=0, help="seconds to let in-flight reconciles finish on SIGTERM")
     request_timeout: float = setting(
-        30.0, help="wall-clock limit of every Kubernetes API call (connect, headers and body), seconds")
+        30.0, above=0, help="wall-clock limit of every Kubernetes API call (connect, headers and body), seconds")
     max_response_bytes: int = setting(
         64 * 1024 * 1024, minimum=1024, help="largest accepted Kubernetes API response (one list page), bytes")
     reconcile_timeout: float = setting(
-        120.0, help="wall-clock deadline of one reconcile (a kind may set a shorter one), seconds")
+        120.0, above=0, help="wall-clock deadline of one reconcile (a kind may set a shorter one), seconds")
     event_interval: float = setting(
-        300.0, help="the same Kubernetes Event (object and reason) is recorded at most this often, seconds")
+        300.0, minimum=0, help="the same Kubernetes Event (object and reason) is recorded at most this often, seconds")
     cluster_max_in_flight: int = setting(
         2, minimum=1, help="reconciles that may use one managed cluster at the same time")
-    client_max_idle: float = setting(1800.0, help="close managed-cluster clients unused this long, seconds")
+    client_max_idle: float = setting(1800.0, above=0, help="close managed-cluster clients unused this long, seconds")
     workers: dict[str, int] = setting(  # noqa: RUF009 (a fresh dict per instance; never mutated)
         factory=dict, help="reconcile workers per kind, e.g. {ClusterConnection = 16}; "
         "a kind not listed uses the count its plugin declares")
+
+    def settings_problems(self) -> Iterator[str]:
+        """The rules between fields (leader election's, as controller-runtime checks them; the backoff's)."""
+        if self.leader_elect or self.sharding:
+            if self.renew_deadline >= self.lease_duration:
+                yield (f"renew_deadline: must be less than lease_duration ({self.lease_duration:g}), "
+                       f"got {self.renew_deadline:g}")
+            if self.retry_period >= self.renew_deadline:
+                yield (f"retry_period: must be less than renew_deadline ({self.renew_deadline:g}), "
+                       f"got {self.retry_period:g}")
+        if self.queue_base_delay > self.queue_max_delay:
+            yield (f"queue_base_delay: must not exceed queue_max_delay ({self.queue_max_delay:g}), "
+                   f"got {self.queue_base_delay:g}")
 
 
 @attrs.frozen
@@ -264,7 +293,8 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
     """
     attrs.resolve_types(cls)
     fields = {f.name: f for f in attrs.fields(cls)}
-    errors = [ConfigError(f"{path}.{key}: unknown key (expected one of: {', '.join(fields)})")
+    errors = [ConfigError(f"{path}.{key}: unknown key ({did_you_mean(key, fields)}"
+                          f"expected one of: {', '.join(fields)})")
               for key in data if key not in fields]
     values: dict[str, Any] = {}
     for name, field in fields.items():
@@ -272,9 +302,6 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
         try:
             if name in data:
                 values[name] = _check_value(data[name], field.type, key_path)
-                minimum = field.metadata.get("min")
-                if minimum is not None and values[name] < minimum:
-                    raise ConfigError(f"{key_path}: expected a value >= {minimum}, got {data[name]!r}")
                 choices = field.metadata.get("choices")
                 if choices and isinstance(values[name], str) and values[name].strip().lower() not in choices:
                     raise ConfigError(f"{key_path}: expected one of {', '.join(choices)}, got {data[name]!r}")
@@ -282,6 +309,8 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
             if env_name and env.get(env_name, "") != "":
                 default = values.get(name, _default_of(field))
                 values[name] = _from_env(env[env_name], field, default)
+            if name in values:
+                _check_range(values[name], field, key_path)
             check = field.metadata.get("check")
             if check is not None and name in values:
                 try:
@@ -291,18 +320,30 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
         except ConfigError as exc:
             errors.append(exc)
             values.pop(name, None)
+    built = None
+    try:
+        built = cls(**values)
+    except (TypeError, ValueError) as exc:
+        errors.append(ConfigError(f"{path}: {exc}"))
+    rules = getattr(built, "settings_problems", None)
+    if rules is not None:  # also on the good keys when others are bad: every problem in one run
+        errors += [ConfigError(f"{path}.{problem}") for problem in rules()]
     if errors:
         error = ConfigError.joined(errors)
-        if lenient:
-            try:
-                error.partial = cls(**values)  # type: ignore[attr-defined]
-            except (TypeError, ValueError):
-                pass
+        if lenient and built is not None:
+            error.partial = built  # type: ignore[attr-defined]
         raise error
-    try:
-        return cls(**values)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+    return built
+
+
+def _check_range(value: Any, field: attrs.Attribute, key_path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    minimum, above = field.metadata.get("min"), field.metadata.get("above")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{key_path}: expected a value >= {minimum}, got {value!r}")
+    if above is not None and value <= above:
+        raise ConfigError(f"{key_path}: expected a value > {above}, got {value!r}")
 
 
 def masked(settings: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from clusterpulse_core.config import Config
 from clusterpulse_core.contributions import Contributions
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
-from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, hub_unreachable
 from clusterpulse_core.kube.credentials import SecretCache
 from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.pieces import Piece
@@ -47,6 +48,39 @@ class Runtime:
     shard: ShardMember | None = None
     _resync_listeners: list[Callable[[str, ObjectRef | None], None]] = attrs.field(
         factory=list, alias="resync_listeners")
+    #: Objects whose last status patch the hub could not take (written again by their next reconcile).
+    _deferred_status: set[ObjectRef] = attrs.field(factory=set, alias="deferred_status")
+    _deferred_lock: threading.Lock = attrs.field(factory=threading.Lock, alias="deferred_lock")
+    #: Whether this replica leads (the manager sets it; None: no manager, treated as leading).
+    leader_check: Callable[[], bool] | None = None
+
+    def status_deferred(self, ref: ObjectRef, error: Exception | None) -> bool:
+        """Note whether ``ref``'s status patch was deferred (``error``) or went through (None);
+        True when this changes the object's state (so the caller logs once per outage, not per try)."""
+        with self._deferred_lock:
+            if error is None:
+                if ref not in self._deferred_status:
+                    return False
+                self._deferred_status.discard(ref)
+                return True
+            if ref in self._deferred_status:
+                return False
+            self._deferred_status.add(ref)
+            return True
+
+    @property
+    def deferred_statuses(self) -> int:
+        """How many objects have a status write waiting for the hub."""
+        with self._deferred_lock:
+            return len(self._deferred_status)
+
+    def is_leader(self) -> bool:
+        """Whether this replica holds the leader Lease (always, without leader election).
+
+        Work only one replica may do (a periodic sweep over shared state) checks it before
+        each run; with sharding, only the replica holding the leader Lease leads.
+        """
+        return True if self.leader_check is None else self.leader_check()
 
     @property
     def namespace(self) -> str:
@@ -67,6 +101,13 @@ class Runtime:
         """
         for listener in list(self._resync_listeners):
             listener(reason, ref)
+
+    def storage_lost(self, reason: str) -> None:
+        """A storage backend lost its data: every plugin forgets its cached "last done" times
+        (``clusterpulse_storage_lost``), then every object is queued again (:meth:`request_resync`)."""
+        for plugin, _ in self.plugins.call_each("clusterpulse_storage_lost", runtime=self, reason=reason):
+            logging.getLogger(__name__).info("%s: plugin %s reset its cached state", reason, plugin)
+        self.request_resync(reason)
 
     def on_resync_request(self, listener: Callable[[str, ObjectRef | None], None]) -> None:
         """Call ``listener(reason, ref)`` on every :meth:`request_resync` (the manager registers here)."""
@@ -122,10 +163,27 @@ class ReconcileContext:
 
         Refused with :class:`clusterpulse_core.fence.FencedError` when this replica may not write;
         under leader election the patch must finish while the Lease hold is still valid.
+
+        A hub that cannot take the patch now (unreachable, deadline, 429, 5xx) does not fail the
+        reconcile: the patch is deferred (None is returned, a warning logged once per outage) and
+        the object's next reconcile writes its status again, since the hub still shows the old
+        one. What was collected is stored either way. An answer about the patch itself (404,
+        409, 422) is raised.
         """
         path = self.kind.api_path(self.ref.namespace, self.ref.name)
         suffix = "/status" if self.kind.status_subresource else ""
         fence = self.runtime.fence
         fence.check("status patch")
-        with deadline.within(fence.remaining()):
-            return self.hub.merge_patch(path + suffix, {"status": dict(status)})
+        try:
+            with deadline.within(fence.remaining()):
+                result = self.hub.merge_patch(path + suffix, {"status": dict(status)})
+        except KubeApiError as exc:
+            if not hub_unreachable(exc):
+                raise
+            if self.runtime.status_deferred(self.ref, exc):
+                self.log.warning("status patch deferred, the hub cannot take it now (%s); the next reconcile "
+                                 "writes it again", exc)
+            return None
+        if self.runtime.status_deferred(self.ref, None):
+            self.log.info("status patch written again after the hub came back")
+        return result

@@ -85,10 +85,11 @@ def within(seconds: float | None) -> Iterator[None]:
 class _Watch:
     """One guarded call: its deadline and the connection it is using."""
 
-    __slots__ = ("connection", "deadline", "fired", "reason")
+    __slots__ = ("connection", "deadline", "fired", "reason", "timeout")
 
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
         self.connection: _urllib3_connection.HTTPConnection | None = None
         self.fired = False
         self.reason = ""
@@ -131,7 +132,11 @@ class Watchdog:
             self._active.discard(watch)
 
     def cancel_all(self, reason: str = "cancelled") -> int:
-        """Fire every active call now; returns how many were fired."""
+        """Fire every active call now; returns how many were fired.
+
+        ``reason`` is the whole message the calls fail with (after the call's name), so it says
+        why they were cut and after how long (the shutdown grace), not the call's own timeout.
+        """
         with self._cond:
             watches = list(self._active)
         for watch in watches:
@@ -157,7 +162,7 @@ class Watchdog:
                     self._cond.wait(wait)
                     continue
                 _, _, watch = heapq.heappop(self._heap)
-            watch.fire("deadline exceeded")
+            watch.fire(f"deadline exceeded after {watch.timeout:.3g}s")
 
 
 WATCHDOG = Watchdog()
@@ -165,7 +170,10 @@ _local = threading.local()
 
 
 def cancel_all(reason: str = "cancelled") -> int:
-    """Fire every guarded call in the process now (the end of the shutdown grace)."""
+    """Fire every guarded call in the process now (the end of the shutdown grace).
+
+    ``reason`` is the message the calls fail with, e.g. "cut off after the 30s shutdown grace".
+    """
     return WATCHDOG.cancel_all(reason)
 
 
@@ -176,7 +184,7 @@ def guard(timeout: float, what: str = "call") -> Iterator[_Watch]:
     Only calls made through a pool manager prepared by :func:`watch_pool` are cut off. Raises
     :class:`DeadlineExceeded` (chained to the transport error) when the watchdog fired.
     """
-    watch = _Watch(time.monotonic() + timeout)
+    watch = _Watch(timeout)
     previous = getattr(_local, "watch", None)
     _local.watch = watch
     WATCHDOG.add(watch)
@@ -184,7 +192,7 @@ def guard(timeout: float, what: str = "call") -> Iterator[_Watch]:
         yield watch
     except Exception as exc:
         if watch.fired:
-            raise DeadlineExceeded(f"{what}: {watch.reason} after {timeout:.3g}s") from exc
+            raise DeadlineExceeded(f"{what}: {watch.reason}") from exc
         if time.monotonic() >= watch.deadline:
             # The transport's own timeout (the same limit) beat the watchdog to it: still the deadline.
             raise DeadlineExceeded(f"{what}: deadline exceeded after {timeout:.3g}s ({exc})") from exc
@@ -193,7 +201,7 @@ def guard(timeout: float, what: str = "call") -> Iterator[_Watch]:
         WATCHDOG.discard(watch)
         _local.watch = previous
     if watch.fired:
-        raise DeadlineExceeded(f"{what}: {watch.reason} after {timeout:.3g}s")
+        raise DeadlineExceeded(f"{what}: {watch.reason}")
 
 
 def _arm(connection: _urllib3_connection.HTTPConnection) -> None:

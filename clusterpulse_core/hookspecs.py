@@ -126,6 +126,17 @@ def clusterpulse_stop(runtime: Runtime) -> None:
     """
 
 
+@hookspec
+def clusterpulse_storage_lost(runtime: Runtime, reason: str) -> None:
+    """A storage backend lost (some of) its data, e.g. Redis restarted empty.
+
+    Forget every cached "last done" time (the last OLM scan, a cached read of storage, ...),
+    so that the next reconcile of each object writes everything again: every object is queued
+    right after this call, and all keys must be back within one reconcile. Called from the
+    backend's watcher thread; must not block.
+    """
+
+
 # --------------------------------------------------------------------------- aggregate
 
 

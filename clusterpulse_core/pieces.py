@@ -30,6 +30,7 @@ from clusterpulse_core.model import (
     RegistrySpecRecord,
     RegistryStatusRecord,
 )
+from clusterpulse_core.model.policy import CompiledPolicy, PolicyErrorRecord, PolicyStatusRecord
 from clusterpulse_core.model.time import ZERO_TIME, utcnow
 from clusterpulse_core.serde import wire
 
@@ -490,3 +491,57 @@ class StoredRecord:
         """The stored shape of a piece."""
         return cls(piece.kind, piece.namespace, piece.name, dict(piece.document), dict(piece.numbers),
                    piece.indexes, piece.timestamp)
+
+
+# Access policies (MonitorAccessPolicy). The Redis layout of these pieces is the upstream
+# ``policy:*`` contract (docs/policies.md); a backend that keeps no policies ignores them.
+
+
+@attrs.frozen
+class PolicyPiece(Piece):
+    """A policy compiled: store ``data`` and its indexes, drop the indexes the previous version
+    had and this one has not, record ``status``, invalidate the API caches of every subject of
+    the old and new versions. Backends read the previous version themselves."""
+
+    policy: CompiledPolicy
+    status: PolicyStatusRecord
+
+
+@attrs.frozen
+class PolicyErrorPiece(Piece):
+    """A policy failed to compile: record the error as its ``status``; its last good data stays."""
+
+    namespace: str
+    name: str
+    status: PolicyErrorRecord
+
+
+@attrs.frozen
+class PolicyEventPiece(Piece):
+    """A policy was ``compiled``, ``deleted`` or ``expired`` (published, not kept)."""
+
+    action: str
+    namespace: str
+    name: str
+    timestamp: datetime = attrs.field(factory=utcnow)
+
+
+@attrs.frozen
+class PolicyDeletion(Piece):
+    """A policy is gone: remove its data, every index naming it and its subjects' cached decisions."""
+
+    namespace: str
+    name: str
+    timestamp: datetime = attrs.field(factory=utcnow)
+
+
+@attrs.frozen
+class PolicyValidation(Piece):
+    """The periodic validator: restate every stored policy at ``now`` (``expired`` events for the expired)."""
+
+    now: datetime = attrs.field(factory=utcnow)
+
+
+@attrs.frozen
+class PolicyEvalCacheReset(Piece):
+    """Start-up clean-up: drop every cached policy evaluation of the APIs."""

@@ -15,7 +15,7 @@ from stevedore import NamedExtensionManager
 
 from clusterpulse_core import CORE_API_VERSION, PROJECT_NAME, envvars, hookspecs
 from clusterpulse_core.collect import Collector
-from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config
+from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.model import AgentConnection
@@ -57,6 +57,34 @@ def installed_plugins() -> list[InstalledPlugin]:
 def distribution_for(name: str) -> str:
     """The distribution conventionally providing plugin ``name``."""
     return f"clusterpulse-{name}"
+
+
+def not_installed(name: str, installed: Sequence[InstalledPlugin] | None = None) -> str:
+    """Why plugin ``name`` cannot be loaded, and the fix, for a name with no entry point.
+
+    Tells apart a distribution installed without the entry point, a misspelled name (did you
+    mean ...), and a plugin that is not installed; install advice only for the project's own
+    plugins (the published ones).
+    """
+    plugins = installed_plugins() if installed is None else list(installed)
+    names = [plugin.name for plugin in plugins]
+    for candidate in dict.fromkeys((name, distribution_for(name))):
+        try:
+            dist = importlib.metadata.distribution(candidate)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        declared = sorted(ep.name for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
+        hint = did_you_mean(name.removeprefix(f"{PROJECT_NAME}-"), declared)
+        return (f"plugin {name!r} is enabled but not found: {hint}distribution {dist.metadata['Name']} "
+                f"{dist.version} is installed without an entry point named {name!r} in the group "
+                f"{ENTRY_POINT_GROUP!r} (it declares: {', '.join(declared) or 'none'}; add "
+                f"[project.entry-points.\"{ENTRY_POINT_GROUP}\"] {name} = \"module:Plugin\" to its "
+                f"pyproject.toml and reinstall it)")
+    if name in PROJECT_PLUGINS:
+        return f"plugin {name!r} is enabled but not installed (pip install {distribution_for(name)})"
+    hint = did_you_mean(name, names)
+    return (f"plugin {name!r} is enabled but not installed ({hint}installed plugins: "
+            f"{', '.join(names) or 'none'})")
 
 
 @attrs.frozen
@@ -174,8 +202,7 @@ class PluginHost:
             on_missing_entrypoints_callback=on_missing,
         )
         for name in missing:  # stevedore also calls a plugin that failed to import "missing"
-            self.failures.setdefault(
-                name, f"plugin {name!r} is enabled but not installed (pip install {distribution_for(name)})")
+            self.failures.setdefault(name, not_installed(name))
         if not self._tolerant and (failures or missing):
             raise PluginError("; ".join(self.failures.values()))
         return [(ext.name, ext.plugin) for ext in manager.extensions]

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from clusterpulse_core.config import CoreSettings
+from clusterpulse_core.config import CoreSettings, did_you_mean
 from clusterpulse_core.kinds import ApiAccess, ResourceKind
 from clusterpulse_core.runtime.leader import LEASE_KIND, LEASE_NAME
 
@@ -158,11 +158,54 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
     ]
 
 
-def parse_read(text: str) -> ApiAccess:
-    """``GROUP/RESOURCE`` (``/pods`` or ``pods`` for the core group) as a get/list access."""
-    group, _, resource = text.rpartition("/")
-    if not resource or "/" in group:
-        raise ValueError(f"--read: expected GROUP/RESOURCE (e.g. apps/statefulsets, pods), got {text!r}")
+#: The API group of every resource a Kubernetes (1.30) API server serves by itself, by plural
+#: name: how ``--read RESOURCE`` without a group is resolved (a custom resource names its group).
+BUILTIN_RESOURCES: dict[str, str] = {
+    **dict.fromkeys(("pods", "services", "endpoints", "nodes", "namespaces", "configmaps", "secrets",
+                     "serviceaccounts", "persistentvolumes", "persistentvolumeclaims", "events", "limitranges",
+                     "resourcequotas", "replicationcontrollers", "podtemplates", "componentstatuses"), ""),
+    **dict.fromkeys(("deployments", "statefulsets", "daemonsets", "replicasets", "controllerrevisions"), "apps"),
+    **dict.fromkeys(("jobs", "cronjobs"), "batch"),
+    **dict.fromkeys(("ingresses", "ingressclasses", "networkpolicies"), "networking.k8s.io"),
+    "poddisruptionbudgets": "policy",
+    "horizontalpodautoscalers": "autoscaling",
+    **dict.fromkeys(("storageclasses", "volumeattachments", "csidrivers", "csinodes", "csistoragecapacities"),
+                    "storage.k8s.io"),
+    **dict.fromkeys(("roles", "rolebindings", "clusterroles", "clusterrolebindings"), "rbac.authorization.k8s.io"),
+    "leases": "coordination.k8s.io",
+    "endpointslices": "discovery.k8s.io",
+    "customresourcedefinitions": "apiextensions.k8s.io",
+    **dict.fromkeys(("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
+                    "admissionregistration.k8s.io"),
+    "priorityclasses": "scheduling.k8s.io",
+    "runtimeclasses": "node.k8s.io",
+    "certificatesigningrequests": "certificates.k8s.io",
+    "apiservices": "apiregistration.k8s.io",
+}
+
+
+def parse_read(text: str, kinds: Sequence[ResourceKind] = ()) -> ApiAccess:
+    """``GROUP/RESOURCE`` (``/pods`` for the core group) or a bare ``RESOURCE`` as a get/list access.
+
+    A bare name is resolved from the built-in resources and ``kinds`` (the enabled plugins'
+    kinds), never guessed: an unknown one is a :class:`ValueError` asking for its group. A
+    built-in resource named with the wrong group is refused too.
+    """
+    known = {**BUILTIN_RESOURCES, **{kind.plural: kind.group for kind in kinds}}
+    group, slash, resource = text.rpartition("/")
+    if not resource or "/" in group or resource != resource.lower():
+        raise ValueError(f"--read: expected GROUP/RESOURCE with the plural resource name (e.g. apps/statefulsets, "
+                         f"/pods for the core group), got {text!r}")
+    if not slash:
+        if resource not in known:
+            hint = did_you_mean(resource, known)
+            raise ValueError(f"--read {text}: not a built-in resource nor one of the enabled kinds ({hint}a custom "
+                             f"resource needs its group: GROUP/{resource})")
+        group = known[resource]
+    elif resource in BUILTIN_RESOURCES and group != BUILTIN_RESOURCES[resource] and group in BUILTIN_RESOURCES.values():
+        right = BUILTIN_RESOURCES[resource]
+        raise ValueError(f"--read {text}: {resource} is in the {right or 'core'!r} group: "
+                         f"--read {right}/{resource}")
     return ApiAccess(group, (resource,), ("get", "list"))
 
 

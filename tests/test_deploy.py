@@ -71,6 +71,7 @@ BASE_IDS = {
     ("CustomResourceDefinition", "clusterconnections.clusterpulse.io", ""),
     ("CustomResourceDefinition", "registryconnections.clusterpulse.io", ""),
     ("CustomResourceDefinition", "metricsources.clusterpulse.io", ""),
+    ("CustomResourceDefinition", "monitoraccesspolicies.clusterpulse.io", ""),
     ("CustomResourceDefinition", "alertrules.clusterpulse.io", ""),
     ("ServiceAccount", "clusterpulse-controller", "clusterpulse"),
     ("Role", "clusterpulse-controller", "clusterpulse"),

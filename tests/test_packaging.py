@@ -82,7 +82,7 @@ def test_the_installed_wheels_list_their_plugins_and_no_test_plugins(installed: 
     import json
 
     names = {row["name"]: row["distribution"] for row in json.loads(result.stdout)["plugins"]}
-    expected = {"redis", "cluster", "registry", "metricsource", "vmwriter"}
+    expected = {"redis", "cluster", "registry", "metricsource", "policy", "vmwriter"}
     assert expected <= set(names)
     assert not [n for n in names if n.startswith("example")], "a test-only plugin is installed"
     plugin_dists = {tomllib_name(p) for p in PROJECTS[1:]}

@@ -27,7 +27,6 @@ from clusterpulse_core.demo.run import (
     _run_cycles,
     _start_agent,
     _stop_agent,
-    _wait_for,
     _wait_for_deployment,
 )
 from clusterpulse_core.kinds import ApiAccess, ResourceKind
@@ -35,6 +34,7 @@ from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.leader import LEASE_NAME
 from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import free_port, redis_process
 
 PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester")
@@ -127,7 +127,13 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
             core = CoreSettings(plugins=PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                                 metrics_bind_address="0", health_probe_bind_address="0", leader_elect=True)
             ingester_port = free_port()
+            # The hub gives the agents it deploys the ingester's CA (the agent this test starts speaks
+            # plaintext to the local ingester; the deployed Deployment is only read).
+            fleet.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "ingester-ca", "namespace": fleet.namespace},
+                              "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\n"}})
             raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
+                                                        "cluster": {"ingester_tls_enabled": True},
                                                         "ingester": {"bind_address": "127.0.0.1",
                                                                      "port": ingester_port}},
                             source="test")
@@ -141,8 +147,8 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
                     deployed = _wait_for_deployment(cluster)
                     agents.append(_start_agent(cluster, ingester_port, Path(tmp), deployed))
                     # Registering makes the ingester check the agent's token against the hub's Secret.
-                    _wait_for(functools.partial(agent_connected, manager, cluster.name), CYCLE_TIMEOUT,
-                              f"the collector agent of {cluster.name}")
+                    eventually(functools.partial(agent_connected, manager, cluster.name),
+                               f"the collector agent of {cluster.name}", CYCLE_TIMEOUT)
                 _run_cycles(manager, fleet, 2, echo=lambda _line: None)
             finally:
                 for agent in agents:

@@ -54,10 +54,30 @@ class DemoError(Exception):
     """The demo cannot run (missing binary, plugin, or a cycle that never finished)."""
 
 
+#: How long the demo waits for a given Redis to answer before it gives up, seconds.
+REDIS_CHECK_TIMEOUT = 5.0
+
+
+def check_redis(url: str) -> None:
+    """Raise :class:`DemoError` unless the Redis at ``url`` answers a PING (before anything starts)."""
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=REDIS_CHECK_TIMEOUT,
+                                      socket_timeout=REDIS_CHECK_TIMEOUT)
+    except ValueError as exc:
+        raise DemoError(f"--redis-url {url}: {exc}") from exc
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise DemoError(f"--redis-url {url}: Redis does not answer: {exc}") from exc
+    finally:
+        client.close()
+
+
 @contextlib.contextmanager
 def redis_for_demo(redis_url: str | None) -> Iterator[str]:
     """The given Redis URL, or a private redis-server on a free loopback port."""
     if redis_url:
+        check_redis(redis_url)
         yield redis_url
         return
     binary = shutil.which("redis-server")

@@ -57,6 +57,12 @@ class CallDeadlineError(KubeApiError):
     """The call ran past its wall-clock deadline (status 0, counted by the breaker)."""
 
 
+def hub_unreachable(exc: KubeApiError) -> bool:
+    """Whether ``exc`` says the server could not be reached or could not answer now (a transport
+    failure or deadline, 429, 5xx), as opposed to an answer about the request (404, 409, 422, ...)."""
+    return exc.status == 0 or exc.status == 429 or exc.status >= 500
+
+
 #: Default maximum size of one response body (one page of a list), bytes.
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError, hub_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +122,6 @@ class SecretCache:
         return dict(data) if data is not None else None
 
 
-def _hub_unreachable(exc: KubeApiError) -> bool:
-    return exc.status == 0 or exc.status == 429 or exc.status >= 500
-
-
 def read_secret(hub: KubeClient, namespace: str, name: str, cache: SecretCache | None = None) -> dict[str, str]:
     """The Secret's ``data`` decoded from base64 (and ``stringData`` if present) as text.
 
@@ -138,7 +134,7 @@ def read_secret(hub: KubeClient, namespace: str, name: str, cache: SecretCache |
             cache.drop(namespace, name)
         raise CredentialsError(f"failed to get secret: secret {namespace}/{name} not found") from exc
     except KubeApiError as exc:
-        cached = cache.fallback(namespace, name, exc) if cache is not None and _hub_unreachable(exc) else None
+        cached = cache.fallback(namespace, name, exc) if cache is not None and hub_unreachable(exc) else None
         if cached is not None:
             return cached
         raise CredentialsError(f"failed to get secret: secret {namespace}/{name}: {exc}") from exc

@@ -122,6 +122,11 @@ class EventRecorder:
         except FencedError:
             return False
         except Exception as exc:
-            log.warning("[%s] recording event %s failed: %s", ref, reason, exc)
+            # Not counted against the rate limit: the next occurrence (the next reconcile, which
+            # still sees the old state on the hub) records it again.
+            with self._lock:
+                if self._last.get(key) == now:
+                    del self._last[key]
+            log.warning("[%s] recording event %s failed (recorded at its next occurrence): %s", ref, reason, exc)
             return False
         return True

@@ -8,6 +8,7 @@ from enum import StrEnum
 import attrs
 
 from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.serde import wire
 
 
 class NodeStatus(StrEnum):
@@ -39,6 +40,7 @@ class Taint:
     effect: str = ""
 
 
+@wire(omit_empty=("creation_timestamp",))
 @attrs.frozen
 class NodeMetrics:
     """Everything collected about one node in one collection."""
@@ -78,5 +80,6 @@ class NodeMetrics:
     hostname: str = ""
     images_count: int = 0
     volumes_attached: int = 0
-    #: ``metadata.creationTimestamp`` (DECISIONS R6: the UI shows the node's age from it).
-    creation_timestamp: datetime = ZERO_TIME
+    #: ``metadata.creationTimestamp`` (docs/readers.md, R6: the UI shows the node's age from it);
+    #: ``None`` when unknown, and then left out of the stored value (readers show "Unknown").
+    creation_timestamp: datetime | None = None

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from prometheus_client import CollectorRegistry
 
-from clusterpulse_core.config import Config, CoreSettings, finish_config, read_config
+from clusterpulse_core.config import Config, ConfigError, CoreSettings, did_you_mean, finish_config, read_config
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
 from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
@@ -26,19 +26,33 @@ log = logging.getLogger(__name__)
 
 def load(config_file: str | None = None, env: Mapping[str, str] | None = None,
          extra_plugins: Mapping[str, object] | None = None) -> tuple[Config, PluginHost]:
-    """Read the config, load the enabled plugins, validate their sections, configure them."""
-    from clusterpulse_core.config import config_path
+    """Read the config, load the enabled plugins, validate their sections, configure them.
 
-    env = os.environ if env is None else env
-    raw = read_config(config_path(config_file, env), env)
-    plan = plan_plugins(raw.core.plugins, env)
-    raw = attrs.evolve(raw, core=attrs.evolve(raw.core, plugins=plan.names))
-    host = PluginHost(plan.names, extra=extra_plugins)
-    config = finish_config(raw, host.settings_classes(), env)
-    host.configure(config)
-    host.contributions  # noqa: B018 - duplicate names must fail at start-up, not at first use
-    host.kinds  # noqa: B018
-    return config, host
+    The one validation: exactly what :func:`diagnose` (``config check``) checks; any problem
+    raises :class:`ConfigError` listing them all, one per line.
+    """
+    found = diagnose(config_file, env, extra_plugins)
+    if found.problems or found.config is None:
+        raise ConfigError(*found.problems)
+    return found.config, found.host
+
+
+def kind_workers(configured: Mapping[str, int], kinds: Sequence[ResourceKind]) -> dict[str, int]:
+    """Workers per kind: the ``workers`` setting, else the count the kind declares.
+
+    Raises :class:`ConfigError` (every problem) for a kind nobody declares or a count below 1.
+    """
+    declared = {kind.kind: kind.workers for kind in kinds}
+    errors = []
+    for name, count in configured.items():
+        if name not in declared:
+            errors.append(f"clusterpulse.workers.{name}: no enabled plugin declares this kind "
+                          f"({did_you_mean(name, declared)}kinds: {', '.join(sorted(declared)) or 'none'})")
+        elif count < 1:
+            errors.append(f"clusterpulse.workers.{name}: expected a value >= 1, got {count!r}")
+    if errors:
+        raise ConfigError(*errors)
+    return {name: configured.get(name, count) for name, count in declared.items()}
 
 
 @attrs.frozen
@@ -52,7 +66,8 @@ class Diagnosis:
     source: str = ""
 
 
-def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = None) -> Diagnosis:
+def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = None,
+             extra_plugins: Mapping[str, object] | None = None) -> Diagnosis:
     """Load as much as possible and collect every problem instead of stopping at the first.
 
     Used by the command line: plugin commands stay available when another plugin is broken,
@@ -60,7 +75,7 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
     that ``run`` would meet (config keys and values, plugin imports and registration,
     plugin settings checks, duplicate names and kinds).
     """
-    from clusterpulse_core.config import ConfigError, RawConfig, config_path
+    from clusterpulse_core.config import RawConfig, config_path
 
     env = os.environ if env is None else env
     problems: list[str] = []
@@ -72,10 +87,10 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
         raw = RawConfig(CoreSettings(), {}, str(path or ""))
     plan = plan_plugins(raw.core.plugins, env)
     try:
-        host = PluginHost(plan.names, tolerant=True)
+        host = PluginHost(plan.names, extra=extra_plugins, tolerant=True)
     except PluginError as exc:  # a list naming a plugin twice
         problems.append(str(exc))
-        host = PluginHost((), tolerant=True)
+        host = PluginHost((), extra=extra_plugins, tolerant=True)
     problems += host.failures.values()
     raw = attrs.evolve(raw, core=attrs.evolve(raw.core, plugins=tuple(host.order)),
                        plugin_sections={k: v for k, v in raw.plugin_sections.items() if k not in host.failures})
@@ -97,6 +112,13 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
             check()
         except PluginError as exc:
             problems.append(str(exc))
+    if not any(problem.startswith("clusterpulse.workers") for problem in problems):
+        try:
+            kind_workers(raw.core.workers, [kind for _owner, kind in host.kinds.values()])
+        except ConfigError as exc:
+            problems += exc.errors
+        except PluginError:
+            pass  # kinds declared twice: reported above
     return Diagnosis(host, plan, config, tuple(problems), raw.source)
 
 
@@ -157,6 +179,10 @@ class Outcome:
     requeue_after: float | None = None
 
 
+class HubError(Exception):
+    """The hub cannot serve a kind: its API is unreachable or refuses, or the kind's CRD is missing."""
+
+
 def object_ref(kind: ResourceKind, obj: Mapping[str, Any]) -> ObjectRef:
     """The reference of a raw object."""
     meta = obj.get("metadata") or {}
@@ -164,14 +190,19 @@ def object_ref(kind: ResourceKind, obj: Mapping[str, Any]) -> ObjectRef:
 
 
 def list_objects(runtime: Runtime, kind: ResourceKind) -> list[dict[str, Any]]:
-    """Every object of ``kind`` in the watch namespace (all namespaces if cluster-scoped)."""
+    """Every object of ``kind`` in the watch namespace (all namespaces if cluster-scoped).
+
+    Raises :class:`HubError` when the hub cannot be reached or does not serve the kind.
+    """
     namespace = runtime.namespace if kind.namespaced else None
     try:
         return list(runtime.hub.list_items(kind.api_path(namespace)))
-    except NotFoundError:
-        log.warning("kind %s is not served by the hub: install its CRD %s (kubectl apply -f the output of "
-                    "`clusterpulse crds`)", kind.kind, kind.crd_name)
-        return []
+    except NotFoundError as exc:
+        raise HubError(kind.not_served) from exc
+    except KubeApiError as exc:
+        if exc.status == 0:
+            raise HubError(f"cannot reach the hub API at {runtime.hub.host}: {exc}") from exc
+        raise HubError(f"listing {kind.kind} on the hub failed (HTTP {exc.status}): {exc}") from exc
 
 
 def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapping[str, Any]) -> Outcome:

@@ -178,7 +178,7 @@ class Controller:
         for thread in self._threads:
             thread.join(max(deadline - time.monotonic(), 0.0))
         if not finished:
-            log.warning("controller %s: reconciles still running after %.1f s grace", self.name, grace)
+            log.warning("controller %s: reconciles still running when the shutdown grace ran out", self.name)
         return finished
 
     @property

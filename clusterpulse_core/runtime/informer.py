@@ -28,7 +28,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.kube.client import GoneError, KubeApiError, KubeClient, api_error, decode
+from clusterpulse_core.kube.client import GoneError, KubeApiError, KubeClient, NotFoundError, api_error, decode
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +204,12 @@ class Informer:
             except GoneError as exc:
                 log.info("watch of %s expired (%s); relisting", self.name, exc)
                 rv = ""
+            except NotFoundError:
+                if self._stopping.is_set():
+                    break
+                delay = self._backoff.next_delay()
+                log.warning("list/watch of %s failed: %s; retrying in %.1f s", self.name, self.kind.not_served, delay)
+                self._stopping.wait(delay)
             except Exception as exc:
                 if self._stopping.is_set():
                     break

@@ -22,15 +22,13 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any
 
 from clusterpulse_core import deadline
-from clusterpulse_core.config import ConfigError
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.kinds import ObjectRef, ResourceKind
-from clusterpulse_core.runtime.bootstrap import start_plugins, stop_plugins
+from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.runtime.bootstrap import kind_workers, start_plugins, stop_plugins
 from clusterpulse_core.runtime.controller import Controller, ControllerMetrics
 from clusterpulse_core.runtime.informer import Informer
 from clusterpulse_core.runtime.leader import LeaderElector, default_identity
@@ -58,21 +56,6 @@ CANCEL_WAIT = 2.0
 RESYNC_SPREAD = 0.1
 
 
-def kind_workers(configured: Mapping[str, int], kinds: Sequence[ResourceKind]) -> dict[str, int]:
-    """Workers per kind: the ``workers`` setting, else the count the kind declares.
-
-    Raises :class:`ConfigError` for a kind nobody declares or a count below 1.
-    """
-    declared = {kind.kind: kind.workers for kind in kinds}
-    for name, count in configured.items():
-        if name not in declared:
-            raise ConfigError(f"clusterpulse.workers.{name}: no enabled plugin declares this kind "
-                              f"(kinds: {', '.join(sorted(declared)) or 'none'})")
-        if count < 1:
-            raise ConfigError(f"clusterpulse.workers.{name}: expected a value >= 1, got {count!r}")
-    return {name: configured.get(name, count) for name, count in declared.items()}
-
-
 class Manager:
     """Runs every enabled kind's controller for one :class:`Runtime`.
 
@@ -98,6 +81,7 @@ class Manager:
         self._plugins_started = False
         self._exit_code = 0
         self._reaper: threading.Thread | None = None
+        runtime.leader_check = lambda: self.is_leader
 
     # ------------------------------------------------------------------ state
 
@@ -228,10 +212,10 @@ class Manager:
         log.info("manager %s stopping", self.identity)
         self._stop_controllers(self.core.shutdown_grace)
         self.runtime.fence.close("the manager is stopping")
-        cut = deadline.cancel_all("shutdown")
+        grace = self.core.shutdown_grace
+        cut = deadline.cancel_all(f"cut off at shutdown after the {grace:g}s grace (shutdown_grace)")
         if cut:
-            log.warning("cut off %d remote calls still running after the %.1f s grace", cut,
-                        self.core.shutdown_grace)
+            log.warning("cut off %d remote calls still running after the %gs shutdown grace", cut, grace)
         for controller in self.controllers.values():
             controller.join(CANCEL_WAIT)
         if self.shard is not None:

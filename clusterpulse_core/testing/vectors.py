@@ -159,21 +159,19 @@ R1_ADDED_METRICS: dict[str, int | float] = {
 }
 #: The R3 resource-collection keys (per cluster) a pull reconcile now writes.
 R3_KEYS = ("pods", "deployments", "services", "statefulsets", "daemonsets", "resource_metadata")
-#: ``creation_timestamp`` of a node value built without one (DECISIONS R6).
-R6_UNKNOWN_CREATION = "0001-01-01T00:00:00Z"
 
 
 def _is_metrics_key(key: str) -> bool:
     return key.startswith("cluster:") and key.endswith(":metrics") and ":node:" not in key
 
 
-def with_reader_decisions(example: dict[str, Any], creation_timestamp: str = R6_UNKNOWN_CREATION,
+def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | None = None,
                           metrics_from: Callable[[str], dict[str, Any]] | None = None) -> dict[str, Any]:
     """``example`` with the expectations DECISIONS R1, R3 and R6 add (a deep copy).
 
     Metrics values gain the R1 fields (``metrics_from(key)`` supplies them when given, else
-    the zeros of :data:`R1_ADDED_METRICS`), node values gain ``creation_timestamp``, and in a
-    reconcile example the R3 keys leave ``absent_keys`` (a reconcile writes them now).
+    the zeros of :data:`R1_ADDED_METRICS`), node values gain ``creation_timestamp`` when it is
+    known, and in a reconcile example the R3 keys leave ``absent_keys`` (a reconcile writes them now).
     """
     adapted = json.loads(json.dumps(example))
     for key, want in adapted.get("keys", {}).items():
@@ -182,7 +180,9 @@ def with_reader_decisions(example: dict[str, Any], creation_timestamp: str = R6_
             for field, value in added.items():
                 want["json"].setdefault(field, value)
         current = (want.get("fields") or {}).get("current")
-        if key.count(":node:") == 1 and not key.endswith(":metrics") and isinstance(current, dict):
+        # An unknown creation time (None) is left out of the node value.
+        if (creation_timestamp is not None and key.count(":node:") == 1 and not key.endswith(":metrics")
+                and isinstance(current, dict)):
             current["json"].setdefault("creation_timestamp", creation_timestamp)
     if any(op.get("op") == "reconcile_cluster_connection" for op in adapted.get("operations", ())):
         adapted["absent_keys"] = [key for key in adapted.get("absent_keys", [])

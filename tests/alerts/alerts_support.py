@@ -14,16 +14,21 @@ import redis
 from clusterpulse_alerts.crd import ALERT_RULE
 from clusterpulse_alerts.plugin import AlertsPlugin
 
+from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
 TOKEN = "alerts-token"
 GROUP_VERSION = "clusterpulse.io/v1alpha1"
 CUSTOM_API_VERSION = "botany.example.io/v1"
+#: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
+#: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
+WAIT = CoreSettings().request_timeout
 
 
 def node(name: str, ready: bool = True, cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]:
@@ -100,17 +105,6 @@ class FakeMonotonic:
             self.now += seconds
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """Poll ``condition`` until truthy (bounded); return its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 class EventTap:
     """Subscribed to ``cluster-events``: every alert event published, in order."""
 
@@ -118,7 +112,7 @@ class EventTap:
         self.pubsub = client.pubsub()
         self.pubsub.subscribe("cluster-events")
         self.seen: list[dict[str, Any]] = []
-        wait_for(lambda: self.pubsub.get_message(timeout=0.1), "the subscription")
+        eventually(lambda: self.pubsub.get_message(timeout=0.1), "the subscription", timeout=WAIT)
 
     def drain(self) -> list[dict[str, Any]]:
         """Read what arrived; alert events only."""
@@ -186,7 +180,7 @@ def cycle(manager: Manager, controller: str = "clusterconnection") -> None:
     """Resync and wait until one more reconcile of ``controller`` finished."""
     before = reconciles(manager, controller)
     manager.resync()
-    wait_for(lambda: reconciles(manager, controller) > before, f"a {controller} reconcile")
+    eventually(lambda: reconciles(manager, controller) > before, f"a {controller} reconcile", timeout=WAIT)
 
 
 def alert_hashes(client: redis.Redis, cluster: str) -> dict[str, dict[str, str]]:

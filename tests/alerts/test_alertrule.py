@@ -10,6 +10,7 @@ import redis
 from alerts_support import (
     GROUP_VERSION,
     NAMESPACE,
+    WAIT,
     EventTap,
     alert_hashes,
     alert_rule,
@@ -21,8 +22,9 @@ from alerts_support import (
     managed_objects,
     secret,
     start_controller,
-    wait_for,
 )
+
+from clusterpulse_core.testing.polling import eventually
 
 PLUGINS = ("redis", "cluster", "metricsource", "alerts")
 POD_PHASES = {
@@ -56,15 +58,15 @@ def test_alert_rule_over_an_aggregation_fires_on_selected_clusters_and_resolves(
     tap = EventTap(client)
     controller = start_controller(hub, redis_url, tmp_path, PLUGINS)
     try:
-        wait_for(lambda: all((hub.get(GROUP_VERSION, "clusterconnections", c, NAMESPACE).get("status") or {})
-                             .get("phase") == "Connected" for c in ("prod", "dev")), "connected clusters")
+        eventually(lambda: all((hub.get(GROUP_VERSION, "clusterconnections", c, NAMESPACE).get("status") or {})
+                             .get("phase") == "Connected" for c in ("prod", "dev")), "connected clusters", timeout=WAIT)
         hub.create({"apiVersion": GROUP_VERSION, "kind": "MetricSource",
                     "metadata": {"name": "pod-phases", "namespace": NAMESPACE}, "spec": POD_PHASES})
-        wait_for(lambda: client.exists(f"cluster:prod:custom:{NAMESPACE}/pod-phases:aggregations"),
-                 "the aggregation")
+        eventually(lambda: client.exists(f"cluster:prod:custom:{NAMESPACE}/pod-phases:aggregations"),
+                   "the aggregation", timeout=WAIT)
         hub.create(alert_rule("failed-cacti", FAILED_CACTI))
 
-        fired = wait_for(lambda: alert_hashes(client, "prod"), "the AlertRule's alert")
+        fired = eventually(lambda: alert_hashes(client, "prod"), "the AlertRule's alert", timeout=WAIT)
         (alert_id, fields), = fired.items()
         assert fields["name"] == "failed-cacti"
         assert fields["severity"] == "warning"
@@ -72,8 +74,8 @@ def test_alert_rule_over_an_aggregation_fires_on_selected_clusters_and_resolves(
         assert fields["resource_type"] == "cluster" and fields["resource_name"] == "prod"
         assert fields["message"] == "failed cacti on prod (2 nodes)"
         assert alert_hashes(client, "dev") == {}  # not selected
-        status = wait_for(lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 1
-                          and _rule_status(hub, "failed-cacti"), "the rule's status")
+        status = eventually(lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 1
+                            and _rule_status(hub, "failed-cacti"), "the rule's status", timeout=WAIT)
         assert status["phase"] == "Ready"
         assert status["firing"] == ["prod"]
 
@@ -81,10 +83,11 @@ def test_alert_rule_over_an_aggregation_fires_on_selected_clusters_and_resolves(
         saguaro["status"] = {"phase": "Blooming"}
         prod.update(saguaro)
         cycle(controller.manager, "metricsource")
-        wait_for(lambda: not alert_hashes(client, "prod"), "the resolution")
-        wait_for(lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 0, "the status after")
-        events = [(e["type"], e["data"]["id"]) for e in wait_for(lambda: len(tap.drain()) >= 2 and tap.seen,
-                                                                  "the events")]
+        eventually(lambda: not alert_hashes(client, "prod"), "the resolution", timeout=WAIT)
+        eventually(lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 0,
+                   "the status after", timeout=WAIT)
+        events = [(e["type"], e["data"]["id"]) for e in eventually(lambda: len(tap.drain()) >= 2 and tap.seen,
+                                                                  "the events", timeout=WAIT)]
         assert events == [("alert.fired", alert_id), ("alert.resolved", alert_id)]
     finally:
         controller.stop()
@@ -100,16 +103,17 @@ def test_invalid_alert_rules_get_phase_error_with_the_position(
         hub.create(alert_rule("syntax", {"condition": "nodes >"}))
         hub.create(alert_rule("typo", {"condition": "nodes_redy < nodes"}))
         hub.create(alert_rule("function", {"condition": "nope(nodes) > 1"}))
-        syntax = wait_for(lambda: _rule_status(hub, "syntax").get("phase") and _rule_status(hub, "syntax"),
-                          "the syntax error")
+        syntax = eventually(lambda: _rule_status(hub, "syntax").get("phase") and _rule_status(hub, "syntax"),
+                            "the syntax error", timeout=WAIT)
         assert syntax["phase"] == "Error"
         assert syntax["message"].startswith("spec.condition: ")
         assert syntax["errorPosition"] == 7
-        typo = wait_for(lambda: _rule_status(hub, "typo").get("phase") and _rule_status(hub, "typo"), "the typo")
+        typo = eventually(lambda: _rule_status(hub, "typo").get("phase") and _rule_status(hub, "typo"),
+                          "the typo", timeout=WAIT)
         assert typo["phase"] == "Error" and typo["errorPosition"] == 0
         assert "unknown metric 'nodes_redy'" in typo["message"]
-        function = wait_for(lambda: _rule_status(hub, "function").get("phase") and _rule_status(hub, "function"),
-                            "the unknown function")
+        function = eventually(lambda: _rule_status(hub, "function").get("phase") and _rule_status(hub, "function"),
+                              "the unknown function", timeout=WAIT)
         assert function["phase"] == "Error" and "nope" in function["message"]
         assert function["errorPosition"] == 0
     finally:

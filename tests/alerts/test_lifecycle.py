@@ -13,6 +13,7 @@ from typing import Any
 
 import redis
 from alerts_support import (
+    WAIT,
     EventTap,
     FakeMonotonic,
     alert_hashes,
@@ -23,8 +24,9 @@ from alerts_support import (
     node,
     secret,
     start_controller,
-    wait_for,
 )
+
+from clusterpulse_core.testing.polling import eventually
 
 PLUGINS = ("redis", "cluster", "alerts")
 # Other built-in rules stay enabled; NodeNotReady gets a 60 s `for` the fake clock jumps over.
@@ -54,18 +56,18 @@ def test_not_ready_node_fires_after_for_and_resolves_once(
     tap = EventTap(client)
     controller = start_controller(hub, redis_url, tmp_path, PLUGINS, RULES)
     try:
-        wait_for(lambda: client.exists("cluster:prod:status"), "the first reconcile")
+        eventually(lambda: client.exists("cluster:prod:status"), "the first reconcile", timeout=WAIT)
         assert alert_hashes(client, "prod") == {}
 
         _set_ready(managed, "node-b", False)
         cycle(controller.manager)
         # Pending: the ticker keeps evaluating, but the clock has not moved past `for`.
-        wait_for(lambda: any(not a.firing for a in controller.plugin.engine.active.get(("cluster", "prod"), {})
-                             .values()), "the pending alert")
+        eventually(lambda: any(not a.firing for a in controller.plugin.engine.active.get(("cluster", "prod"), {})
+                             .values()), "the pending alert", timeout=WAIT)
         assert alert_hashes(client, "prod") == {}
 
         controller.clock.advance(60)
-        fired = wait_for(lambda: alert_hashes(client, "prod"), "the firing alert")
+        fired = eventually(lambda: alert_hashes(client, "prod"), "the firing alert", timeout=WAIT)
         assert len(fired) == 1
         (alert_id, fields), = fired.items()
         assert alert_id.startswith("NodeNotReady-")
@@ -86,11 +88,11 @@ def test_not_ready_node_fires_after_for_and_resolves_once(
 
         _set_ready(managed, "node-b", True)
         cycle(controller.manager)
-        wait_for(lambda: not alert_hashes(client, "prod"), "the resolution")
+        eventually(lambda: not alert_hashes(client, "prod"), "the resolution", timeout=WAIT)
         events = _events(client, "prod")
         assert [e["type"] for e in events] == ["alert.resolved", "alert.fired"]  # newest first
         assert all(e["data"]["id"] == alert_id for e in events)
-        published = wait_for(lambda: len(tap.drain()) >= 2 and tap.seen, "the published events")
+        published = eventually(lambda: len(tap.drain()) >= 2 and tap.seen, "the published events", timeout=WAIT)
         assert [e["type"] for e in published] == ["alert.fired", "alert.resolved"]
     finally:
         controller.stop()
@@ -108,9 +110,9 @@ def test_restart_keeps_firing_alerts_without_announcing_them_again(
     client = redis.Redis.from_url(redis_url)
     first = start_controller(hub, redis_url, tmp_path, PLUGINS, RULES)
     try:
-        wait_for(lambda: client.exists("cluster:prod:status"), "the first reconcile")
+        eventually(lambda: client.exists("cluster:prod:status"), "the first reconcile", timeout=WAIT)
         first.clock.advance(60)
-        fired = wait_for(lambda: alert_hashes(client, "prod"), "the firing alert")
+        fired = eventually(lambda: alert_hashes(client, "prod"), "the firing alert", timeout=WAIT)
     finally:
         first.stop()
     assert [e["type"] for e in _events(client, "prod")] == ["alert.fired"]
@@ -128,7 +130,7 @@ def test_restart_keeps_firing_alerts_without_announcing_them_again(
 
         _set_ready(managed, "node-a", True)
         cycle(second.manager)
-        wait_for(lambda: not alert_hashes(client, "prod"), "the resolution")
+        eventually(lambda: not alert_hashes(client, "prod"), "the resolution", timeout=WAIT)
         assert [e["type"] for e in _events(client, "prod")] == ["alert.resolved", "alert.fired"]
         assert [e["type"] for e in tap.drain()] == ["alert.resolved"]
     finally:
@@ -146,11 +148,11 @@ def test_deleted_cluster_takes_its_alerts(kube_api: Callable[..., Any], redis_ur
     client = redis.Redis.from_url(redis_url)
     controller = start_controller(hub, redis_url, tmp_path, PLUGINS, RULES)
     try:
-        wait_for(lambda: client.exists("cluster:prod:status"), "the first reconcile")
+        eventually(lambda: client.exists("cluster:prod:status"), "the first reconcile", timeout=WAIT)
         controller.clock.advance(60)
-        wait_for(lambda: alert_hashes(client, "prod"), "the firing alert")
+        eventually(lambda: alert_hashes(client, "prod"), "the firing alert", timeout=WAIT)
         hub.delete("clusterpulse.io/v1alpha1", "clusterconnections", "prod", "clusterpulse")
-        wait_for(lambda: not client.exists("cluster:prod:status"), "the deletion")
+        eventually(lambda: not client.exists("cluster:prod:status"), "the deletion", timeout=WAIT)
         assert alert_hashes(client, "prod") == {}
         assert controller.plugin.engine.firing() == []
     finally:

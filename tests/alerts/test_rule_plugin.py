@@ -18,14 +18,16 @@ from typing import Any
 import redis
 from alerts_support import (
     NAMESPACE,
+    WAIT,
     alert_hashes,
     cluster_connection,
     hub_api,
     managed_objects,
     secret,
     start_controller,
-    wait_for,
 )
+
+from clusterpulse_core.testing.polling import eventually
 
 PLUGINS = ("redis", "cluster", "alerts", "example-rules")
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
@@ -47,7 +49,7 @@ def test_rule_plugin_adds_a_rule(kube_api: Callable[..., Any], redis_url: str, t
     try:
         contributed = controller.manager.runtime.contributions.alert_rules["ExampleSmallCluster"]
         assert contributed.plugin == "example-rules"
-        fired = wait_for(lambda: alert_hashes(client, "edge"), "the plugin rule's alert")
+        fired = eventually(lambda: alert_hashes(client, "edge"), "the plugin rule's alert", timeout=WAIT)
         (alert_id, fields), = ((k, v) for k, v in fired.items() if v["name"] == "ExampleSmallCluster")
         assert fields["source"] == "plugin example-rules"
         assert fields["severity"] == "info"
@@ -83,10 +85,10 @@ def test_rules_table_tunes_and_disables_rules(kube_api: Callable[..., Any], redi
              "[plugins.alerts.rules.NodeUnschedulable]\nenabled = false\n")
     controller = start_controller(hub, redis_url, tmp_path, PLUGINS, rules)
     try:
-        wait_for(lambda: client.exists("cluster:edge:status"), "the first reconcile")
+        eventually(lambda: client.exists("cluster:edge:status"), "the first reconcile", timeout=WAIT)
         controller.clock.advance(3600)
         controller.manager.resync()
-        wait_for(lambda: controller.plugin.engine.clusters.get("edge"), "the view")
+        eventually(lambda: controller.plugin.engine.clusters.get("edge"), "the view", timeout=WAIT)
         assert "NodeUnschedulable" not in controller.plugin.engine.rules
         assert controller.plugin.engine.rules["ExampleSmallCluster"].severity == "warning"
         assert controller.plugin.engine.firing() == []  # 2 nodes are not fewer than 2

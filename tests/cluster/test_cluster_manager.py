@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -10,20 +9,19 @@ import attrs
 import three_node
 from cluster_support import CC_API, HUB_NAMESPACE, Harness
 
+from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.polling import eventually
+
+#: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
+#: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
+WAIT = CoreSettings().request_timeout
 
 
 def _reconciles(manager: Manager) -> float:
     value = manager.runtime.metrics.get_sample_value(
         "controller_runtime_reconcile_total", {"controller": "clusterconnection", "result": "requeue_after"})
     return value or 0.0
-
-
-def _wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_status_only_updates_do_not_reconcile_but_spec_changes_do(
@@ -38,21 +36,21 @@ def test_status_only_updates_do_not_reconcile_but_spec_changes_do(
     manager = Manager(harness.runtime, identity="test")
     manager.start()
     try:
-        _wait(lambda: _reconciles(manager) >= 1, "the first reconcile")
+        eventually(lambda: _reconciles(manager) >= 1, "the first reconcile", timeout=WAIT)
         assert harness.cr("first")["status"]["phase"] == "Connected"
         # The reconcile's own status patch is a MODIFIED event with an unchanged generation. A second
         # object, created afterwards, is reconciled after that event was handled: by then a
         # reconcile of "first" would have been queued too.
         harness.add("sentinel", cluster.url, token=three_node.TOKEN)
-        _wait(lambda: _reconciles(manager) >= 2, "the sentinel's reconcile")
-        _wait(lambda: all(len(c.queue) == 0 and not c.queue.in_flight for c in manager.controllers.values()),
-              "an idle queue")
+        eventually(lambda: _reconciles(manager) >= 2, "the sentinel's reconcile", timeout=WAIT)
+        eventually(lambda: all(len(c.queue) == 0 and not c.queue.in_flight for c in manager.controllers.values()),
+                   "an idle queue", timeout=WAIT)
         assert _reconciles(manager) == 2
 
         obj = harness.cr("first")
         obj["spec"]["labels"] = {"team": "platform"}
         harness.hub.update(obj)
-        _wait(lambda: _reconciles(manager) >= 3, "the reconcile after a spec change")
+        eventually(lambda: _reconciles(manager) >= 3, "the reconcile after a spec change", timeout=WAIT)
         assert harness.json("cluster:first:labels") == {"team": "platform"}
         assert harness.hub.get(CC_API, "clusterconnections", "first", HUB_NAMESPACE)["metadata"]["generation"] == 2
     finally:

@@ -35,17 +35,11 @@ from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import RedisClusterProcesses
 from clusterpulse_core.testing.tls import loopback_ca
 
 CLUSTERS = 12
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str, extra: str = "",
@@ -54,7 +48,8 @@ def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str, extra:
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text(
         f'[clusterpulse]\nplugins = [{plugins}]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
-        f'lease_duration = 2.0\nrenew_deadline = 1.5\nretry_period = 0.25\nshard_handover_delay = {handover_delay}\n'
+        f'lease_duration = {LEASE_DURATION}\nrenew_deadline = {RENEW_DEADLINE}\nretry_period = 0.25\n'
+        f'shard_handover_delay = {handover_delay}\n'
         'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\nshutdown_grace = 5.0\n'
         f'[plugins.redis]\nurl = "{redis_url}"\n{extra}')
     made = []
@@ -83,8 +78,8 @@ def test_sharded_replicas_split_the_clusters_and_store_into_a_redis_cluster(
     managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
     for manager in managers:
         manager.start()
-    wait_for(lambda: all(m.shard is not None and len(m.shard.members) == 2 and m.shard.published == m.shard.members
-                         for m in managers), "both replicas agree on the ring")
+    eventually(lambda: all(m.shard is not None and len(m.shard.members) == 2 and m.shard.published == m.shard.members
+                         for m in managers), "both replicas agree on the ring", timeout=WAIT)
 
     # Created after the ring settled: each is reconciled at once, by its owner only.
     hub.create(secret("fleet-token", three_node.TOKEN))
@@ -93,8 +88,8 @@ def test_sharded_replicas_split_the_clusters_and_store_into_a_redis_cluster(
                                                     "credentialsRef": {"name": "fleet-token"}}))
     client = redis.RedisCluster(host="127.0.0.1", port=redis_cluster.ports[0])
     try:
-        wait_for(lambda: client.scard("clusters:all") == CLUSTERS and sum(map(reconciles, managers)) == CLUSTERS,
-                 "every cluster reconciled and stored")
+        eventually(lambda: client.scard("clusters:all") == CLUSTERS and sum(map(reconciles, managers)) == CLUSTERS,
+                   "every cluster reconciled and stored", timeout=WAIT)
         time.sleep(1.0)  # nothing else is due within the 30 s interval: no second reconcile anywhere
         counts = [reconciles(manager) for manager in managers]
         assert sum(counts) == CLUSTERS and all(count > 0 for count in counts), counts
@@ -128,8 +123,8 @@ def start_sharded_fleet(hub: Any, endpoint: str, managers: list[Manager], names:
     ``endpoint``); once every one is connected and held, return each replica's clusters (both hold some)."""
     for manager in managers:
         manager.start()
-    wait_for(lambda: all(m.shard is not None and len(m.shard.members) == 2
-                         and m.shard.published == m.shard.members for m in managers), "the ring settles")
+    eventually(lambda: all(m.shard is not None and len(m.shard.members) == 2
+                         and m.shard.published == m.shard.members for m in managers), "the ring settles", timeout=WAIT)
     # Created after the ring settled: each cluster starts at once on its owner.
     hub.create(secret("fleet-token", three_node.TOKEN))
     for name in names:
@@ -140,8 +135,9 @@ def start_sharded_fleet(hub: Any, endpoint: str, managers: list[Manager], names:
         return len(items) == len(names) and all((o.get("status") or {}).get("phase") == "Connected"
                                                 for o in items)
 
-    wait_for(connected, "every cluster connected")
-    wait_for(lambda: set().union(*(held_by(m, names) for m in managers)) == set(names), "every cluster held")
+    eventually(connected, "every cluster connected", timeout=WAIT)
+    eventually(lambda: set().union(*(held_by(m, names) for m in managers)) == set(names),
+               "every cluster held", timeout=WAIT)
     holdings = {manager.identity: held_by(manager, names) for manager in managers}
     assert all(holdings.values()) and not set.intersection(*holdings.values()), holdings
     return holdings
@@ -165,10 +161,12 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
         def status() -> dict[str, Any]:
             return hub.get(MS_API, "metricsources", "pods", HUB_NAMESPACE).get("status") or {}
 
-        wait_for(lambda: set(status().get("shards") or {}) == set(holdings), "both replicas report their share")
+        eventually(lambda: set(status().get("shards") or {}) == set(holdings),
+                   "both replicas report their share", timeout=WAIT)
         # The holder comes back soon for a share it did not see at its first run, and adds both up.
         per_cluster = len(three_node.PODS)
-        wait_for(lambda: status().get("clustersCollected") == len(names), "the holder's status adds up both shares")
+        eventually(lambda: status().get("clustersCollected") == len(names),
+                   "the holder's status adds up both shares", timeout=WAIT)
         final = status()
         assert final["phase"] == "Active", final
         assert final["resourcesCollected"] == per_cluster * len(names), final
@@ -190,9 +188,9 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
         assert len(holders) == 1
         # Deleted: the replica the ring gives it to removes the definition and every cluster's data.
         hub.delete(MS_API, "metricsources", "pods", HUB_NAMESPACE)
-        wait_for(lambda: client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 0
-                 and not list(client.scan_iter(f"cluster:*:custom:{HUB_NAMESPACE}/pods:*")),
-                 "the MetricSource's stored state is removed")
+        eventually(lambda: client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 0
+                   and not list(client.scan_iter(f"cluster:*:custom:{HUB_NAMESPACE}/pods:*")),
+                   "the MetricSource's stored state is removed", timeout=WAIT)
     finally:
         for manager in managers:
             manager.stop()
@@ -227,8 +225,10 @@ def test_sharded_replicas_fire_an_alert_rule_on_every_cluster_and_one_counts_the
         holdings = start_sharded_fleet(hub, managed.url, managers, names)
         hub.create({"apiVersion": MS_API, "kind": "AlertRule",
                     "metadata": {"name": "any-nodes", "namespace": HUB_NAMESPACE}, "spec": ANY_NODES})
-        wait_for(lambda: firing_on() == set(names), "the rule firing on every cluster, whichever replica holds it")
-        wait_for(lambda: status().get("firingClusters") == len(names), "the status counting every replica's alerts")
+        eventually(lambda: firing_on() == set(names),
+                   "the rule firing on every cluster, whichever replica holds it", timeout=WAIT)
+        eventually(lambda: status().get("firingClusters") == len(names),
+                   "the status counting every replica's alerts", timeout=WAIT)
         final = status()
         assert final["phase"] == "Ready" and final["firing"] == sorted(names), final
         holders = [m for m in managers if m.shard is not None
@@ -238,7 +238,7 @@ def test_sharded_replicas_fire_an_alert_rule_on_every_cluster_and_one_counts_the
         assert writers == {f"clusterpulse/{holders[0].identity}"}, (writers, holdings)
         # Deleted: every replica drops the rule, and its alerts resolve on every cluster.
         hub.delete(MS_API, "alertrules", "any-nodes", HUB_NAMESPACE)
-        wait_for(lambda: not firing_on(), "every cluster's alert resolved")
+        eventually(lambda: not firing_on(), "every cluster's alert resolved", timeout=WAIT)
     finally:
         for manager in managers:
             manager.stop()
@@ -263,7 +263,7 @@ def test_a_cluster_taken_over_keeps_its_alerts_and_the_new_holder_resolves_them(
     try:
         names = [f"h{index}" for index in range(8)]
         start_sharded_fleet(hub, managed.url, managers, names)
-        wait_for(lambda: cordoned_on() == set(names), "the alert stored on every cluster by its holder")
+        eventually(lambda: cordoned_on() == set(names), "the alert stored on every cluster by its holder", timeout=WAIT)
         survivor, leaving = managers
         moving = held_by(leaving, names)
         assert moving
@@ -272,9 +272,9 @@ def test_a_cluster_taken_over_keeps_its_alerts_and_the_new_holder_resolves_them(
         managed.update(node)
         # Within the 30 s interval: the leaving replica does not reconcile its clusters again.
         leaving.stop()
-        wait_for(lambda: held_by(survivor, names) == set(names), "the survivor holding every cluster")
+        eventually(lambda: held_by(survivor, names) == set(names), "the survivor holding every cluster", timeout=WAIT)
         # Taken over and reconciled at once: the uncordoned node resolves the adopted alerts.
-        wait_for(lambda: not cordoned_on() & moving, "the taken-over clusters' alerts resolved", timeout=30.0)
+        eventually(lambda: not cordoned_on() & moving, "the taken-over clusters' alerts resolved", timeout=30.0)
 
         # A new member joins: the survivor lets go of the clusters it hands over, and its alert
         # engine forgets them (the joiner evaluates them now).
@@ -282,10 +282,10 @@ def test_a_cluster_taken_over_keeps_its_alerts_and_the_new_holder_resolves_them(
                                   "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
                                   handover_delay=0.5, identities=("replica-c",))
         managers[-1].start()
-        wait_for(lambda: bool(held_by(managers[-1], names)), "the joiner holding clusters")
+        eventually(lambda: bool(held_by(managers[-1], names)), "the joiner holding clusters", timeout=WAIT)
         alerts: Any = survivor.runtime.plugins.plugin("alerts")
-        wait_for(lambda: set(alerts.engine.clusters) == held_by(survivor, names) != set(names),
-                 "the survivor's engine keeping only the clusters it holds")
+        eventually(lambda: set(alerts.engine.clusters) == held_by(survivor, names) != set(names),
+                   "the survivor's engine keeping only the clusters it holds", timeout=WAIT)
     finally:
         for manager in managers:
             manager.stop()
@@ -299,7 +299,8 @@ INTERVAL = 4.0
 LEASE_DURATION = 2.0
 RENEW_DEADLINE = 1.5
 RETRY_PERIOD = 0.5
-FLEET_WAIT = 60.0
+#: Bound of a wait on the replicas: thirty Lease durations (a ring change takes one or two).
+WAIT = FLEET_WAIT = 30 * LEASE_DURATION
 
 
 def replica_main(hub_url: str, redis_url: str, identity: str, config_dir: str) -> int:
@@ -404,15 +405,7 @@ def progress(what: str) -> None:
     print(f"{time.time() - STARTED[0]:6.1f} s {what}", file=sys.stderr)
 
 
-def eventually(check: Callable[[], bool], what: str, timeout: float = FLEET_WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
-
-
+@pytest.mark.slow
 def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on_join(
         kube_api: Callable[..., Any], fleet_store: tuple[str, Callable[[], Any]],
         replicas: Callable[..., subprocess.Popen[bytes]], tmp_path: Path) -> None:
@@ -436,7 +429,8 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
         return tuple(json.loads(annotations.get("clusterpulse.io/shard-view", "[]")))
 
     try:
-        eventually(lambda: all(len(members(name)) == 3 for name in children), "three replicas agree on the ring")
+        eventually(lambda: all(len(members(name)) == 3 for name in children),
+                   "three replicas agree on the ring", timeout=FLEET_WAIT)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{logs()}") from exc
     progress("ring")
@@ -449,7 +443,7 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
     # The first interval: every object reconciled, each by exactly one replica, all three working.
     try:
         eventually(lambda: all(writers_since(status_writes(hub), created, names).values()),
-                   "every cluster reconciled once")
+                   "every cluster reconciled once", timeout=FLEET_WAIT)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{logs()}") from exc
     assert all(c.poll() is None for c in children.values()), logs()
@@ -470,7 +464,7 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
         found = status_writes(hub)
         return all(any(at > killed_at and who != "replica-b" for who, at in found.get(name, [])) for name in lost)
 
-    eventually(taken_over, "the dead replica's objects are reconciled by the others")
+    eventually(taken_over, "the dead replica's objects are reconciled by the others", timeout=FLEET_WAIT)
     took = time.time() - killed_at
     progress(f"taken over in {took:.1f} s")
     assert took < 2 * (LEASE_DURATION + INTERVAL) + 5.0, f"takeover took {took:.1f} s"
@@ -484,11 +478,12 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
     # moved; from then on every object is reconciled by its one new owner (the newcomer starts
     # what it gained one handover delay later).
     live = ("replica-a", "replica-c", "replica-d")
-    eventually(lambda: all(members(name) == live for name in live), "the members agree on the new ring")
+    eventually(lambda: all(members(name) == live for name in live),
+               "the members agree on the new ring", timeout=FLEET_WAIT)
     agreed = time.time()
     progress("agreed")
     eventually(lambda: all(writers_since(status_writes(hub), agreed, names).values()),
-               "every cluster reconciled on the new ring")
+               "every cluster reconciled on the new ring", timeout=FLEET_WAIT)
     writers = writers_since(status_writes(hub), agreed, names)
     assert all(len(w) == 1 for w in writers.values()), {n: w for n, w in writers.items() if len(w) != 1}
     counts = {name: sum(1 for w in writers.values() if name in w) for name in live}

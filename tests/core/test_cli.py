@@ -66,7 +66,7 @@ def test_config_check_names_missing_plugin(workdir: Path) -> None:
     (workdir / "missing.toml").write_text('[clusterpulse]\nplugins = ["nosuch"]\n')
     result = run(["config", "check", "missing.toml"], workdir)
     assert result.returncode == 1
-    assert "plugin 'nosuch' is enabled but not installed (pip install clusterpulse-nosuch)" in result.stderr
+    assert "plugin 'nosuch' is enabled but not installed (installed plugins: alerts, cluster, " in result.stderr
 
 
 def test_config_show_masks_secrets_and_applies_env(workdir: Path) -> None:

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from clusterpulse_core.config import PROJECT_PLUGINS
+from clusterpulse_core.plugins import installed_plugins
 
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
+INSTALLED = ", ".join(plugin.name for plugin in installed_plugins())
 BROKEN_IMPORT = ("plugin 'example-broken' (clusterpulse_example.broken) failed to import: ModuleNotFoundError: "
                  "No module named 'clusterpulse_example_dependency_that_does_not_exist'")
 
@@ -56,7 +58,7 @@ def test_config_check_reports_every_error_in_one_run(tmp_path: Path) -> None:
         "error: bad.toml: clusterpulse.metrics_bind_address: bind address must look like ':8080' or 'HOST:PORT', "
         "got '8080'",
         f"error: bad.toml: {BROKEN_IMPORT}",
-        "error: bad.toml: plugin 'nosuch' is enabled but not installed (pip install clusterpulse-nosuch)",
+        f"error: bad.toml: plugin 'nosuch' is enabled but not installed (installed plugins: {INSTALLED})",
         "error: bad.toml: plugins.redis.port: expected int, got 'x'",
         "error: bad.toml: plugins.redis.cache_ttl: expected a value >= 60, got 10",
     ]

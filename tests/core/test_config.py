@@ -51,7 +51,8 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         read_config(path, env={})
     assert caught.value.errors == [
-        "clusterpulse.namespce: unknown key (expected one of: plugins, namespace, log_level, kubeconfig, "
+        "clusterpulse.namespce: unknown key (did you mean 'namespace'? expected one of: plugins, namespace, "
+        "log_level, kubeconfig, "
         "leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, shard_dead_after, "
         "metrics_bind_address, health_probe_bind_address, resync_period, watch_timeout, watch_silence_limit, "
         "queue_base_delay, queue_max_delay, queue_qps, queue_burst, shutdown_grace, request_timeout, "
@@ -69,7 +70,8 @@ def test_log_level_from_the_environment_keeps_the_upstream_rule(tmp_path: Path) 
 
 def test_unknown_key_names_the_path(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD.replace("repeat = 3", "repeet = 3"))
-    expected = r"^plugins\.example\.repeet: unknown key \(expected one of: greeting, repeat, token\)"
+    expected = (r"^plugins\.example\.repeet: unknown key \(did you mean 'repeat'\? "
+                r"expected one of: greeting, repeat, token\)")
     with pytest.raises(ConfigError, match=expected):
         load(str(path), env={})
 

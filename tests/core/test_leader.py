@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -13,19 +12,15 @@ import pytest
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.leader import LEASE_NAME, LeaderElector, micro_time
+from clusterpulse_core.testing.polling import eventually
 
 NAMESPACE = "clusterpulse"
-WAIT = 15.0
+LEASE_DURATION = 1.0
+RENEW_DEADLINE = 0.6
+RETRY_PERIOD = 0.1
+#: Bound of a wait: fifteen Lease durations (a takeover needs one, plus a retry period).
+WAIT = 15 * LEASE_DURATION
 MICRO_TIME = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
 
 
 @pytest.fixture
@@ -38,7 +33,8 @@ def electors(hub: Any) -> Iterator[Callable[..., LeaderElector]]:
     made: list[LeaderElector] = []
 
     def make(identity: str, **kwargs: Any) -> LeaderElector:
-        timings: dict[str, Any] = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+        timings: dict[str, Any] = {"lease_duration": LEASE_DURATION, "renew_deadline": RENEW_DEADLINE,
+                                   "retry_period": RETRY_PERIOD}
         timings.update(kwargs)
         elector = LeaderElector(KubeClient(hub.api_client()), NAMESPACE, identity, **timings)
         made.append(elector)
@@ -129,7 +125,7 @@ def test_a_clean_stop_releases_and_the_other_takes_over(hub: Any, electors: Any)
     alpha.start()
     assert alpha.wait_leader(WAIT)
     beta.start()
-    eventually(lambda: lease(hub)["renewTime"] != lease(hub)["acquireTime"], "alpha renews")
+    eventually(lambda: lease(hub)["renewTime"] != lease(hub)["acquireTime"], "alpha renews", timeout=WAIT)
     assert not beta.is_leader
     alpha.stop(release=True)
     assert lease(hub).get("holderIdentity", "") == ""

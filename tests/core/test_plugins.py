@@ -8,7 +8,7 @@ import pytest
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins, plan_plugins
+from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins, not_installed, plan_plugins
 
 
 def test_enabled_plugin_is_found_and_registered() -> None:
@@ -37,7 +37,7 @@ def test_installed_plugins_name_their_distribution() -> None:
 
 
 def test_missing_plugin_names_it_and_the_distribution() -> None:
-    expected = r"plugin 'nosuch' is enabled but not installed \(pip install clusterpulse-nosuch\)"
+    expected = r"plugin 'nosuch' is enabled but not installed \(installed plugins: alerts, cluster, "
     with pytest.raises(PluginError, match=expected):
         PluginHost(["example", "nosuch"])
 
@@ -102,6 +102,7 @@ def test_without_a_list_the_installed_project_plugins_are_enabled() -> None:
     assert dict(plan.skipped) == {
         "registry": "not installed (pip install clusterpulse-registry)",
         "metricsource": "not installed (pip install clusterpulse-metricsource)",
+        "policy": "not installed (pip install clusterpulse-policy)",
         "alerts": "not installed (pip install clusterpulse-alerts)",
         "ingester": "not installed (pip install clusterpulse-ingester)",
     }
@@ -124,6 +125,7 @@ def test_a_tolerant_host_loads_what_it_can_and_names_the_rest() -> None:
     assert host.order == ["example"]
     assert host.failures["example-broken"].startswith(
         "plugin 'example-broken' (clusterpulse_example.broken) failed to import: ModuleNotFoundError: ")
-    assert host.failures["nosuch"] == "plugin 'nosuch' is enabled but not installed (pip install clusterpulse-nosuch)"
+    assert host.failures["nosuch"] == not_installed("nosuch")
+    assert not_installed("nosuch").startswith("plugin 'nosuch' is enabled but not installed (installed plugins: ")
     assert host.failures["example-misspelled"].startswith("plugin 'example-misspelled': ")
     assert "shout" in host.contributions.functions

@@ -36,6 +36,7 @@ from clusterpulse_core.runtime.controller import spread_offset
 from clusterpulse_core.runtime.informer import Informer
 from clusterpulse_core.runtime.manager import Manager, kind_workers
 from clusterpulse_core.runtime.probes import parse_bind_address
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
@@ -165,15 +166,6 @@ def widget(name: str, size: int = 1, **meta: Any) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": NAMESPACE, **meta}, "spec": {"size": size}}
 
 
-def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
-
-
 def idle(manager: Manager) -> bool:
     queue = manager.controllers["Widget"].queue
     return len(queue) == 0 and queue.in_flight == 0
@@ -226,11 +218,11 @@ def run_widgets(hub: Any, managers: list[Manager]) -> Callable[..., tuple[Manage
 def test_existing_and_created_objects_are_reconciled(hub: Any, run_widgets: Any) -> None:
     hub.create(widget("before"))
     manager, plugin = run_widgets()
-    eventually(lambda: plugin.generations("before") == [1], "the listed widget is reconciled")
+    eventually(lambda: plugin.generations("before") == [1], "the listed widget is reconciled", timeout=WAIT)
     hub.create(widget("after"))
-    eventually(lambda: plugin.generations("after") == [1], "the created widget is reconciled")
+    eventually(lambda: plugin.generations("after") == [1], "the created widget is reconciled", timeout=WAIT)
     eventually(lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget",
-                              result="success") == 2, "two successes counted")
+                              result="success") == 2, "two successes counted", timeout=WAIT)
 
 
 def test_only_the_watch_namespace_is_watched(hub: Any, run_widgets: Any) -> None:
@@ -239,8 +231,8 @@ def test_only_the_watch_namespace_is_watched(hub: Any, run_widgets: Any) -> None
     hub.create(other)
     manager, plugin = run_widgets()
     hub.create(widget("here"))
-    eventually(lambda: plugin.generations("here") == [1], "the watched namespace is reconciled")
-    eventually(lambda: idle(manager), "queue idle")
+    eventually(lambda: plugin.generations("here") == [1], "the watched namespace is reconciled", timeout=WAIT)
+    eventually(lambda: idle(manager), "queue idle", timeout=WAIT)
     assert plugin.generations("elsewhere") == []
     assert manager.informers["Widget"].get("other", "elsewhere") is None
 
@@ -248,7 +240,7 @@ def test_only_the_watch_namespace_is_watched(hub: Any, run_widgets: Any) -> None
 def test_requeue_after_is_honoured(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets({"tick": lambda attempt, obj: ReconcileResult(requeue_after=0.05)})
     hub.create(widget("tick"))
-    eventually(lambda: len(plugin.generations("tick")) >= 3, "three reconciles from requeue_after")
+    eventually(lambda: len(plugin.generations("tick")) >= 3, "three reconciles from requeue_after", timeout=WAIT)
     assert sample(manager, "controller_runtime_reconcile_total", controller="widget",
                   result="requeue_after") >= 2
 
@@ -262,7 +254,7 @@ def test_an_exception_is_retried_with_backoff_then_forgotten(hub: Any, run_widge
     manager, plugin = run_widgets({"flaky": flaky})
     hub.create(widget("flaky"))
     eventually(lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget",
-                              result="success") == 1, "success after two failures")
+                              result="success") == 1, "success after two failures", timeout=WAIT)
     assert plugin.generations("flaky") == [1, 1, 1]
     assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 2
     assert sample(manager, "workqueue_retries_total", name="widget") == 2
@@ -276,8 +268,8 @@ def test_a_terminal_error_is_not_retried(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets({"broken": broken})
     hub.create(widget("broken"))
     eventually(lambda: sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 1,
-               "the terminal error is counted")
-    eventually(lambda: idle(manager), "queue idle")
+               "the terminal error is counted", timeout=WAIT)
+    eventually(lambda: idle(manager), "queue idle", timeout=WAIT)
     queue = manager.controllers["Widget"].queue
     assert queue.delayed == 0, "nothing scheduled for a retry"
     assert sample(manager, "workqueue_retries_total", name="widget") == 0
@@ -288,7 +280,7 @@ def test_a_reported_error_counts_as_error_and_requeues(hub: Any, run_widgets: An
     manager, plugin = run_widgets({"sick": lambda attempt, obj: ReconcileResult(requeue_after=0.05,
                                                                                 error="unreachable")})
     hub.create(widget("sick"))
-    eventually(lambda: len(plugin.generations("sick")) >= 2, "requeued after a reported error")
+    eventually(lambda: len(plugin.generations("sick")) >= 2, "requeued after a reported error", timeout=WAIT)
     assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") >= 1
     assert sample(manager, "controller_runtime_reconcile_total", controller="widget", result="error") >= 1
 
@@ -296,46 +288,46 @@ def test_a_reported_error_counts_as_error_and_requeues(hub: Any, run_widgets: An
 def test_status_only_updates_do_not_reconcile_but_spec_changes_do(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets()
     hub.create(widget("w"))
-    eventually(lambda: plugin.generations("w") == [1], "first reconcile")
+    eventually(lambda: plugin.generations("w") == [1], "first reconcile", timeout=WAIT)
     current = hub.get(API_VERSION, "widgets", "w", NAMESPACE)
     current["status"] = {"phase": "Ready"}
     hub.update(current)
     # A sentinel created after the status write: once it is reconciled and the queue is idle,
     # any reconcile the status write could have triggered has happened.
     hub.create(widget("sentinel"))
-    eventually(lambda: plugin.generations("sentinel") == [1] and idle(manager), "sentinel reconciled")
+    eventually(lambda: plugin.generations("sentinel") == [1] and idle(manager), "sentinel reconciled", timeout=WAIT)
     assert manager.informers["Widget"].get(NAMESPACE, "w")["status"] == {"phase": "Ready"}
     assert plugin.generations("w") == [1], "a status-only update must not reconcile"
 
     current = hub.get(API_VERSION, "widgets", "w", NAMESPACE)
     current["spec"] = {"size": 2}
     hub.update(current)
-    eventually(lambda: plugin.generations("w") == [1, 2], "the spec change is reconciled")
+    eventually(lambda: plugin.generations("w") == [1, 2], "the spec change is reconciled", timeout=WAIT)
 
 
 def test_deletion_calls_the_forget_hook(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets()
     hub.create(widget("doomed"))
-    eventually(lambda: plugin.generations("doomed") == [1], "reconciled")
+    eventually(lambda: plugin.generations("doomed") == [1], "reconciled", timeout=WAIT)
     hub.delete(API_VERSION, "widgets", "doomed", NAMESPACE)
-    eventually(lambda: plugin.forgotten == ["doomed"], "forget called")
+    eventually(lambda: plugin.forgotten == ["doomed"], "forget called", timeout=WAIT)
     assert manager.informers["Widget"].get(NAMESPACE, "doomed") is None
 
 
 def test_a_deleted_object_is_forgotten_once_despite_pending_requeues(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets()
     hub.create(widget("doomed"))
-    eventually(lambda: plugin.generations("doomed") == [1], "reconciled")
+    eventually(lambda: plugin.generations("doomed") == [1], "reconciled", timeout=WAIT)
     hub.delete(API_VERSION, "widgets", "doomed", NAMESPACE)
-    eventually(lambda: plugin.forgotten == ["doomed"], "forget called")
+    eventually(lambda: plugin.forgotten == ["doomed"], "forget called", timeout=WAIT)
     # A requeue left from before the deletion (requeue-after, a retry) comes due later.
     manager.controllers["Widget"].queue.add(ObjectRef("Widget", NAMESPACE, "doomed"))
-    eventually(lambda: idle(manager), "the requeue processed")
+    eventually(lambda: idle(manager), "the requeue processed", timeout=WAIT)
     assert plugin.forgotten == ["doomed"]
     hub.create(widget("doomed"))
-    eventually(lambda: plugin.generations("doomed") == [1, 1], "the re-created widget reconciled")
+    eventually(lambda: plugin.generations("doomed") == [1, 1], "the re-created widget reconciled", timeout=WAIT)
     hub.delete(API_VERSION, "widgets", "doomed", NAMESPACE)
-    eventually(lambda: plugin.forgotten == ["doomed", "doomed"], "the re-created widget forgotten")
+    eventually(lambda: plugin.forgotten == ["doomed", "doomed"], "the re-created widget forgotten", timeout=WAIT)
 
 
 def test_readyz_reports_a_worker_stuck_past_the_reconcile_deadline(hub: Any, managers: list[Manager]) -> None:
@@ -354,20 +346,20 @@ def test_readyz_reports_a_worker_stuck_past_the_reconcile_deadline(hub: Any, man
     hub.create(widget("stuck"))
     try:
         eventually(lambda: "busy with Widget" in http_get(manager.health_port, "/readyz")[1],
-                   "/readyz to report the stuck worker")
+                   "/readyz to report the stuck worker", timeout=WAIT)
         status, body = http_get(manager.health_port, "/readyz")
         assert status == 503 and "stuck" in body and "deadline 0.2s" in body
     finally:
         release.set()
-    eventually(lambda: http_get(manager.health_port, "/readyz") == (200, "ok"), "ready again")
+    eventually(lambda: http_get(manager.health_port, "/readyz") == (200, "ok"), "ready again", timeout=WAIT)
 
 
 def test_a_deletion_timestamp_calls_forget_instead_of_reconcile(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets()
     hub.create(widget("held", finalizers=["test.clusterpulse.io/hold"]))
-    eventually(lambda: plugin.generations("held") == [1], "reconciled")
+    eventually(lambda: plugin.generations("held") == [1], "reconciled", timeout=WAIT)
     hub.delete(API_VERSION, "widgets", "held", NAMESPACE)
-    eventually(lambda: plugin.forgotten == ["held"], "forget called while the finalizer holds it")
+    eventually(lambda: plugin.forgotten == ["held"], "forget called while the finalizer holds it", timeout=WAIT)
     assert manager.informers["Widget"].get(NAMESPACE, "held")["metadata"]["deletionTimestamp"]
     assert plugin.generations("held") == [1]
 
@@ -378,7 +370,7 @@ def test_gone_watch_relists_without_losing_events(hub: Any, run_widgets: Any) ->
     hub.create(widget("removed"))
     manager, plugin = run_widgets()
     eventually(lambda: all(plugin.generations(n) == [1] for n in ("kept", "changed", "removed")),
-               "initial reconciles")
+               "initial reconciles", timeout=WAIT)
     hub.stop()  # the watch breaks; the changes below happen while it is down
     hub.create(widget("new"))
     changed = hub.get(API_VERSION, "widgets", "changed", NAMESPACE)
@@ -388,10 +380,10 @@ def test_gone_watch_relists_without_losing_events(hub: Any, run_widgets: Any) ->
     hub.compact()  # the informer's resourceVersion is now too old: 410 Gone
     hub.clear_requests()
     hub.start()
-    eventually(lambda: plugin.generations("new") == [1], "the object created during the outage")
-    eventually(lambda: plugin.generations("changed") == [1, 2], "the object changed during the outage")
-    eventually(lambda: plugin.forgotten == ["removed"], "the object deleted during the outage")
-    eventually(lambda: idle(manager), "queue idle")
+    eventually(lambda: plugin.generations("new") == [1], "the object created during the outage", timeout=WAIT)
+    eventually(lambda: plugin.generations("changed") == [1, 2], "the object changed during the outage", timeout=WAIT)
+    eventually(lambda: plugin.forgotten == ["removed"], "the object deleted during the outage", timeout=WAIT)
+    eventually(lambda: idle(manager), "queue idle", timeout=WAIT)
     assert plugin.generations("kept") == [1], "an unchanged object is not reconciled again"
     lists = [q for method, path, q in hub.requests if method == "GET" and path.endswith("/widgets")
              and q.get("watch") not in ("true", "1")]
@@ -407,7 +399,7 @@ def test_a_failing_watch_is_retried_with_backoff(hub: Any, run_widgets: Any,
     hub.clear_requests()
     hub.restart()  # the open watch breaks; the next attempt fails with 500
     hub.create(widget("late"))
-    eventually(lambda: plugin.generations("late") == [1], "reconciled despite watch failures")
+    eventually(lambda: plugin.generations("late") == [1], "reconciled despite watch failures", timeout=WAIT)
     failures = [r.getMessage() for r in caplog.records if "list/watch of Widget failed" in r.getMessage()]
     assert any("(HTTP 500)" in message and "retrying in" in message for message in failures), failures
 
@@ -418,7 +410,7 @@ def test_a_silent_watch_is_restarted_by_the_watchdog(hub: Any, caplog: pytest.Lo
     informer.start()
     try:
         assert informer.wait_synced(WAIT)
-        eventually(lambda: len(watches(hub)) >= 2, "the silent watch is restarted")
+        eventually(lambda: len(watches(hub)) >= 2, "the silent watch is restarted", timeout=WAIT)
         assert all(q["resourceVersion"] == informer.resource_version for q in watches(hub))
         assert any("silent for 0.3 s" in r.getMessage() for r in caplog.records)
     finally:
@@ -434,7 +426,7 @@ def watches(hub: Any) -> list[dict[str, str]]:
 def test_resync_reconciles_everything_again(hub: Any, run_widgets: Any) -> None:
     hub.create(widget("steady"))
     _manager, plugin = run_widgets(resync_period=0.3)
-    eventually(lambda: len(plugin.generations("steady")) >= 3, "resync re-enqueues the object")
+    eventually(lambda: len(plugin.generations("steady")) >= 3, "resync re-enqueues the object", timeout=WAIT)
 
 
 def test_resync_adds_nothing_for_an_object_with_a_scheduled_reconcile(hub: Any, run_widgets: Any) -> None:
@@ -442,7 +434,7 @@ def test_resync_adds_nothing_for_an_object_with_a_scheduled_reconcile(hub: Any, 
     hub.create(widget("idle"))
     manager, plugin = run_widgets({"scheduled": lambda attempt, obj: ReconcileResult(requeue_after=600)},
                                   resync_period=0.2)
-    eventually(lambda: len(plugin.generations("idle")) >= 4, "resyncs reconcile the unscheduled object")
+    eventually(lambda: len(plugin.generations("idle")) >= 4, "resyncs reconcile the unscheduled object", timeout=WAIT)
     assert plugin.generations("scheduled") == [1]
     assert manager.controllers["Widget"].queue.scheduled(ObjectRef("Widget", NAMESPACE, "scheduled"))
 
@@ -451,7 +443,7 @@ def test_resync_spreads_what_it_adds(hub: Any, run_widgets: Any) -> None:
     for index in range(20):
         hub.create(widget(f"w{index}"))
     manager, plugin = run_widgets(resync_period=1000.0)
-    eventually(lambda: len(plugin.reconciled) == 20 and idle(manager), "first reconciles")
+    eventually(lambda: len(plugin.reconciled) == 20 and idle(manager), "first reconciles", timeout=WAIT)
     controller = manager.controllers["Widget"]
     for obj in manager.informers["Widget"].items():
         controller.on_resync(obj)
@@ -520,7 +512,7 @@ def test_probes_and_metrics(hub: Any, managers: list[Manager]) -> None:
     assert http_get(manager.health_port, "/nothing")[0] == 404
 
     hub.create(widget("m"))
-    eventually(lambda: plugin.generations("m") == [1], "reconciled")
+    eventually(lambda: plugin.generations("m") == [1], "reconciled", timeout=WAIT)
     status, text = http_get(manager.metrics_port, "/metrics")
     assert status == 200
     for name in ("controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
@@ -566,15 +558,15 @@ def test_only_the_leader_reconciles_and_a_successor_takes_over(hub: Any, manager
     assert leader.wait_synced(WAIT) and follower.wait_synced(WAIT)
 
     hub.create(widget("shared"))
-    eventually(lambda: first.generations("shared") == [1], "the leader reconciles")
+    eventually(lambda: first.generations("shared") == [1], "the leader reconciles", timeout=WAIT)
     eventually(lambda: follower.informers["Widget"].get(NAMESPACE, "shared") is not None,
-               "the follower's informer caches the object too")
+               "the follower's informer caches the object too", timeout=WAIT)
     assert not follower.is_leader
     assert second.reconciled == [], "a follower never reconciles"
 
     leader.stop()  # a clean stop releases the Lease
     eventually(lambda: follower.is_leader, "the follower takes over", timeout=WAIT)
-    eventually(lambda: second.generations("shared") == [1], "the new leader reconciles")
+    eventually(lambda: second.generations("shared") == [1], "the new leader reconciles", timeout=WAIT)
     lease = hub.get("coordination.k8s.io/v1", "leases", "cluster-controller.clusterpulse.io", NAMESPACE)
     assert lease["spec"]["holderIdentity"] == "replica-b"
     assert lease["spec"]["leaseTransitions"] == 1
@@ -587,7 +579,7 @@ def test_losing_the_lease_stops_the_manager_with_an_error_code(hub: Any, manager
     codes: list[int] = []
     runner = threading.Thread(target=lambda: codes.append(manager.run()))
     runner.start()
-    eventually(lambda: manager.is_leader, "leading")
+    eventually(lambda: manager.is_leader, "leading", timeout=WAIT)
     hub.fail(r"/leases/", status=500)  # renewals fail until the renew deadline passes
     runner.join(WAIT)
     assert not runner.is_alive()

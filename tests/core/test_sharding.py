@@ -8,7 +8,7 @@ fleet test (three to four replicas as subprocesses sharing 300 ClusterConnection
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -30,6 +30,7 @@ from clusterpulse_core.runtime.sharding import (
     object_key,
     parse_view,
 )
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import ServerProcess
 
 NAMESPACE = "clusterpulse"
@@ -38,7 +39,8 @@ INTERVAL = 1.0
 LEASE_DURATION = 2.0
 RENEW_DEADLINE = 1.5
 RETRY_PERIOD = 0.25
-WAIT = 60.0
+#: Bound of a wait: thirty Lease durations (a ring change or a takeover needs one or two).
+WAIT = 30 * LEASE_DURATION
 
 TICKET = ResourceKind(group=GROUP, version="v1", kind="Ticket", plural="tickets",
                       schema={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
@@ -119,14 +121,14 @@ def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(
     try:
         metric = manager.runtime.metrics.get_sample_value
         eventually(lambda: metric("clusterpulse_shard_owned_objects", {"controller": "ticket"}) == 5,
-                   "the only member holds all five objects")
+                   "the only member holds all five objects", timeout=WAIT)
         assert metric("clusterpulse_shard_members") == 1
         assert metric("clusterpulse_shard_handovers_total", {"direction": "in"}) == 5
         lease = hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-solo", NAMESPACE)
         assert lease["spec"]["holderIdentity"] == "solo"
         eventually(lambda: parse_view(hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-solo",
                                               NAMESPACE)["metadata"]["annotations"][VIEW_ANNOTATION]) == ("solo",),
-                   "the member publishes its view")
+                   "the member publishes its view", timeout=WAIT)
         assert manager.shard is not None and manager.shard.members == ("solo",)
     finally:
         manager.stop()
@@ -210,10 +212,3 @@ def test_a_split_reconcile_using_a_held_object_holds_its_handover_back(kube_api:
     assert not member.admit(cluster)
 
 
-def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for: {what}")

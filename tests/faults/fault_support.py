@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -16,23 +15,17 @@ from typing import Any
 
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 
+from clusterpulse_core.config import CoreSettings
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 TOKEN = "fault-token"
 CC_API = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30.0, poll: float = 0.1) -> Any:
-    """Poll ``condition`` until it returns something truthy (bounded); returns that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
-        time.sleep(poll)
+#: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
+#: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
+WAIT = CoreSettings().request_timeout
 
 
 def node(name: str, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -49,6 +42,33 @@ def managed_objects(*node_names: str) -> list[dict[str, Any]]:
     """A managed cluster: a namespace and the named nodes."""
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
             *(node(name) for name in node_names)]
+
+
+def crd(group: str, kind: str, plural: str, version: str = "v1", scope: str = "Namespaced") -> dict[str, Any]:
+    """A CustomResourceDefinition serving ``kind`` (the managed-cluster emulator serves its objects)."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope,
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                     "versions": [{"name": version, "served": True, "storage": True, "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def olm_objects(name: str = "cert-manager") -> list[dict[str, Any]]:
+    """OLM on a managed cluster: its CRDs, one Subscription and its installed ClusterServiceVersion."""
+    group, version = "operators.coreos.com", "v1alpha1"
+    csv = f"{name}.v1.0.0"
+    return [crd(group, "Subscription", "subscriptions", version),
+            crd(group, "ClusterServiceVersion", "clusterserviceversions", version),
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            {"apiVersion": f"{group}/{version}", "kind": "Subscription", "metadata": {"name": name, "namespace": name},
+             "spec": {"name": name}, "status": {"installedCSV": csv}},
+            {"apiVersion": f"{group}/{version}", "kind": "ClusterServiceVersion",
+             "metadata": {"name": csv, "namespace": name, "creationTimestamp": "2024-11-01T08:00:00Z"},
+             "spec": {"displayName": name, "version": "1.0.0", "provider": {"name": "Example"},
+                      "installModes": [{"type": "AllNamespaces", "supported": True}]},
+             "status": {"phase": "Succeeded"}}]
 
 
 def secret(name: str, data: Mapping[str, str]) -> dict[str, Any]:
@@ -127,7 +147,7 @@ class ManagerProcess:
             assert self.process.poll() is None or re.search(pattern, self.log()), (
                 f"manager exited ({self.process.returncode}) before logging {pattern!r}:\n{self.log()[-3000:]}")
             return re.search(pattern, self.log(), re.M)
-        match: re.Match[str] = wait_for(found, f"log line {pattern!r}", timeout)
+        match: re.Match[str] = eventually(found, f"log line {pattern!r}", timeout)
         return match
 
     def log_time(self, pattern: str) -> float:

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, wait_for, write_config
+from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
 
 from clusterpulse_core.testing.hostile import HostileProxy
+from clusterpulse_core.testing.polling import eventually
 
 MAX_RESPONSE = 32 * 1024 * 1024
 #: Documented in docs/faults.md: baseline (~100 MB) + about twice max_response_bytes.
@@ -41,8 +42,8 @@ def test_a_200_mb_or_deeply_nested_answer_is_refused_within_the_rss_bound(
         manager = ManagerProcess(config, hub, tmp_path)
         try:
             manager.wait_log(r"manager .* started")
-            wait_for(lambda: "over the limit" in _message(client, "huge"), "the huge list to be refused", 60)
-            wait_for(lambda: _message(client, "nested"), "the nested list to fail", 60)
+            eventually(lambda: "over the limit" in _message(client, "huge"), "the huge list to be refused", 60)
+            eventually(lambda: _message(client, "nested"), "the nested list to fail", 60)
             peak = manager.peak_rss_mb()
             print(f"\npeak RSS {peak:.0f} MiB (bound {RSS_BOUND_MB:.0f} MiB, max_response_bytes "
                   f"{MAX_RESPONSE >> 20} MiB); huge: {_message(client, 'huge')[:100]}; "

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from clusterpulse_metricsource.crd import METRIC_SOURCE
-from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, secret, wait_for, write_config
+from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, secret, write_config
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import (
@@ -22,6 +22,7 @@ from clusterpulse_core.runtime.bootstrap import (
     start_plugins,
     stop_plugins,
 )
+from clusterpulse_core.testing.polling import eventually
 
 PASSWORD = "hunter2-do-not-log"
 MS_API = f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}"
@@ -57,8 +58,8 @@ class Fleet:
                          "metadata": {"name": name, "namespace": HUB_NAMESPACE}, "spec": dict(spec)})
         obj = self.hub.get(MS_API, METRIC_SOURCE.plural, name, HUB_NAMESPACE)
         outcome = reconcile_object(self.runtime, "metricsource", METRIC_SOURCE, obj)
-        status = wait_for(lambda: self.hub.get(MS_API, METRIC_SOURCE.plural, name, HUB_NAMESPACE).get("status"),
-                          "a status", 5)
+        status = eventually(lambda: self.hub.get(MS_API, METRIC_SOURCE.plural, name, HUB_NAMESPACE).get("status"),
+                            "a status", 5)
         return outcome, dict(status)
 
     def close(self) -> None:

@@ -17,20 +17,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from fault_support import (
     CC_API,
     HUB_NAMESPACE,
     TOKEN,
+    WAIT,
     ManagerProcess,
     add_cluster,
     make_hub,
     managed_objects,
-    wait_for,
     write_config,
 )
 
 from clusterpulse_core.runtime.leader import LEASE_NAME
+from clusterpulse_core.testing.polling import eventually
 
 TIMINGS = {"leader_elect": True, "lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.5}
 
@@ -44,6 +46,7 @@ def _phase(hub: Any, name: str) -> str:
     return str((hub.get(CC_API, "clusterconnections", name, HUB_NAMESPACE).get("status") or {}).get("phase"))
 
 
+@pytest.mark.slow
 def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
         kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
     hub = make_hub(kube_api)
@@ -56,22 +59,23 @@ def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
     leader = ManagerProcess(config, hub, tmp_path, "alpha")
     standby: ManagerProcess | None = None
     try:
-        alpha = wait_for(lambda: _holder(hub), "a leader")
-        wait_for(lambda: _phase(hub, "first") == "Connected", "the leader's first reconcile")
+        alpha = eventually(lambda: _holder(hub), "a leader", timeout=WAIT)
+        eventually(lambda: _phase(hub, "first") == "Connected", "the leader's first reconcile", timeout=WAIT)
         standby = ManagerProcess(config, hub, tmp_path, "beta")
         standby.wait_log(r"manager .* started")
         add_cluster(hub, "in-flight", cluster.url)
-        wait_for(lambda: redis_client.exists("cluster:in-flight:spec"), "the leader's reconcile to start")
+        eventually(lambda: redis_client.exists("cluster:in-flight:spec"),
+                   "the leader's reconcile to start", timeout=WAIT)
         time.sleep(0.5)
 
         leader.signal(signal.SIGSTOP)
         paused_at = time.time()
-        beta = wait_for(lambda: (h := _holder(hub)) and h != alpha and h, "the standby to take over", timeout=30)
+        beta = eventually(lambda: (h := _holder(hub)) and h != alpha and h, "the standby to take over", timeout=30)
         took_over = time.time() - paused_at
         for index in range(3):
             add_cluster(hub, f"late-{index}", cluster.url)
-        wait_for(lambda: all(_phase(hub, f"late-{i}") == "Connected" for i in range(3)),
-                 "the new leader's reconciles", timeout=40)
+        eventually(lambda: all(_phase(hub, f"late-{i}") == "Connected" for i in range(3)),
+                   "the new leader's reconciles", timeout=40)
         leader.signal(signal.SIGCONT)
         code = leader.wait(timeout=20)
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, wait_for, write_config
+from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
 
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import ServerProcess
 
 BOUND_SECONDS = 5.0
@@ -25,15 +26,15 @@ def test_all_keys_are_back_within_seconds_of_an_empty_restart(
     manager = ManagerProcess(config, hub, tmp_path)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        wait_for(lambda: {"cluster:east:status", "cluster:west:status"} <= set(client.keys("*")),
-                 "the first reconciles", 30)
+        eventually(lambda: {"cluster:east:status", "cluster:west:status"} <= set(client.keys("*")),
+                   "the first reconciles", 30)
         time.sleep(1.5)  # the restart watcher has seen the server
         before = set(client.keys("*"))
         redis_server.stop()
         redis_server.start()
         restarted = time.monotonic()
         assert not client.keys("*")
-        wait_for(lambda: before <= set(client.keys("*")), f"all {len(before)} keys back", 30)
+        eventually(lambda: before <= set(client.keys("*")), f"all {len(before)} keys back", 30)
         back_after = time.monotonic() - restarted
         print(f"\n{len(before)} keys back {back_after:.1f}s after an empty Redis restart (bound {BOUND_SECONDS}s)")
         assert back_after < BOUND_SECONDS

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, wait_for, write_config
+from fault_support import TOKEN, WAIT, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
 
 from clusterpulse_core.testing.hostile import HostileProxy
+from clusterpulse_core.testing.polling import eventually
 
 DRIP_TIMEOUT = 3  # spec.monitoring.timeout of the dripping clusters: the reconcile deadline
 GRACE = 2.0
@@ -46,10 +47,10 @@ def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
         try:
             manager.wait_log(r"manager .* started")
             started = time.monotonic()
-            wait_for(lambda: all((_status(client, f"healthy-{i}") or {}).get("health") == "healthy"
+            eventually(lambda: all((_status(client, f"healthy-{i}") or {}).get("health") == "healthy"
                                  for i in range(2)), "the healthy clusters' status", timeout=30)
             healthy_after = time.monotonic() - started
-            wait_for(lambda: all((_status(client, f"drip-{i}") or {}).get("health") == "unhealthy"
+            eventually(lambda: all((_status(client, f"drip-{i}") or {}).get("health") == "unhealthy"
                                  for i in range(3)), "the dripping clusters' failure", timeout=30)
             failed_after = time.monotonic() - started
             message = _status(client, "drip-0")["message"]  # type: ignore[index]
@@ -61,7 +62,7 @@ def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
 
             # A reconcile that drips for a minute is in flight when SIGTERM arrives.
             add_cluster(hub, "drip-long", proxy.url, monitoring={"timeout": 60})
-            wait_for(lambda: client.exists("cluster:drip-long:spec"), "the long reconcile to start")
+            eventually(lambda: client.exists("cluster:drip-long:spec"), "the long reconcile to start", timeout=WAIT)
             time.sleep(0.5)
             hub.clear_requests()
             manager.signal(signal.SIGTERM)

@@ -8,9 +8,8 @@ import queue
 import re
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 
+from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
@@ -26,6 +26,9 @@ CC_API = "clusterpulse.io/v1alpha1"
 TOKEN = "push-token-0123456789"
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTERPULSE = str(Path(sys.executable).parent / "clusterpulse")
+#: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
+#: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
+WAIT = CoreSettings().request_timeout
 
 
 def node(name: str, ready: bool = True, role: str = "worker") -> dict[str, Any]:
@@ -127,17 +130,6 @@ def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapp
         lines += [f"{k} = {value(v)}" for k, v in section.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30.0, interval: float = 0.05) -> Any:
-    """Poll ``condition`` until it returns something truthy (returned) or fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(interval)
 
 
 class AgentProcess:

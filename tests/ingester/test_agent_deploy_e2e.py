@@ -22,17 +22,18 @@ from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
 from push_support import (
     CC_API,
     HUB_NAMESPACE,
+    WAIT,
     AgentProcess,
     cluster_connection,
     managed_objects,
     secret,
-    wait_for,
     write_config,
 )
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import free_port
 
 MANAGED_TOKEN = "lab-cluster-token"
@@ -63,8 +64,8 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     hub.create(secret("lab-token", MANAGED_TOKEN))
     hub.create(cluster_connection("lab", lab.url, push=True, ingester=f"127.0.0.1:{port}"))
 
-    deployment = wait_for(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
-                          "the hub to create the agent Deployment")
+    deployment = eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+                            "the hub to create the agent Deployment", timeout=WAIT)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["clusterpulse", "agent"]
     token_secret = lab.get("v1", "secrets", "clusterpulse-collector-token", AGENT_NS)
@@ -85,7 +86,7 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     agent = AgentProcess(config, kubeconfig, agent_port, tmp_path / "agent.log", env=env)
     client = redis.Redis.from_url(redis_url)
     try:
-        wait_for(lambda: client.get("cluster:lab:metrics"), "a batch from the deployed agent")
+        eventually(lambda: client.get("cluster:lab:metrics"), "a batch from the deployed agent", timeout=WAIT)
         # One reconcile patches status.agent (the deployer), then the push state (collectorStatus):
         # wait for one status showing both.
         def both_connected() -> dict[str, Any] | None:
@@ -93,7 +94,7 @@ def test_the_hub_deploys_the_agent_which_then_reports(
             agent, collector = status.get("agent") or {}, status.get("collectorStatus") or {}
             return status if agent.get("connected") and collector.get("connected") else None
 
-        status = wait_for(both_connected, "status.agent and status.collectorStatus connected", timeout=60)
+        status = eventually(both_connected, "status.agent and status.collectorStatus connected", timeout=60)
         assert status["agent"]["deployed"] is True
         assert status["agent"]["lastHeartbeat"]
         assert status["collectorStatus"]["connected"] is True
@@ -103,9 +104,9 @@ def test_the_hub_deploys_the_agent_which_then_reports(
         cr = hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
         cr["spec"]["collectorVersion"] = "9.9.9"
         hub.update(cr)
-        wait_for(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
-                 ["spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:9.9.9",
-                 "the Deployment to roll to 9.9.9")
+        eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
+                   ["spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:9.9.9",
+                   "the Deployment to roll to 9.9.9", timeout=WAIT)
         writes = [(m, p) for m, p, _ in lab.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
         assert writes == [("PATCH", f"/apis/apps/v1/namespaces/{AGENT_NS}/deployments/clusterpulse-collector")]
     finally:
@@ -113,8 +114,8 @@ def test_the_hub_deploys_the_agent_which_then_reports(
         client.close()
 
     hub.delete(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
-    wait_for(lambda: hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE) is None,
-             "the ClusterConnection to go (finalizer " + FINALIZER + ")")
+    eventually(lambda: hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE) is None,
+               "the ClusterConnection to go (finalizer " + FINALIZER + ")", timeout=WAIT)
     assert lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None
     assert lab.get("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None) is None
     assert lab.get("v1", "namespaces", AGENT_NS, None) is None

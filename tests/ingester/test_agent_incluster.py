@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from push_support import TOKEN, AgentProcess, managed_objects, wait_for, write_config
+from push_support import TOKEN, AgentProcess, managed_objects, write_config
 
 from clusterpulse_core.serde import loads
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import free_port
 from clusterpulse_core.testing.tls import make_certificates
 
@@ -50,7 +51,7 @@ def test_agent_in_a_pod_uses_the_service_account_over_tls(
     agent = AgentProcess(config, None, metrics_port, tmp_path / "agent.log", env=env)
     client = redis.Redis.from_url(redis_url)
     try:
-        raw = wait_for(lambda: client.get("cluster:edge:metrics"), "a batch collected in-cluster", timeout=30)
+        raw = eventually(lambda: client.get("cluster:edge:metrics"), "a batch collected in-cluster", timeout=30)
         metrics = loads(raw)
         assert metrics["nodes"] == 3 and metrics["pods"] == 5
         assert sorted(loads(client.get("cluster:edge:namespaces"))["namespaces"]) == [

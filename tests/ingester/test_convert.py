@@ -32,7 +32,7 @@ from clusterpulse_core.pieces import (
     NodesPiece,
     OperatorsPiece,
 )
-from clusterpulse_core.serde import dumps
+from clusterpulse_core.serde import dumps, unstructure
 
 AT = datetime(2025, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
 LATER = datetime(2025, 3, 1, 12, 0, 5, tzinfo=UTC)
@@ -68,12 +68,20 @@ def test_round_trip_keeps_what_the_proto_carries() -> None:
     assert got.timestamp == AT  # the batch's collected_at, not the receipt time
     assert (got.name, got.cpu_capacity, got.labels, got.internal_ip) == ("n1", 4.0, {"a": "b"}, "10.0.0.1")
     assert got.conditions == () and got.external_ip == ""  # not in the proto
+    assert got.creation_timestamp is None  # unknown, so left out of the stored value (not the zero time)
+    assert "creation_timestamp" not in unstructure(got)
     got_metrics = back[1]
     assert isinstance(got_metrics, ClusterMetricsPiece)
     assert (got_metrics.metrics.nodes, got_metrics.metrics.namespace_list) == (1, ("a", "b"))
     info = back[3]
     assert isinstance(info, ClusterInfoPiece)
     assert info.info == {"api_url": "", "version": "v1", "platform": "OpenShift", "channel": "stable"}
+    # With its ClusterConnection's endpoint known, a batch without api_url stores the endpoint.
+    info = pieces_from_batch(batch, "c", LATER, endpoint="https://api.c:6443")[3]
+    assert isinstance(info, ClusterInfoPiece) and info.info["api_url"] == "https://api.c:6443"
+    batch.cluster_info.api_url = "https://sent"
+    info = pieces_from_batch(batch, "c", LATER, endpoint="https://api.c:6443")[3]
+    assert isinstance(info, ClusterInfoPiece) and info.info["api_url"] == "https://sent"  # what is sent wins
     resources = back[5]
     assert isinstance(resources, CustomResourcesPiece)
     assert resources.collection.resources[0].values == {"r": 2, "nan": None}

@@ -64,6 +64,9 @@ def test_buffer_counts_drops_and_keeps_order_on_put_back() -> None:
 @vector_test("utils", "olm_operator_extraction_agent")
 def test_olm_operator_on_the_agent(case: dict[str, Any]) -> None:
     info = operator_info(case["csv"], case["subscription"], agent=True)
+    if case["out"] is None:  # an operator the agent skips (e.g. a CSV without a spec)
+        assert info is None
+        return
     assert info is not None
     sent = MessageToDict(operator_proto(info), preserving_proto_field_name=True,
                          always_print_fields_with_no_presence=True)

@@ -24,12 +24,12 @@ from push_support import (
     CC_API,
     HUB_NAMESPACE,
     TOKEN,
+    WAIT,
     AgentProcess,
     cluster_connection,
     managed_objects,
     metric_source,
     secret,
-    wait_for,
     write_config,
 )
 
@@ -38,6 +38,7 @@ from clusterpulse_core.pieces import ClusterMetricsPiece, ClusterSpecPiece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 from clusterpulse_core.testing.servers import free_port
 
@@ -170,8 +171,8 @@ def _cluster_keys(world: PushWorld, cluster: str) -> set[str]:
 def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_follow_edits(
         world: PushWorld) -> None:
     agent = world.start_agent()
-    wait_for(lambda: world.json("cluster:edge:metrics"), "a pushed batch", timeout=30)
-    wait_for(lambda: world.json("cluster:pulled:metrics"), "the pull reconcile", timeout=30)
+    eventually(lambda: world.json("cluster:edge:metrics"), "a pushed batch", timeout=30)
+    eventually(lambda: world.json("cluster:pulled:metrics"), "the pull reconcile", timeout=30)
     assert world.json("cluster:edge:status")["message"] == "Collector push active"
     assert world.json("cluster:pulled:status")["message"] == "Cluster is reachable"
 
@@ -189,7 +190,9 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
     # What the proto cannot carry really is missing (and documented as such).
     node = _value(world, "cluster:edge:node:worker-2")["current"]
     assert node["conditions"] == [] and _value(world, "cluster:pulled:node:worker-2")["current"]["conditions"]
-    assert world.json("cluster:edge:info")["api_url"] == ""
+    # The agent sends no API URL: the hub stores the ClusterConnection's endpoint, as pull does.
+    assert world.json("cluster:edge:info")["api_url"] == world.cr("edge")["spec"]["endpoint"]
+    assert "creation_timestamp" not in node  # unknown to the proto: left out, never the zero time
 
     # A MetricSource created, then edited, while the agent stays connected.
     connection = world.manager.runtime.plugins.agent_connection("edge")
@@ -201,13 +204,14 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
         stored = (world.json(resources_key) or {}).get("resources") or []
         return {r["_name"]: r["values"] for r in stored}
 
-    wait_for(lambda: values().get("web", {}).get("doubled") == 4, "the agent's first MetricSource values")
+    eventually(lambda: values().get("web", {}).get("doubled") == 4,
+               "the agent's first MetricSource values", timeout=WAIT)
     # Namespace patterns are applied by the agent: only app-* Deployments.
     assert values() == {"web": {"replicas": 2, "doubled": 4}, "api": {"replicas": 3, "doubled": 6}}
     source = world.hub.get(CC_API, "metricsources", "deploys", HUB_NAMESPACE)
     source["spec"]["computed"][0]["expression"] = "replicas * 10"
     world.hub.update(source)
-    wait_for(lambda: values().get("api", {}).get("doubled") == 30, "the edited expression's values")
+    eventually(lambda: values().get("api", {}).get("doubled") == 30, "the edited expression's values", timeout=WAIT)
     aggregations = world.json("cluster:edge:custom:clusterpulse/deploys:aggregations")
     assert aggregations["values"]["total"] == 50.0
     after = world.manager.runtime.plugins.agent_connection("edge")
@@ -231,16 +235,16 @@ def _totals(agent: AgentProcess) -> dict[str, int]:
 def test_batches_collected_while_the_ingester_is_away(world: PushWorld, buffer_size: int,
                                                       outage_cycles: int) -> None:
     agent = world.start_agent(buffer_size=buffer_size)
-    wait_for(lambda: len(_received(world)) >= 2, "the first batches")
+    eventually(lambda: len(_received(world)) >= 2, "the first batches", timeout=WAIT)
     server = world.ingester.server
     assert server is not None
     server.stop()
     collected = agent.metric("clusterpulse_agent_batches_collected_total")
-    wait_for(lambda: agent.metric("clusterpulse_agent_batches_collected_total") >= collected + outage_cycles,
-             f"{outage_cycles} collections during the outage", timeout=30)
+    eventually(lambda: agent.metric("clusterpulse_agent_batches_collected_total") >= collected + outage_cycles,
+               f"{outage_cycles} collections during the outage", timeout=30)
     server.start()
-    wait_for(lambda: agent.metric("clusterpulse_agent_registered") == 1
-             and agent.metric("clusterpulse_agent_buffered_batches") == 0, "the buffer to drain", timeout=30)
+    eventually(lambda: agent.metric("clusterpulse_agent_registered") == 1
+               and agent.metric("clusterpulse_agent_buffered_batches") == 0, "the buffer to drain", timeout=30)
     assert agent.stop() == 0
     totals = _totals(agent)
     received = _received(world)
@@ -260,7 +264,7 @@ def test_batches_collected_while_the_ingester_is_away(world: PushWorld, buffer_s
 
 def test_wrong_token_agent_stores_nothing_and_keeps_trying(world: PushWorld) -> None:
     agent = world.start_agent(token="not-the-token")
-    wait_for(lambda: "UNAUTHENTICATED" in agent.output(), "the refusal in the agent's log", timeout=30)
+    eventually(lambda: "UNAUTHENTICATED" in agent.output(), "the refusal in the agent's log", timeout=30)
     assert agent.process.poll() is None
     assert world.redis.keys("cluster:edge:metrics") == []
     assert _received(world) == []
@@ -270,12 +274,13 @@ def test_wrong_token_agent_stores_nothing_and_keeps_trying(world: PushWorld) -> 
 def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
     world.hub.create(secret("fallback-token", MANAGED_TOKEN))
     world.hub.create(cluster_connection("fallback", world.managed.url, push=True, ingester=f"127.0.0.1:{world.port}"))
-    wait_for(lambda: "push agent not connected" in (world.cr("fallback").get("status") or {}).get("message", ""),
-             "the pull fallback without an agent")
+    eventually(lambda: "push agent not connected" in (world.cr("fallback").get("status") or {}).get("message", ""),
+               "the pull fallback without an agent", timeout=WAIT)
     assert world.cr("fallback")["status"]["collectorStatus"] == {"connected": False}
 
     agent = world.start_agent("fallback", token=MANAGED_TOKEN)
-    wait_for(lambda: world.manager.runtime.plugins.agent_connection("fallback"), "the agent to register")
+    eventually(lambda: world.manager.runtime.plugins.agent_connection("fallback"),
+               "the agent to register", timeout=WAIT)
 
     def touch() -> None:  # a spec change makes the manager reconcile now instead of in 30 s
         obj = world.cr("fallback")
@@ -283,15 +288,16 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
         world.hub.update(obj)
 
     # No touch: the registration itself queues the cluster (its interval is 30 s, the wait 15 s).
-    status = wait_for(lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get(
+    status = eventually(lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get(
         "connected") and s, "push active in the status, soon after the registration", timeout=15)
     assert status["message"].startswith("Collector push active (agent ")
     assert status["collectorStatus"]["version"] and status["collectorStatus"]["lastHeartbeat"]
     assert agent.stop() == 0
-    wait_for(lambda: world.manager.runtime.plugins.agent_connection("fallback") is None, "the stream to close")
+    eventually(lambda: world.manager.runtime.plugins.agent_connection("fallback") is None,
+               "the stream to close", timeout=WAIT)
     touch()
-    status = wait_for(lambda: "collecting by pull" in (s := world.cr("fallback").get("status") or {}).get(
-        "message", "") and s, "the fallback in the status")
+    status = eventually(lambda: "collecting by pull" in (s := world.cr("fallback").get("status") or {}).get(
+        "message", "") and s, "the fallback in the status", timeout=WAIT)
     assert status["phase"] == "Connected"
     assert "push agent not connected: collecting by pull" in status["message"]
     assert status["collectorStatus"]["connected"] is False
@@ -299,13 +305,14 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
 
 def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld) -> None:
     agent = world.start_agent(flush_timeout=2.0)
-    wait_for(lambda: _received(world), "the first batch")
+    eventually(lambda: _received(world), "the first batch", timeout=WAIT)
     server = world.ingester.server
     assert server is not None
     server.stop()
     collected = agent.metric("clusterpulse_agent_batches_collected_total")
-    wait_for(lambda: agent.metric("clusterpulse_agent_buffered_batches") >= 2
-             and agent.metric("clusterpulse_agent_batches_collected_total") >= collected + 2, "buffered batches")
+    eventually(lambda: agent.metric("clusterpulse_agent_buffered_batches") >= 2
+               and agent.metric("clusterpulse_agent_batches_collected_total") >= collected + 2,
+               "buffered batches", timeout=WAIT)
     started = time.monotonic()
     assert agent.stop() == 0
     assert time.monotonic() - started < 2.0 + 8.0  # flush_timeout plus generous process start/stop slack
@@ -338,23 +345,24 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
 
     world.hub.create(secret("quiet-token", MANAGED_TOKEN))
     world.hub.create(cluster_connection("quiet", cluster.url, push=True, ingester=f"127.0.0.1:{world.port}"))
-    wait_for(lambda: "push agent not connected" in _status(world, "quiet").get("message", ""), "the first pull")
+    eventually(lambda: "push agent not connected" in _status(world, "quiet").get("message", ""),
+               "the first pull", timeout=WAIT)
     agent = world.start_agent("quiet", token=MANAGED_TOKEN, managed=cluster, ack_timeout=60.0)
-    wait_for(lambda: world.manager.runtime.plugins.agent_connection("quiet"), "the agent to register")
+    eventually(lambda: world.manager.runtime.plugins.agent_connection("quiet"), "the agent to register", timeout=WAIT)
 
     # Streaming: reconciles find the agent live and leave the cluster alone.
     cluster.clear_requests()
     _touch(world, "quiet")
-    status = wait_for(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
-                      "push active in the status")
+    status = eventually(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
+                        "push active in the status", timeout=WAIT)
     assert re.fullmatch(r"Collector push active \(agent \S+, last heartbeat \S+Z\)", status["message"])
     assert status["phase"] == "Connected" and status["health"] == "healthy"
     before = reconciles()
-    wait_for(lambda: reconciles() > before, "a reconcile while the agent streams (silence limit 5 s)", timeout=20)
+    eventually(lambda: reconciles() > before, "a reconcile while the agent streams (silence limit 5 s)", timeout=20)
     assert pulls() == 0
     # Redis says what the status says, agent included, from the ingester's writes.
-    stored = wait_for(lambda: (v := world.json("cluster:quiet:status")) and v.get("agent", {}).get("connected")
-                      and v, "an ingester status write with the agent")
+    stored = eventually(lambda: (v := world.json("cluster:quiet:status")) and v.get("agent", {}).get("connected")
+                        and v, "an ingester status write with the agent", timeout=WAIT)
     crd_agent = _status(world, "quiet")["agent"]
     assert crd_agent["deployed"] is True  # installed by the hub while no agent was connected
     assert stored["message"] == "Collector push active"
@@ -365,26 +373,26 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     # Frozen: the TCP stream stays open, nothing arrives; past the limit the hub pulls.
     os.kill(agent.process.pid, signal.SIGSTOP)
     try:
-        status = wait_for(lambda: "silent since" in (s := _status(world, "quiet")).get("message", "") and s,
-                          "the fallback to pull", timeout=30)
+        status = eventually(lambda: "silent since" in (s := _status(world, "quiet")).get("message", "") and s,
+                            "the fallback to pull", timeout=30)
         assert world.manager.runtime.plugins.agent_connection("quiet") is not None  # still connected, silent
         assert status["phase"] == "Connected"
         assert re.fullmatch(r"Cluster is reachable \(push agent \S+ silent since \S+Z: collecting by pull\)",
                             status["message"])
         assert status["collectorStatus"]["connected"] is False
-        wait_for(lambda: pulls() > 0, "the hub's own node listing")
-        fallback = wait_for(lambda: (v := world.json("cluster:quiet:status")) and
-                            v["message"] == "Cluster is reachable" and v, "the pull's Redis status")
+        eventually(lambda: pulls() > 0, "the hub's own node listing", timeout=WAIT)
+        fallback = eventually(lambda: (v := world.json("cluster:quiet:status")) and
+                              v["message"] == "Cluster is reachable" and v, "the pull's Redis status", timeout=WAIT)
         assert fallback["agent"]["connected"] is False
     finally:
         os.kill(agent.process.pid, signal.SIGCONT)
 
     # Thawed: batches flow on the same stream, the status says push again and pulls stop.
-    wait_for(lambda: (v := world.json("cluster:quiet:status")) and v["message"] == "Collector push active"
-             and v["agent"]["connected"], "the ingester's status after the thaw")
+    eventually(lambda: (v := world.json("cluster:quiet:status")) and v["message"] == "Collector push active"
+               and v["agent"]["connected"], "the ingester's status after the thaw", timeout=WAIT)
     _touch(world, "quiet")
-    status = wait_for(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
-                      "push active again")
+    status = eventually(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
+                        "push active again", timeout=WAIT)
     assert status["message"].startswith("Collector push active (agent ")
     stored = world.json("cluster:quiet:status")
     assert {k: stored["agent"][k] for k in ("deployed", "version", "connected")} == {

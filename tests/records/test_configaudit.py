@@ -9,8 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import redis
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.testing.polling import eventually
 
 PLUGIN_DIR = Path(__file__).parent.parent / "plugins" / "clusterpulse-configaudit" / "clusterpulse_configaudit"
 #: What a plugin may import from ClusterPulse: the public API table of docs/plugins.md.
@@ -42,16 +42,6 @@ def test_the_plugin_imports_only_the_public_api() -> None:
     assert "clusterpulse_core.pieces" in ours and "clusterpulse_core.pieces" in PUBLIC_MODULES
     assert "clusterpulse_core.runtime.manager" not in PUBLIC_MODULES
     assert ours <= PUBLIC_MODULES, f"internal imports: {sorted(ours - PUBLIC_MODULES)}"
-
-
-def eventually(check: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -93,7 +83,7 @@ def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Manage
     hub.create({"apiVersion": "audit.example.com/v1", "kind": "ConfigAudit",
                 "metadata": {"name": "team-a-audit", "namespace": NAMESPACE}, "spec": {"namespace": "team-a"}})
 
-    stored = eventually(lambda: client.get(f"configaudit:{NAMESPACE}/team-a-audit"), "the record")
+    stored = eventually(lambda: client.get(f"configaudit:{NAMESPACE}/team-a-audit"), "the record", timeout=WAIT)
     record = json.loads(stored)
     assert record["kind"] == "ConfigAudit"
     assert (record["namespace"], record["name"]) == (NAMESPACE, "team-a-audit")
@@ -104,11 +94,12 @@ def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Manage
     assert client.ttl(f"configaudit:{NAMESPACE}/team-a-audit") == -1
 
     status = eventually(lambda: (hub.get("audit.example.com/v1", "ConfigAudit", "team-a-audit", NAMESPACE)
-                                 or {}).get("status"), "the status")
+                                 or {}).get("status"), "the status", timeout=WAIT)
     assert status == {"phase": "Ready", "configMaps": 3}
 
     hub.delete("audit.example.com/v1", "configaudits", "team-a-audit", NAMESPACE)
-    eventually(lambda: client.get(f"configaudit:{NAMESPACE}/team-a-audit") is None, "the record's deletion")
+    eventually(lambda: client.get(f"configaudit:{NAMESPACE}/team-a-audit") is None,
+               "the record's deletion", timeout=WAIT)
     assert client.smembers("configaudit:all") == set()
     assert client.exists("configaudit:index:audited=team-a") == 0
     assert not [key for key in client.scan_iter("configaudit:*")]

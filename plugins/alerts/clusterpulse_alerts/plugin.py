@@ -222,6 +222,12 @@ class AlertsPlugin:
         ctx.patch_status(status)
 
     @hookimpl
+    def clusterpulse_storage_lost(self, runtime: Runtime, reason: str) -> None:
+        """Storage lost its data: the cached read of the stored alerts is stale."""
+        with self._stored_lock:
+            self._stored_firing = None
+
+    @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """A deleted AlertRule: its alerts resolve."""
         self.backend.send(self.engine.remove_rule(rule_key(ref.namespace, ref.name)))

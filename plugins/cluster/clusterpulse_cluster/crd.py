@@ -84,10 +84,13 @@ _STATUS: dict[str, Any] = {
 SCHEMA = resource_schema(
     "ClusterConnection registers one remote Kubernetes/OpenShift cluster to be monitored.", _SPEC, _STATUS)
 
-#: Push mode, agent deployment: the finalizer (get/patch of the ClusterConnection) and the CA bundle.
+#: Push mode, agent deployment: the finalizer (get/patch of the ClusterConnection) and the CA bundle;
+#: the ingester watches the Secrets of the hub namespace (collector tokens: checked from memory, and
+#: a changed token ends its agent's stream at once).
 AGENT_HUB_ACCESS = (
     ApiAccess(GROUP, ("clusterconnections",), ("get", "patch")),
     ApiAccess("", ("configmaps",), ("get",)),
+    ApiAccess("", ("secrets",), ("list", "watch")),
 )
 _AGENT_OBJECTS = (("", "namespaces"), ("", "serviceaccounts"), ("", "secrets"), ("", "configmaps"),
                   ("apps", "deployments"), ("rbac.authorization.k8s.io", "clusterroles"),

@@ -161,5 +161,5 @@ def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime,
         hostname=addresses.get("Hostname", ""),
         images_count=len(status.images or ()),
         volumes_attached=len(status.volumes_attached or ()),
-        creation_timestamp=meta.creation_timestamp or ZERO_TIME,
+        creation_timestamp=meta.creation_timestamp,
     )

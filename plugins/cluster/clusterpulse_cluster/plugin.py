@@ -50,6 +50,11 @@ class ClusterPlugin:
         self.reconciler = ClusterReconciler(self.settings, self.now)
 
     @hookimpl
+    def clusterpulse_storage_lost(self, runtime: Runtime, reason: str) -> None:
+        """Storage lost its data: the next reconcile of each cluster scans OLM again."""
+        self.reconciler.forget_scans()
+
+    @hookimpl
     def clusterpulse_stop(self, runtime: Runtime) -> None:
         """Shut the shared collector thread pool down."""
         self.reconciler.close()

@@ -10,6 +10,7 @@ from typing import Any
 
 from clusterpulse_cluster import status as connection_status
 from clusterpulse_cluster.agent_deploy.deployer import AgentDeployer, AgentDeployError
+from clusterpulse_cluster.olm import LAST_SCAN_KEY
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import (
     ClusterConnectionSpec,
@@ -110,6 +111,12 @@ class ClusterReconciler:
         """The scratch dict collectors keep for cluster ``name`` (e.g. the last OLM scan)."""
         with self._lock:
             return self._state.setdefault(name, {})
+
+    def forget_scans(self) -> int:
+        """Storage lost its data: forget every cluster's last OLM scan (the next reconcile scans)."""
+        with self._lock:
+            cleared = sum(1 for state in self._state.values() if state.pop(LAST_SCAN_KEY, None) is not None)
+        return cleared
 
     # ------------------------------------------------------------------ reconcile
 

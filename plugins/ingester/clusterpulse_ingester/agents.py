@@ -11,6 +11,9 @@ does not decide them again; it learns the hub's decision where the hub records i
 
 While the stream is live, ``connected`` is true and ``last_heartbeat`` is the batch's receipt time.
 A cluster not in push mode gets no ``agent`` field, as its pull writes have none.
+
+The book also keeps each cluster's ``spec.endpoint`` (learnt the same two ways: at register and
+from every stored ``cluster:<c>:spec``): a batch without ``api_url`` stores it as its ``api_url``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from clusterpulse_core.model import AgentStatus
-from clusterpulse_core.pieces import ClusterDeletion, ClusterStatusPiece, Piece
+from clusterpulse_core.pieces import ClusterDeletion, ClusterSpecPiece, ClusterStatusPiece, Piece
 
 PUSH = "push"
 
@@ -61,11 +64,22 @@ class AgentBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._views: dict[str, AgentStatus | None] = {}
+        self._endpoints: dict[str, str] = {}
 
     def learn(self, cluster: str, view: AgentStatus | None) -> None:
         """Record the hub's decision for ``cluster`` (``None``: a pull cluster)."""
         with self._lock:
             self._views[cluster] = view
+
+    def learn_endpoint(self, cluster: str, endpoint: str) -> None:
+        """Record ``cluster``'s ClusterConnection ``spec.endpoint``."""
+        with self._lock:
+            self._endpoints[cluster] = endpoint
+
+    def endpoint(self, cluster: str) -> str:
+        """``cluster``'s ``spec.endpoint`` as last learnt, or ``""``."""
+        with self._lock:
+            return self._endpoints.get(cluster, "")
 
     def status(self, cluster: str, reported_version: str, now: datetime) -> AgentStatus | None:
         """The ``agent`` field for a batch of ``cluster`` received at ``now``."""
@@ -77,13 +91,17 @@ class AgentBook:
         return streaming_status(view, reported_version, now)
 
     def store(self, pieces: Sequence[Piece]) -> None:
-        """Follow the ``agent`` of every stored cluster status; forget deleted clusters."""
+        """Follow the ``agent`` of every stored cluster status and every stored spec's endpoint;
+        forget deleted clusters."""
         for piece in pieces:
             if isinstance(piece, ClusterStatusPiece):
                 self.learn(piece.cluster, piece.status.agent)
+            elif isinstance(piece, ClusterSpecPiece):
+                self.learn_endpoint(piece.cluster, piece.spec.endpoint)
             elif isinstance(piece, ClusterDeletion):
                 with self._lock:
                     self._views.pop(piece.cluster, None)
+                    self._endpoints.pop(piece.cluster, None)
 
     def ready(self) -> str | None:
         """Always ready: nothing remote."""

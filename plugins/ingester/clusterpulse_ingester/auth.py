@@ -1,25 +1,43 @@
-"""Collector authentication (DECISIONS C4): the agent's bearer token against its cluster's token Secret."""
+"""Collector authentication (docs/push-mode.md#authentication): the agent's bearer token against its cluster's token.
+
+The ingester keeps the ClusterConnections and the Secrets of the hub namespace in informer caches
+(:class:`HubView`), so checking a token costs no API call: a burst of bad tokens cannot turn into
+a burst of hub requests, and a change (a ClusterConnection deleted or switched to pull, a token
+rotated) is known within the watch's latency, which is what ends open streams at once.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 
-from clusterpulse_core.kube.client import KubeClient, NotFoundError
-from clusterpulse_core.kube.credentials import CredentialsError, read_secret
+from clusterpulse_core.config import CoreSettings
+from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.kube.credentials import decode_secret_data
 from clusterpulse_core.model import AgentStatus
+from clusterpulse_core.runtime.informer import Informer, Obj
 from clusterpulse_ingester.agents import hub_view
 
-CLUSTER_CONNECTION_PATH = "/apis/clusterpulse.io/v1alpha1/namespaces/{namespace}/clusterconnections/{name}"
+log = logging.getLogger(__name__)
+
+#: The kinds the ingester watches on the hub (the cluster plugin owns ClusterConnection; only its
+#: group, version and plural matter here).
+CLUSTER_CONNECTION_KIND = ResourceKind(group="clusterpulse.io", version="v1alpha1", kind="ClusterConnection",
+                                       plural="clusterconnections", schema={})
+SECRET_KIND = ResourceKind(group="", version="v1", kind="Secret", plural="secrets", schema={})
 #: A ClusterConnection name (DNS-1123 subdomain): anything else cannot be a cluster we know.
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class AuthError(Exception):
-    """The stream is refused; ``reason`` is a short label for metrics, the message is for the agent."""
+    """The stream is refused; ``reason`` is a short label for metrics, the message is for the hub's log."""
 
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason
@@ -42,46 +60,126 @@ def valid_cluster_name(name: str) -> bool:
     return bool(_CLUSTER_NAME.match(name))
 
 
+def digest(token: str) -> bytes:
+    """What a stream remembers of the token it registered with (never the token itself)."""
+    return hashlib.sha256(token.encode()).digest()
+
+
 @attrs.frozen
 class KnownCluster:
-    """What registering needs from the hub: the collector token and the hub's ``status.agent`` decision."""
+    """What registering needs from the hub: the accepted tokens' digests and the hub's ``status.agent`` decision."""
 
-    token: str
-    #: ``None`` for a pull cluster (see :func:`clusterpulse_ingester.agents.hub_view`).
+    #: Digests of the tokens accepted now (the current one, and during a rotation's grace the previous one).
+    digests: tuple[bytes, ...]
+    #: The hub's decision (a push cluster, so never ``None``; see :func:`clusterpulse_ingester.agents.hub_view`).
     agent: AgentStatus | None = None
+    #: The ClusterConnection's ``spec.endpoint`` (stored as ``api_url`` when the agent sends none).
+    endpoint: str = ""
+
+    def accepts(self, token_digest: bytes) -> bool:
+        """Whether a token with this digest is accepted (constant time in the token)."""
+        ok = False
+        for accepted in self.digests:
+            ok |= hmac.compare_digest(accepted, token_digest)
+        return ok
 
 
-def expected_token(hub: KubeClient, namespace: str, cluster: str) -> KnownCluster:
-    """The collector token of ``cluster`` (key ``token`` of its ClusterConnection's credentials Secret).
-
-    The same read of the ClusterConnection gives what its status says about the agent.
-    """
-    if not valid_cluster_name(cluster):
-        raise AuthError("invalid_name", f"cluster name {cluster[:80]!r} is not a valid ClusterConnection name")
-    try:
-        obj = hub.get(CLUSTER_CONNECTION_PATH.format(namespace=namespace, name=cluster))
-    except NotFoundError as exc:
-        raise AuthError("unknown_cluster", f"unknown cluster {cluster!r}: no ClusterConnection "
-                                           f"{namespace}/{cluster}") from exc
-    spec = obj.get("spec") if isinstance(obj, dict) else None
-    ref = (spec or {}).get("credentialsRef") or {}
-    secret_ns = str(ref.get("namespace") or namespace)
-    try:
-        token = read_secret(hub, secret_ns, str(ref.get("name") or "")).get("token", "")
-    except CredentialsError as exc:
-        raise AuthError("no_token", f"cluster {cluster!r}: collector token unavailable: {exc}") from exc
-    if not token:
-        raise AuthError("no_token", f"cluster {cluster!r}: its credentials Secret has no token")
-    return KnownCluster(token, hub_view(obj if isinstance(obj, dict) else {}))
-
-
-def check_tokens(expected: str, register_token: str, metadata_token: str) -> None:
-    """Both presented tokens (where present, at least one) must equal ``expected``, compared in constant time."""
+def check_tokens(known: KnownCluster, register_token: str, metadata_token: str) -> bytes:
+    """Both presented tokens (where present, at least one) must be accepted; returns the token's digest."""
     presented = [t for t in (register_token, metadata_token) if t]
     if not presented:
         raise AuthError("missing_token", "missing collector token")
     ok = True
     for token in presented:
-        ok &= hmac.compare_digest(token.encode(), expected.encode())
-    if not ok:
+        ok &= known.accepts(digest(token))
+    if not ok or len({digest(t) for t in presented}) != 1:
         raise AuthError("bad_token", "invalid collector token")
+    return digest(presented[0])
+
+
+class _Changed:
+    """Informer handler: every add, update or delete calls ``notify`` (the periodic resync does not)."""
+
+    def __init__(self, notify: Callable[[], None]) -> None:
+        self._notify = notify
+
+    def on_add(self, obj: Obj) -> None:
+        """A new object."""
+        self._notify()
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        """A changed object."""
+        self._notify()
+
+    def on_delete(self, obj: Obj) -> None:
+        """A deleted object."""
+        self._notify()
+
+    def on_resync(self, obj: Obj) -> None:
+        """Nothing changed."""
+
+
+class HubView:
+    """The ClusterConnections and Secrets of the hub namespace, watched; answers token look-ups from memory.
+
+    ``on_change`` is called (on an informer thread) after every change, so the caller can check its
+    open streams again. Until both caches have synced every look-up fails with ``not_ready``.
+    """
+
+    def __init__(self, hub: KubeClient, core: CoreSettings, on_change: Callable[[], None]) -> None:
+        self.namespace = core.namespace
+        self._connections = Informer.from_settings(hub, CLUSTER_CONNECTION_KIND, self.namespace, core)
+        self._secrets = Informer.from_settings(hub, SECRET_KIND, self.namespace, core)
+        for watched in (self._connections, self._secrets):
+            watched.add_handler(_Changed(on_change))
+
+    def start(self, timeout: float) -> bool:
+        """Start both informers; True when both synced within ``timeout`` seconds."""
+        self._connections.start()
+        self._secrets.start()
+        return self._connections.wait_synced(timeout) and self._secrets.wait_synced(timeout)
+
+    def stop(self) -> None:
+        """Stop both informers."""
+        self._connections.stop()
+        self._secrets.stop()
+
+    def lookup(self, cluster: str) -> KnownCluster:
+        """The tokens accepted for ``cluster`` now; :class:`AuthError` when it is not a push cluster we know."""
+        if not valid_cluster_name(cluster):
+            raise AuthError("invalid_name", f"cluster name {cluster[:80]!r} is not a valid ClusterConnection name")
+        if not (self._connections.has_synced and self._secrets.has_synced):
+            raise AuthError("not_ready", "the ingester's ClusterConnection and Secret caches have not synced yet")
+        obj = self._connections.get(self.namespace, cluster)
+        if obj is None:
+            raise AuthError("unknown_cluster", f"unknown cluster {cluster!r}: no ClusterConnection "
+                                               f"{self.namespace}/{cluster}")
+        agent = hub_view(obj)
+        if agent is None:
+            raise AuthError("not_push", f"cluster {cluster!r} is not in collectionMode push")
+        namespace, name = token_secret(obj, self.namespace)
+        if namespace != self.namespace:
+            raise AuthError("no_token", f"cluster {cluster!r}: its token Secret {namespace}/{name} is outside "
+                                        f"the hub namespace {self.namespace}")
+        secret = self._secrets.get(namespace, name) if name else None
+        if secret is None:
+            raise AuthError("no_token", f"cluster {cluster!r}: no Secret {namespace}/{name or '(unnamed)'}")
+        tokens = accepted_tokens(decode_secret_data(secret))
+        if not tokens:
+            raise AuthError("no_token", f"cluster {cluster!r}: Secret {namespace}/{name} has no token")
+        endpoint = (obj.get("spec") or {}).get("endpoint")
+        return KnownCluster(tuple(digest(t) for t in tokens), agent, endpoint if isinstance(endpoint, str) else "")
+
+
+def token_secret(obj: Mapping[str, Any], namespace: str) -> tuple[str, str]:
+    """``(namespace, name)`` of the Secret holding the collector token of a ClusterConnection."""
+    spec = obj.get("spec")
+    ref = spec.get("credentialsRef") if isinstance(spec, Mapping) else None
+    ref = ref if isinstance(ref, Mapping) else {}
+    return str(ref.get("namespace") or namespace), str(ref.get("name") or "")
+
+
+def accepted_tokens(data: Mapping[str, str]) -> list[str]:
+    """The tokens a token Secret's data accepts now."""
+    token = data.get("token", "")
+    return [token] if token else []

@@ -71,9 +71,14 @@ def to_float64(value: Any) -> tuple[float, bool]:
     return float(value), True
 
 
-def cluster_info_map(info: pb.ClusterInfo) -> dict[str, Any]:
-    """The stored cluster-info map of a pushed ClusterInfo (``api_url``/``version``/``platform`` always)."""
-    out: dict[str, Any] = {"api_url": info.api_url, "version": info.version, "platform": info.platform}
+def cluster_info_map(info: pb.ClusterInfo, endpoint: str = "") -> dict[str, Any]:
+    """The stored cluster-info map of a pushed ClusterInfo (``api_url``/``version``/``platform`` always).
+
+    An agent that sends no ``api_url`` (ours reaches its API server in-cluster) gets ``endpoint``,
+    its ClusterConnection's ``spec.endpoint``, as a pull reconcile stores it.
+    """
+    out: dict[str, Any] = {"api_url": info.api_url or endpoint, "version": info.version,
+                           "platform": info.platform}
     for key in _INFO_OPTIONAL:
         value = getattr(info, key)
         if value:
@@ -160,7 +165,8 @@ def _info_proto(info: Mapping[str, Any]) -> pb.ClusterInfo:
         value = info.get(key)
         return value if isinstance(value, str) else ""
 
-    # api_url stays empty: the agent reaches its API server through in-cluster config (§10.5).
+    # api_url stays empty: the agent reaches its API server in-cluster; the hub stores the
+    # ClusterConnection's spec.endpoint instead (see cluster_info_map).
     return pb.ClusterInfo(version=text("version"), platform=text("platform"), console_url=text("console_url"),
                           channel=text("channel"), cluster_id=text("cluster_id"))
 
@@ -309,10 +315,11 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
 
 
 def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
-                      agent: AgentStatus | None = None) -> list[Piece]:
+                      agent: AgentStatus | None = None, endpoint: str = "") -> list[Piece]:
     """Every piece a batch stores, in the pull write order, then status and event (§11.2).
 
-    ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`).
+    ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`);
+    ``endpoint`` the ClusterConnection's ``spec.endpoint`` (the ``api_url`` when the batch has none).
 
     Raises :class:`BatchError` (naming the field) for content that cannot be stored; nothing of
     such a batch is stored.
@@ -328,7 +335,7 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
         if metrics.namespace_list:
             pieces.append(NamespacesPiece(cluster, metrics.namespace_list, timestamp=at))
     if batch.HasField("cluster_info"):
-        pieces.append(ClusterInfoPiece(cluster, cluster_info_map(batch.cluster_info)))
+        pieces.append(ClusterInfoPiece(cluster, cluster_info_map(batch.cluster_info, endpoint)))
     if batch.operators:
         pieces.append(OperatorsPiece(cluster, tuple(_operator(op, at) for op in batch.operators)))
     if batch.cluster_operators:

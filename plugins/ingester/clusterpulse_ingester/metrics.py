@@ -18,6 +18,7 @@ class IngesterMetrics:
     batch_seconds: Histogram
     streams_rejected: Counter
     config_updates: Counter
+    unregistered: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> IngesterMetrics:
@@ -40,4 +41,7 @@ class IngesterMetrics:
                                      "Agent streams ended by the ingester, by reason", ["reason"], registry=registry),
             config_updates=Counter("clusterpulse_ingester_config_updates_total",
                                    "ConfigUpdate messages sent to agents", registry=registry),
+            unregistered=Gauge("clusterpulse_ingester_unregistered_streams",
+                               "Streams open and not registered yet (bounded by max_unregistered_streams)",
+                               registry=registry),
         )

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 import grpc
+from google.protobuf.message import DecodeError
 from prometheus_client import Counter
 
 from clusterpulse_core.context import Runtime
@@ -30,7 +31,7 @@ from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_ingester.agents import AgentBook
-from clusterpulse_ingester.auth import AuthError, bearer_token, check_tokens, expected_token
+from clusterpulse_ingester.auth import AuthError, HubView, bearer_token, check_tokens
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
@@ -46,9 +47,15 @@ REJECTED = "rejected: "
 #: Ack error prefix of a batch that failed to store: the agent keeps it and sends it again.
 STORAGE_FAILED = "storage failed: "
 STOPPING = "ingester stopping"
+#: The only text an agent that is not (or no longer) registered is told; the reason is in the hub's log.
+REFUSED = "refused by the ingester; the reason is in the hub's log"
 SERVICE = "clusterpulse.collector.v1.CollectorService"
 #: The kind whose objects' shard owner takes a cluster's agent (the cluster plugin's kind, by name).
 CLUSTER_KIND = "ClusterConnection"
+#: The first wait imposed on a peer address after ``auth_failures_before_backoff`` failures, seconds.
+FIRST_BACKOFF = 0.5
+#: Peer addresses whose failed registrations are remembered (the oldest are forgotten first).
+MAX_TRACKED_PEERS = 4096
 #: Stored batch ids remembered for duplicate detection (a few per connected agent).
 RECENT_BATCHES = 4096
 
@@ -145,6 +152,8 @@ def server_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
+        # A connection that has not finished its handshake (TLS, HTTP/2 preface) by then is closed.
+        ("grpc.server_handshake_timeout_ms", int(settings.register_timeout * 1000)),
     ]
 
 
@@ -153,15 +162,31 @@ class _Peer:
     """One agent stream: its context, the lock serialising writes, and what it registered as."""
 
     context: Any
+    #: The task serving the stream: cancelled to end it at once when its registration is revoked.
+    task: asyncio.Task[Any] | None = None
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
     stream_id: int | None = None
     cluster: str = ""
     version: str = ""
+    #: Digest of the token the stream registered with (checked again on every hub change).
+    token_digest: bytes = b""
+    #: Why the hub revoked the stream (its ClusterConnection deleted, switched to pull, its token changed).
+    revoked: str = ""
+    #: The peer's address without the port (what per-peer limits and the failure backoff count).
+    host: str = ""
+    #: Counted among the streams waiting to register.
+    unregistered: bool = False
 
 
 class _Refused(Exception):
-    def __init__(self, code: grpc.StatusCode, reason: str, message: str) -> None:
-        self.code, self.reason = code, reason
+    """A stream is ended: ``reason`` labels the metric, the message goes to the hub's log.
+
+    The agent is told the message only when ``public`` (the protocol's fixed texts, which say
+    nothing about the hub) or once it has registered; otherwise it gets :data:`REFUSED`.
+    """
+
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str, public: bool = False) -> None:
+        self.code, self.reason, self.public = code, reason, public
         super().__init__(message)
 
 
@@ -187,6 +212,14 @@ class IngesterServer:
         self._inflight = 0
         self._stopping = False
         self._worker: StoreWorker | None = None
+        self._hub_view: HubView | None = None
+        #: Streams not registered yet, per peer address and in all.
+        self._unregistered: dict[str, int] = {}
+        self._unregistered_total = 0
+        #: Refusal reason -> (when it was last logged, refusals not logged since).
+        self._refusal_log: dict[str, tuple[float, int]] = {}
+        #: Failed registrations per peer address: (consecutive failures, refused until this monotonic time).
+        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
         #: (cluster, batch_id) of the latest stored batches: a batch resent after a lost ack is not stored twice.
         self._recent: OrderedDict[tuple[str, str], None] = OrderedDict()
         #: (cluster, batch_id) being stored now: the same batch resent meanwhile waits for this store.
@@ -196,6 +229,10 @@ class IngesterServer:
 
     def start(self, timeout: float = 30.0) -> int:
         """Start serving; returns the bound port. Raises :class:`StartError`."""
+        self._hub_view = HubView(self.runtime.hub, self.runtime.config.core, self._hub_changed)
+        if not self._hub_view.start(timeout):
+            log.warning("ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
+                        "asked to retry until they have", timeout)
         ready = threading.Event()
         errors: list[BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(ready, errors), name="ingester", daemon=True)
@@ -222,6 +259,9 @@ class IngesterServer:
         if self._thread is not None:
             self._thread.join(self.settings.stop_grace + 5.0)
             self._thread = None
+        if self._hub_view is not None:
+            self._hub_view.stop()
+            self._hub_view = None
 
     def push_config(self) -> None:
         """Send the current MetricSources to every registered agent (safe from any thread)."""
@@ -232,7 +272,39 @@ class IngesterServer:
             except RuntimeError:
                 pass
 
+    def _hub_changed(self) -> None:
+        """A ClusterConnection or Secret changed (informer thread): check the open streams again."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._recheck)
+            except RuntimeError:
+                pass
+
     # ------------------------------------------------------------------ event loop
+
+    def _recheck(self) -> None:
+        """End every registered stream whose registration the hub no longer accepts."""
+        view = self._hub_view
+        if view is None:
+            return
+        for peer in list(self._peers):
+            if peer.stream_id is None or peer.revoked:
+                continue
+            try:
+                accepted = view.lookup(peer.cluster).accepts(peer.token_digest)
+                reason = "" if accepted else "token_changed"
+            except AuthError as exc:
+                reason = "" if exc.reason == "not_ready" else exc.reason
+            if reason:
+                self._revoke(peer, reason)
+
+    def _revoke(self, peer: _Peer, reason: str) -> None:
+        peer.revoked = reason
+        # Unregistered now, so nothing more of this stream is stored even before the task ends.
+        self._forget(peer)
+        if peer.task is not None:
+            peer.task.cancel()
 
     def _run(self, ready: threading.Event, errors: list[BaseException]) -> None:
         loop = asyncio.new_event_loop()
@@ -296,26 +368,103 @@ class IngesterServer:
     # ------------------------------------------------------------------ one stream
 
     async def connect(self, context: Any) -> None:
-        """Serve one ``Connect`` stream until the agent ends it or it is refused."""
-        peer = _Peer(context)
+        """Serve one ``Connect`` stream until the agent ends it, it is refused or its registration is revoked.
+
+        Until the stream registers it is bounded (docs/push-mode.md#bounds-before-authentication):
+        counted against the ingester's and its peer's limits, given ``register_timeout`` to register,
+        and a message over ``max_register_bytes`` is refused without being parsed.
+        """
+        peer = _Peer(context, task=asyncio.current_task(), host=_peer_host(context))
         self._peers.add(peer)
-        metadata_token = bearer_token(context.invocation_metadata())
         try:
+            self._admit(peer)
+            metadata_token = bearer_token(context.invocation_metadata())
+            deadline = time.monotonic() + self.settings.register_timeout
             while True:
-                request = await context.read()
-                if request is grpc.aio.EOF:
+                if peer.stream_id is None:
+                    try:
+                        data = await asyncio.wait_for(context.read(), max(deadline - time.monotonic(), 0.0))
+                    except TimeoutError:
+                        raise _Refused(grpc.StatusCode.DEADLINE_EXCEEDED, "register_timeout",
+                                       f"no registration within {self.settings.register_timeout:g} s") from None
+                else:
+                    data = await context.read()
+                if data is grpc.aio.EOF:
                     break
-                await self._handle(peer, request, metadata_token)
+                await self._handle(peer, self._parse(peer, data), metadata_token)
         except _Refused as refused:
-            self.metrics.streams_rejected.labels(reason=refused.reason).inc()
-            log.warning("agent stream refused (%s): %s", refused.reason, refused)
-            self._forget(peer)
-            await context.abort(refused.code, str(refused))
+            await self._refuse(peer, refused)
+        except asyncio.CancelledError:
+            if not peer.revoked:
+                raise
+            # Cancelled by _revoke: no more message of this stream is read, nor stored.
+            await self._refuse(peer, _Refused(grpc.StatusCode.PERMISSION_DENIED, f"revoked_{peer.revoked}",
+                                              f"cluster {peer.cluster}: registration revoked ({peer.revoked})"))
         finally:
             self._forget(peer)
 
+    def _admit(self, peer: _Peer) -> None:
+        """Count a new stream as unregistered, or refuse it when the ingester or its peer has too many."""
+        settings = self.settings
+        if self._unregistered_total >= settings.max_unregistered_streams:
+            raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "too_many_unregistered",
+                           f"{self._unregistered_total} streams are waiting to register (max_unregistered_streams)")
+        if self._unregistered.get(peer.host, 0) >= settings.max_streams_per_peer:
+            raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "too_many_from_peer",
+                           f"{peer.host} has {settings.max_streams_per_peer} streams waiting to register "
+                           f"(max_streams_per_peer)")
+        peer.unregistered = True
+        self._unregistered[peer.host] = self._unregistered.get(peer.host, 0) + 1
+        self._unregistered_total += 1
+        self.metrics.unregistered.set(self._unregistered_total)
+
+    def _registered(self, peer: _Peer) -> None:
+        """The stream no longer counts as unregistered (it registered, or ended)."""
+        if not peer.unregistered:
+            return
+        peer.unregistered = False
+        self._unregistered_total -= 1
+        self.metrics.unregistered.set(self._unregistered_total)
+        left = self._unregistered.get(peer.host, 0) - 1
+        if left > 0:
+            self._unregistered[peer.host] = left
+        else:
+            self._unregistered.pop(peer.host, None)
+
+    def _parse(self, peer: _Peer, data: bytes) -> pb.ConnectRequest:
+        if peer.stream_id is None and len(data) > self.settings.max_register_bytes:
+            raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "oversized",
+                           f"a {len(data)}-byte message before registration (max_register_bytes "
+                           f"{self.settings.max_register_bytes})")
+        try:
+            return pb.ConnectRequest.FromString(data)
+        except DecodeError as exc:
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "malformed_message",
+                           f"not a ConnectRequest: {exc}") from exc
+
+    async def _refuse(self, peer: _Peer, refused: _Refused) -> None:
+        """End the stream: the reason in the hub's log and metrics, a generic text to an unregistered client."""
+        self.metrics.streams_rejected.labels(reason=refused.reason).inc()
+        self._log_refusal(peer, refused)
+        public = refused.public or (peer.stream_id is not None and not peer.revoked)
+        self._forget(peer)
+        await peer.context.abort(refused.code, str(refused) if public else REFUSED)
+
+    def _log_refusal(self, peer: _Peer, refused: _Refused) -> None:
+        """One line per reason per second at most: a flood of refusals does not flood the log."""
+        now = time.monotonic()
+        last, suppressed = self._refusal_log.get(refused.reason, (0.0, 0))
+        if now - last < 1.0:
+            self._refusal_log[refused.reason] = (last, suppressed + 1)
+            return
+        self._refusal_log[refused.reason] = (now, 0)
+        more = f" ({suppressed} more refused for this reason in the last second)" if suppressed else ""
+        log.warning("agent stream from %s refused (%s): %s%s", _peer_address(peer.context), refused.reason,
+                    refused, more)
+
     def _forget(self, peer: _Peer) -> None:
         self._peers.discard(peer)
+        self._registered(peer)
         if peer.stream_id is not None:
             self.table.remove(peer.stream_id)
             peer.stream_id = None
@@ -328,12 +477,12 @@ class IngesterServer:
         elif kind == "health":
             if peer.stream_id is None:
                 raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
-                               "health received before registration")
+                               "health received before registration", public=True)
             self.table.heartbeat(peer.stream_id, self.clock(), request.health.buffered_batches)
         elif kind == "metrics":
             if peer.stream_id is None:
                 raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
-                               "metrics received before registration")
+                               "metrics received before registration", public=True)
             batch = request.metrics
             if batch.cluster_name and batch.cluster_name != peer.cluster:
                 raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "other_cluster",
@@ -349,7 +498,17 @@ class IngesterServer:
             finally:
                 self._inflight -= 1
         else:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload")
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload",
+                           public=True)
+
+    def _failed(self, host: str, failures: int) -> None:
+        """Remember a failed registration; past ``auth_failures_before_backoff`` the peer waits, doubling."""
+        over = failures - self.settings.auth_failures_before_backoff
+        wait = 0.0 if over < 0 else min(self.settings.auth_backoff_max, FIRST_BACKOFF * 2 ** min(over, 30))
+        self._failures[host] = (failures, time.monotonic() + wait)
+        self._failures.move_to_end(host)
+        while len(self._failures) > MAX_TRACKED_PEERS:
+            self._failures.popitem(last=False)
 
     def _check_held(self, cluster: str) -> None:
         """With sharding, only the replica holding the cluster's ClusterConnection takes its agent.
@@ -367,25 +526,35 @@ class IngesterServer:
     async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
         name = register.cluster_name
         if not name:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required")
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required",
+                           public=True)
         standby = self.runtime.fence.why_not()
         if standby:
             # A standby replica (behind the same Service) cannot store batches, and its connection
             # table is not the one the leader's reconciles ask: the agent reconnects elsewhere.
             raise _Refused(grpc.StatusCode.UNAVAILABLE, "standby", f"this replica does not store now ({standby})")
         self._check_held(name)
+        assert self._hub_view is not None
+        failures, until = self._failures.get(peer.host, (0, 0.0))
+        if until > time.monotonic():
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "backoff",
+                           f"{peer.host}: {failures} failed registrations in a row; refused for "
+                           f"{until - time.monotonic():.1f} s more")
         try:
-            known = await asyncio.to_thread(expected_token, self.runtime.hub, self.runtime.namespace, name)
-            check_tokens(known.token, register.token, metadata_token)
+            known = self._hub_view.lookup(name)
+            token_digest = check_tokens(known, register.token, metadata_token)
         except AuthError as exc:
-            raise _Refused(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from exc
-        except Exception as exc:
-            raise _Refused(grpc.StatusCode.UNAVAILABLE, "hub_unavailable",
-                           f"cannot verify the collector token now: {exc}") from exc
+            if exc.reason != "not_ready":
+                self._failed(peer.host, failures + 1)
+            code = grpc.StatusCode.UNAVAILABLE if exc.reason == "not_ready" else grpc.StatusCode.UNAUTHENTICATED
+            raise _Refused(code, exc.reason, str(exc)) from exc
+        self._failures.pop(peer.host, None)
+        self._registered(peer)
         if peer.stream_id is not None:
             self.table.remove(peer.stream_id)
         self.agents.learn(name, known.agent)
-        peer.cluster, peer.version = name, register.version
+        self.agents.learn_endpoint(name, known.endpoint)
+        peer.cluster, peer.version, peer.token_digest = name, register.version, token_digest
         peer.stream_id = self.table.register(name, register.version, self.clock())
         self.metrics.connected.set(len(self.table))
         log.info("agent registered: cluster %s, version %s", name, register.version or "?")
@@ -413,7 +582,8 @@ class IngesterServer:
             if storing is None:
                 assert self._worker is not None
                 storing = self._worker.submit(functools.partial(
-                    pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now)))
+                    pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
+                    self.agents.endpoint(peer.cluster)))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
@@ -456,15 +626,30 @@ def add_servicer(server: grpc.aio.Server, servicer: pb_grpc.CollectorServiceServ
     The size is known for free while deserializing; asking the parsed batch (``ByteSize``)
     walks every field again.
     """
-    def read_request(data: bytes) -> pb.ConnectRequest:
+    def read_request(data: bytes) -> bytes:
+        # Parsed by the stream, which first checks the size against what it may receive now.
         received.inc(len(data))
-        return pb.ConnectRequest.FromString(data)
+        return data
 
     handlers = {"Connect": grpc.stream_stream_rpc_method_handler(
         servicer.Connect, request_deserializer=read_request,
         response_serializer=pb.ConnectResponse.SerializeToString)}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)
+
+
+def _peer_host(context: Any) -> str:
+    """``ipv4:10.0.0.1`` of ``ipv4:10.0.0.1:40000`` (``ipv6:[::1]`` of ``ipv6:[::1]:40000``)."""
+    address = _peer_address(context)
+    host, sep, port = address.rpartition(":")
+    return host if sep and port.isdigit() and host not in ("ipv4", "ipv6") else address
+
+
+def _peer_address(context: Any) -> str:
+    try:
+        return str(context.peer())
+    except Exception:
+        return "?"
 
 
 class _Servicer(pb_grpc.CollectorServiceServicer):

@@ -29,6 +29,18 @@ class IngesterSettings:
     tls_key: str = setting("/etc/ingester-tls/tls.key", env="INGESTER_TLS_KEY", help="ingester PEM private key")
     max_message_bytes: int = setting(16 * MIB, minimum=64 * 1024,
                                      help="largest gRPC message accepted (ingester) or sent (agent), bytes")
+    register_timeout: float = setting(10.0,
+                                      help="ingester: seconds a new stream has to register before it is ended")
+    max_register_bytes: int = setting(64 * 1024, minimum=1024,
+                                      help="ingester: largest message accepted on a stream not registered yet, bytes")
+    max_unregistered_streams: int = setting(256, minimum=1,
+                                            help="ingester: streams not registered yet, at most, from all peers")
+    max_streams_per_peer: int = setting(16, minimum=1,
+                                        help="ingester: streams not registered yet, at most, from one peer address")
+    auth_failures_before_backoff: int = setting(
+        5, minimum=1, help="ingester: failed registrations from one peer address before it is made to wait")
+    auth_backoff_max: float = setting(
+        60.0, help="ingester: longest wait imposed on a peer address after failed registrations, s")
     keepalive_time: float = setting(30.0, help="ping a silent peer after this many seconds")
     keepalive_timeout: float = setting(10.0, help="close the connection when a ping is not answered in time")
     min_ping_interval: float = setting(10.0, help="ingester: shortest ping interval allowed from an agent")

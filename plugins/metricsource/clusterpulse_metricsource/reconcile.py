@@ -26,7 +26,7 @@ from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiler import compile_metric_source
 from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import CompileError, MetricSourceError
-from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data
+from clusterpulse_metricsource.fleet import ClusterRef, FleetOutcome, collect_fleet, connected_clusters, event_data
 from clusterpulse_metricsource.settings import MetricSourceSettings
 from clusterpulse_metricsource.shares import SHARDS_FIELD, ClusterShare, ShardShare, Totals, add_up, read_shares
 from clusterpulse_metricsource.status import ERROR_REQUEUE_SECONDS, collected_status, failed_status, requeue_seconds
@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry, Counter
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.contributions import Contributions
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.kube.client import KubeApiError, hub_unreachable
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -71,6 +72,33 @@ class MetricSourceReconciler:
         self._counters: dict[int, Counter] = {}
         #: Sharded: sources whose holder already came back early once for a missing share.
         self._caught_up: set[str] = set()
+        #: The last good read of the connected clusters (namespace -> refs), used while the hub is down.
+        self._known_clusters: dict[str, list[ClusterRef]] = {}
+        self._hub_down = False
+
+    def clusters(self, ctx: ReconcileContext) -> list[ClusterRef]:
+        """The connected clusters to collect from; while the hub cannot be reached, the last ones read.
+
+        A hub outage must not stop collection: the managed clusters are still there, only the
+        list of them cannot be read. Logged once per outage.
+        """
+        namespace = ctx.runtime.namespace
+        try:
+            clusters = connected_clusters(ctx.hub, namespace)
+        except KubeApiError as exc:
+            with self._lock:
+                known = self._known_clusters.get(namespace)
+                first, self._hub_down = not self._hub_down, True
+            if known is None or not hub_unreachable(exc):
+                raise
+            if first:
+                ctx.log.warning("hub unreachable listing ClusterConnections (%s): collecting from the %d last "
+                                "known", exc, len(known))
+            return list(known)
+        with self._lock:
+            self._known_clusters[namespace] = clusters
+            self._hub_down = False
+        return clusters
 
     def compiled(self, source_id: str) -> ClusterCollector | None:
         """The cached collector (with its program) of a source, if it compiled."""
@@ -99,7 +127,7 @@ class MetricSourceReconciler:
             ctx.store(_definition(compiled))
             with self._lock:
                 self._collectors[source_id] = collector
-            clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
+            clusters = self.clusters(ctx)
         except Exception as exc:
             return self._not_compiled(obj, ctx, exc, generation)
 
@@ -160,7 +188,7 @@ class MetricSourceReconciler:
                 ctx.store(_definition(compiled))
             with self._lock:
                 self._collectors[source_id] = collector
-            clusters = connected_clusters(ctx.hub, ctx.runtime.namespace)
+            clusters = self.clusters(ctx)
         except Exception as exc:
             if not holder:  # the holder reports it
                 return ReconcileResult(requeue_after=ERROR_REQUEUE_SECONDS, error=_message(exc))

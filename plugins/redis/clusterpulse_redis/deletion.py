@@ -16,12 +16,17 @@ from clusterpulse_core.pieces import (
     MetricSourceClusterDeletion,
     MetricSourceDeletion,
     Piece,
+    PolicyDeletion,
+    PolicyEvalCacheReset,
+    PolicyPiece,
+    PolicyValidation,
     RecordDeletion,
     RecordPiece,
     RegistryDeletion,
 )
 from clusterpulse_core.serde import loads
 from clusterpulse_redis import keys
+from clusterpulse_redis.policies import delete_policy, reset_eval_cache, store_policy, validate_policies
 from clusterpulse_redis.records import delete_record, write_record
 
 #: Keys deleted per pipeline (§12: 1000 for clusters, 100 for registries).
@@ -128,4 +133,8 @@ DELETERS: Mapping[type[Piece], Deleter] = {
     MetricSourceClusterDeletion: delete_metricsource_cluster_data,
     RecordPiece: write_record,
     RecordDeletion: delete_record,
+    PolicyPiece: store_policy,
+    PolicyDeletion: delete_policy,
+    PolicyValidation: validate_policies,
+    PolicyEvalCacheReset: reset_eval_cache,
 }

@@ -48,7 +48,7 @@ class RedisPlugin:
             if isinstance(store, RedisStore):
                 store.names.register_metrics(runtime.metrics)
                 if interval > 0:
-                    watcher = RestartWatcher(store.client, runtime.request_resync, interval)
+                    watcher = RestartWatcher(store.client, runtime.storage_lost, interval)
                     watcher.start()
                     self.watchers.append(watcher)
 

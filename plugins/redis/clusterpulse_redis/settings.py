@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import attrs
 
 from clusterpulse_core.config import setting
+
+#: The URL schemes the plugin connects with (redis-py's, and the Redis Cluster forms).
+URL_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
+
+
+def check_url(url: str) -> None:
+    """Raise ``ValueError`` for a URL the plugin cannot use: unknown scheme, no host, a db that is no number."""
+    if not url:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in URL_SCHEMES:
+        raise ValueError(f"expected a URL starting with {', '.join(s + '://' for s in URL_SCHEMES)}, got {url!r}")
+    if parts.scheme == "unix":
+        return
+    if not parts.hostname:
+        raise ValueError(f"expected a host in the URL, e.g. redis://redis:6379/0, got {url!r}")
+    try:
+        parts.port  # noqa: B018 - raises for a port that is no number
+    except ValueError as exc:
+        raise ValueError(f"the port is not a number in {url!r}") from exc
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise ValueError(f"the database (the URL's path) must be a number such as /0, got {url!r}")
+    if db and parts.scheme.endswith("+cluster") and db != "0":
+        raise ValueError(f"a Redis Cluster has only database 0, got {url!r}")
 
 
 @attrs.frozen
@@ -12,7 +39,7 @@ class RedisSettings:
     """Connection and key-lifetime settings; the upstream env vars override the file."""
 
     url: str = setting("", help="redis:// or rediss:// URL (redis+cluster:// or rediss+cluster:// for a Redis "
-                                "Cluster); when set it overrides host/port/password/db")
+                                "Cluster); when set it overrides host/port/password/db", check=check_url)
     host: str = setting("redis", env="REDIS_HOST", help="Redis host")
     port: int = setting(6379, env="REDIS_PORT", help="Redis port")
     password: str = setting("", env="REDIS_PASSWORD", secret=True, help="Redis password (empty: none)")

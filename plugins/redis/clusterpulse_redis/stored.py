@@ -261,3 +261,36 @@ class MetricSourceEvent:
     source_id: str
     timestamp: datetime
     data: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------------------- access policies
+
+
+@attrs.frozen
+class PolicyHashFields:
+    """Hash ``policy:<ns>:<name>`` besides ``status`` (``data`` is the compiled policy's JSON)."""
+
+    data: bytes
+    priority: str
+    effect: str
+    enabled: str
+    hash: str
+    compiled_at: datetime
+
+
+@attrs.frozen
+class PolicyChange:
+    """One message of channel ``policy-changes``."""
+
+    action: str
+    policy: str
+    timestamp: datetime
+
+
+@attrs.frozen
+class PolicyEvent:
+    """One message of channel ``policy-events``."""
+
+    type: str
+    policy: str
+    timestamp: datetime

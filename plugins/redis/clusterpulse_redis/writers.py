@@ -31,6 +31,8 @@ from clusterpulse_core.pieces import (
     NodesPiece,
     OperatorsPiece,
     Piece,
+    PolicyErrorPiece,
+    PolicyEventPiece,
     RegistryMetricsPiece,
     RegistrySpecPiece,
     RegistryStatusPiece,
@@ -38,6 +40,7 @@ from clusterpulse_core.pieces import (
 )
 from clusterpulse_core.serde import dumps, unstructure
 from clusterpulse_redis import derive, keys
+from clusterpulse_redis.policies import write_policy_error, write_policy_event
 from clusterpulse_redis.resp import Arg, CommandBatch
 from clusterpulse_redis.stored import (
     ClusterEvent,
@@ -340,4 +343,6 @@ WRITERS: Mapping[type[Piece], Writer] = {
     AggregationsPiece: write_aggregations,
     AlertPiece: write_alert,
     AlertResolution: write_alert_resolution,
+    PolicyErrorPiece: write_policy_error,
+    PolicyEventPiece: write_policy_event,
 }

@@ -376,7 +376,8 @@ class AgentDeployer:
                 spec: ClusterConnectionSpec) -> tuple[ClusterCredentials, KubeClient]:
         try:
             credentials = cluster_credentials(ctx.hub, api_url(spec.endpoint),
-                                              spec.credentials_ref.namespace or namespace, spec.credentials_ref.name)
+                                              spec.credentials_ref.namespace or namespace, spec.credentials_ref.name,
+                                              ctx.runtime.secrets)
             return credentials, ctx.runtime.pool.get(name, credentials)
         except CredentialsError as exc:
             raise AgentDeployError(f"agent: failed to get cluster client: {exc}") from exc

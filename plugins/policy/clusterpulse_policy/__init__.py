@@ -1,0 +1,1 @@
+"""ClusterPulse plugin: MonitorAccessPolicy, the access policies the ClusterPulse APIs authorize with."""

@@ -1,0 +1,197 @@
+"""Every mistake gets one clear line: the CLI run as a user runs it (exit status and exact first line).
+
+Real subprocesses, real plugins (the example plugins under ``tests/plugins``), the API emulator as
+the hub, a closed loopback port as an unreachable hub or Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import yaml
+
+from clusterpulse_core.plugins import installed_plugins
+from clusterpulse_core.testing.kube_api import KubeAPI
+from clusterpulse_core.testing.servers import free_port
+
+CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
+ENV_SET_BY_TESTS = ("CLUSTERPULSE_CONFIG", "NAMESPACE", "VM_ENABLED", "LOG_LEVEL", "KUBECONFIG")
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS}
+    full_env.update(env or {})
+    return subprocess.run(CLI + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+                          input="")
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def unreachable_kubeconfig(folder: Path) -> tuple[Path, str]:
+    """A kubeconfig naming a loopback port nothing listens on."""
+    url = f"https://127.0.0.1:{free_port()}"
+    path = write(folder, "unreachable.kubeconfig", f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{url}", insecure-skip-tls-verify: true}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
+current-context: c
+users: [{{name: u, user: {{token: t}}}}]
+""")
+    return path, url
+
+
+def test_run_once_against_an_unreachable_hub_is_one_error_line(tmp_path: Path) -> None:
+    kubeconfig, url = unreachable_kubeconfig(tmp_path)
+    write(tmp_path, "clusterpulse.toml", f'[clusterpulse]\nplugins = ["example"]\nkubeconfig = "{kubeconfig}"\n')
+    result = run(["run", "--once"], tmp_path)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"error: cannot reach the hub API at {url}: GET "
+                               "/apis/example.clusterpulse.io/v1/namespaces/clusterpulse/greetings: "), lines
+    assert [line for line in lines if line.startswith("error:")] == lines[:1]
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unexpected_failure_shows_its_traceback_only_with_debug(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example", "example-raising"]\n')
+    result = run(["example-raise"], tmp_path)
+    assert (result.returncode, result.stderr) == (
+        1, "error: RuntimeError: example-raise always fails (--debug shows the traceback)\n")
+    for args, env in ((["example-raise", "--debug"], {}), (["--debug", "example-raise"], {}),
+                      (["example-raise"], {"LOG_LEVEL": "debug"})):
+        result = run(args, tmp_path, env=env)
+        assert result.returncode == 1, args
+        assert "Traceback (most recent call last)" in result.stderr, (args, env)
+        assert result.stderr.splitlines()[-1] == "RuntimeError: example-raise always fails"
+
+
+def test_demo_fails_fast_on_an_unreachable_redis(tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    result = run(["demo", "--redis-url", url], tmp_path, timeout=60)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: --redis-url {url}: Redis does not answer: Error 111 connecting to {url[8:-2]}. Connection refused."]
+
+
+def test_run_once_names_a_missing_crd_and_fails(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example"]\n')
+    with KubeAPI() as hub:
+        hub.write_kubeconfig(tmp_path / "kubeconfig")
+        result = run(["run", "--once"], tmp_path, env={"KUBECONFIG": str(tmp_path / "kubeconfig")})
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        "error: kind Greeting is not served by the hub: its CRD greetings.example.clusterpulse.io is not "
+        "installed (clusterpulse crds | kubectl apply -f -)")
+
+
+BAD_CONFIG = """[clusterpulse]
+plugins = ["example", "redis"]
+request_timeout = 0
+queue_qps = -1
+shutdown_grace = -2
+workers = {Greetin = 3}
+leader_elect = true
+renew_deadline = 20.0
+loglevel = "debug"
+
+[plugins.redis]
+url = "redis://redis:6379/abc"
+"""
+BAD_CONFIG_PROBLEMS = [
+    "clusterpulse.loglevel: unknown key (did you mean 'log_level'? expected one of: plugins, namespace, log_level, "
+    "kubeconfig, leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, "
+    "shard_dead_after, metrics_bind_address, health_probe_bind_address, resync_period, watch_timeout, "
+    "watch_silence_limit, queue_base_delay, queue_max_delay, queue_qps, queue_burst, shutdown_grace, "
+    "request_timeout, max_response_bytes, reconcile_timeout, event_interval, cluster_max_in_flight, "
+    "client_max_idle, workers)",
+    "clusterpulse.queue_qps: expected a value > 0, got -1.0",
+    "clusterpulse.shutdown_grace: expected a value >= 0, got -2.0",
+    "clusterpulse.request_timeout: expected a value > 0, got 0.0",
+    "clusterpulse.renew_deadline: must be less than lease_duration (15), got 20",
+    "plugins.redis.url: the database (the URL's path) must be a number such as /0, got 'redis://redis:6379/abc'",
+    "clusterpulse.workers.Greetin: no enabled plugin declares this kind (did you mean 'Greeting'? kinds: Greeting)",
+]
+
+
+def test_config_check_and_run_report_the_same_problems_all_at_once(tmp_path: Path) -> None:
+    write(tmp_path, "bad.toml", BAD_CONFIG)
+    check = run(["config", "check", "bad.toml"], tmp_path)
+    assert (check.returncode, check.stdout) == (1, "")
+    assert check.stderr.splitlines() == [f"error: bad.toml: {problem}" for problem in BAD_CONFIG_PROBLEMS]
+    for args in (["run", "--config", "bad.toml"], ["run", "--once", "--config", "bad.toml"]):
+        result = run(args, tmp_path)
+        assert (result.returncode, result.stdout) == (1, ""), args
+        assert result.stderr.splitlines() == [f"error: {problem}" for problem in BAD_CONFIG_PROBLEMS], args
+
+
+def test_redis_url_scheme_and_cluster_db_are_checked(tmp_path: Path) -> None:
+    for url, problem in (
+        ("redsi://redis:6379/0", "expected a URL starting with redis://, rediss://, unix://, redis+cluster://, "
+                                 "rediss+cluster://, got 'redsi://redis:6379/0'"),
+        ("redis://:6379/0", "expected a host in the URL, e.g. redis://redis:6379/0, got 'redis://:6379/0'"),
+        ("redis+cluster://redis:6379/2", "a Redis Cluster has only database 0, got 'redis+cluster://redis:6379/2'"),
+    ):
+        write(tmp_path, "c.toml", f'[clusterpulse]\nplugins = ["redis"]\n[plugins.redis]\nurl = "{url}"\n')
+        result = run(["config", "check", "c.toml"], tmp_path)
+        assert (result.returncode, result.stderr) == (1, f"error: c.toml: plugins.redis.url: {problem}\n"), url
+    write(tmp_path, "c.toml", '[clusterpulse]\nplugins = ["redis"]\n[plugins.redis]\nurl = "rediss://redis:6380/3"\n')
+    assert run(["config", "check", "c.toml"], tmp_path).stdout == "c.toml: ok\n"
+
+
+def test_plugin_names_get_did_you_mean_and_no_advice_for_unpublished_names(tmp_path: Path) -> None:
+    installed = ", ".join(plugin.name for plugin in installed_plugins())
+    expected = {
+        "clustr": f"plugin 'clustr' is enabled but not installed (did you mean 'cluster'? installed plugins: "
+                  f"{installed})",
+        "nosuch": f"plugin 'nosuch' is enabled but not installed (installed plugins: {installed})",
+        "core": "plugin 'core' is enabled but not found: distribution clusterpulse-core "
+                f"{version('clusterpulse-core')} is installed without an entry point named 'core' in the group "
+                "'clusterpulse.plugins' (it declares: none; add [project.entry-points.\"clusterpulse.plugins\"] "
+                "core = \"module:Plugin\" to its pyproject.toml and reinstall it)",
+    }
+    for name, problem in expected.items():
+        write(tmp_path, "c.toml", f'[clusterpulse]\nplugins = ["{name}"]\n')
+        result = run(["config", "check", "c.toml"], tmp_path)
+        assert (result.returncode, result.stderr) == (1, f"error: c.toml: {problem}\n"), name
+        assert "pip install" not in result.stderr
+    write(tmp_path, "c.toml", '[clusterpulse]\nplugins = ["clusterpulse-example"]\n')
+    first = run(["config", "check", "c.toml"], tmp_path).stderr.splitlines()[0]
+    assert first.startswith("error: c.toml: plugin 'clusterpulse-example' is enabled but not found: did you mean "
+                            "'example'? distribution clusterpulse-example 0.1.0 is installed without an entry "
+                            "point named 'clusterpulse-example'"), first
+
+
+def test_rbac_read_needs_managed_and_resolves_groups_or_refuses(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example"]\n')
+    result = run(["rbac", "--read", "apps/statefulsets"], tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", "error: --read needs --managed (it is about the managed-cluster side)\n")
+
+    result = run(["rbac", "--managed", "--read", "jobs", "--read", "greetings", "--read", "example.io/widgets"],
+                 tmp_path)
+    assert result.returncode == 0, result.stderr
+    role = next(doc for doc in yaml.safe_load_all(result.stdout) if doc["kind"] == "ClusterRole")
+    reads = {(rule["apiGroups"][0], resource) for rule in role["rules"] if "apiGroups" in rule
+             for resource in rule["resources"] if rule["verbs"] == ["get", "list"]}
+    assert {("batch", "jobs"), ("example.clusterpulse.io", "greetings"), ("example.io", "widgets")} <= reads
+    assert ("", "jobs") not in reads
+
+    result = run(["rbac", "--managed", "--read", "jbos", "--read", "apps/jobs", "--read", "widgets"], tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "error: --read jbos: not a built-in resource nor one of the enabled kinds (did you mean 'jobs'? a custom "
+        "resource needs its group: GROUP/jbos)",
+        "error: --read apps/jobs: jobs is in the 'batch' group: --read batch/jobs",
+        "error: --read widgets: not a built-in resource nor one of the enabled kinds (a custom resource needs its "
+        "group: GROUP/widgets)",
+    ]

@@ -1,0 +1,101 @@
+"""The leader-only start-up clean-up and periodic validator, and the four upstream settings."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import redis
+from clusterpulse_policy.settings import PolicySettings
+from clusterpulse_policy.validator import Validator
+from clusterpulse_redis import RedisSettings
+from policy_support import NAMESPACE, piece, spec
+
+from clusterpulse_core.config import Config, CoreSettings
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import build_runtime, load
+from clusterpulse_core.serde import loads
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+WAIT = 15.0
+
+
+@pytest.fixture
+def runtime(kube_api: Any, redis_url: str) -> Iterator[Runtime]:
+    api = kube_api()
+    host = PluginHost(["redis", "policy"])
+    config = Config(core=CoreSettings(plugins=tuple(host.order), namespace=NAMESPACE),
+                    plugins={"redis": RedisSettings(url=redis_url), "policy": None})
+    host.configure(config)
+    built = build_runtime(config, host, hub=KubeClient(api.api_client(), timeout=10))
+    yield built
+    for backend in built.store.backends:
+        backend.close()
+
+
+def test_only_the_leader_cleans_up_and_validates(runtime: Runtime, redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    runtime.store.put(piece("p1", spec(users=("alice",)), NOW))
+    client.set("policy:eval:alice:c1", "1")
+    leading = False
+    runtime.leader_check = lambda: leading
+    validator = Validator(runtime, interval=0.2, clock=lambda: NOW)
+    validator.start()
+    try:
+        # not leading: several intervals pass and nothing is touched
+        deadline = time.monotonic() + 5 * validator.interval
+        while time.monotonic() < deadline:
+            assert client.exists("policy:eval:alice:c1") and validator.runs == 0
+            time.sleep(validator.interval / 4)
+        assert "validated_at" not in loads(client.hget(f"policy:{NAMESPACE}:p1", "status"))
+        leading = True
+        deadline = time.monotonic() + WAIT
+        while validator.runs < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert validator.runs >= 2
+        assert not client.exists("policy:eval:alice:c1")
+        assert loads(client.hget(f"policy:{NAMESPACE}:p1", "status")) == {
+            "state": "Active", "message": "Policy is active", "validated_at": "2025-06-01T00:00:00Z"}
+        leading = False
+        time.sleep(validator.interval)  # a run in progress may finish
+        runs = validator.runs
+        client.set("policy:eval:bob:c1", "1")
+        deadline = time.monotonic() + 5 * validator.interval
+        while time.monotonic() < deadline:
+            assert validator.runs == runs and client.exists("policy:eval:bob:c1")
+            time.sleep(validator.interval / 4)
+    finally:
+        validator.stop()
+        client.close()
+
+
+def test_a_manager_tells_its_runtime_who_leads(runtime: Runtime) -> None:
+    from clusterpulse_core.runtime.manager import Manager
+
+    assert runtime.is_leader()  # no manager: the one process leads
+    manager = Manager(runtime)
+    assert not runtime.is_leader()  # created, not started
+    assert runtime.leader_check is not None and manager.is_leader is False
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, (300, 300, 300, 100)),
+    ({"POLICY_VALIDATION_INTERVAL": "120", "POLICY_CACHE_TTL": "90", "GROUP_CACHE_TTL": "61",
+      "MAX_POLICIES_PER_USER": "5"}, (120, 90, 61, 5)),
+    ({"POLICY_VALIDATION_INTERVAL": "10", "POLICY_CACHE_TTL": "1", "GROUP_CACHE_TTL": "x",
+      "MAX_POLICIES_PER_USER": "0"}, (60, 60, 300, 1)),
+])
+def test_the_upstream_variables_names_defaults_and_minimums(tmp_path: Any, env: dict[str, str],
+                                                           expected: tuple[int, int, int, int]) -> None:
+    config_file = tmp_path / "clusterpulse.toml"
+    config_file.write_text('[clusterpulse]\nplugins = ["policy"]\n')
+    config, _host = load(str(config_file), env=env)
+    settings = config.plugins["policy"]
+    assert isinstance(settings, PolicySettings)
+    assert (settings.validation_interval, settings.policy_cache_ttl, settings.group_cache_ttl,
+            settings.max_policies_per_user) == expected
