@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 import click
@@ -33,10 +33,10 @@ class _State:
         self.config: Config | None = None
 
 
-def _load(config_file: str | None) -> tuple[Config, PluginHost]:
+def _load(config_file: str | None, flags: Mapping[str, tuple[str, Any]] | None = None) -> tuple[Config, PluginHost]:
     from clusterpulse_core.runtime.bootstrap import load
 
-    return load(config_file)
+    return load(config_file, flags=flags)
 
 
 def _fail(message: str) -> NoReturn:
@@ -56,12 +56,12 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool) -> None:
     state.config_file = config_file
 
 
-def _loaded(ctx: click.Context) -> tuple[Config, PluginHost]:
+def _loaded(ctx: click.Context, flags: Mapping[str, tuple[str, Any]] | None = None) -> tuple[Config, PluginHost]:
     """The fully loaded configuration and plugins; any problem is fatal (what ``run`` needs)."""
     state = ctx.ensure_object(_State)
     if state.host is None or state.config is None:
         try:
-            state.config, state.host = _load(state.config_file)
+            state.config, state.host = _load(state.config_file, flags)
         except (ConfigError, PluginError) as exc:
             fail(str(exc))
     assert state.config is not None and state.host is not None
@@ -114,6 +114,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
             "defaults": not plan.explicit,
             "problems": list(found.problems),
             "error": found.problems[0] if found.problems else None,
+            "warnings": list(found.warnings),
         }, indent=2))
     else:
         width = max((len(row["name"]) for row in rows), default=0)
@@ -137,6 +138,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"skipped {name}: {reason}")
         for problem in others:
             click.echo(f"error: {problem}", err=True)
+        warn("\n".join(found.warnings))
     if found.problems:
         sys.exit(1)
 
@@ -163,6 +165,7 @@ def config_check(ctx: click.Context, file: str | None) -> None:
     path = config_path(chosen)
     shown = input_name(path) if path is not None else "(no config file: defaults)"
     found = diagnose(str(path) if path is not None else None)
+    warn("\n".join(f"{shown}: {warning}" for warning in found.warnings))
     if found.problems:
         fail("\n".join(problem if problem.startswith(f"{shown}: ") else f"{shown}: {problem}"
                        for problem in found.problems))
@@ -241,15 +244,47 @@ def rbac_cmd(ctx: click.Context, managed: bool, cross_namespace: bool, reads: tu
     click.echo(rbac.manifests_yaml(docs, header + " Do not edit."), nl=False)
 
 
+#: Go's ``strconv.ParseBool``: what ``--leader-elect=VALUE`` accepts.
+GO_BOOLS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+            **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
+
+
 @cli.command("run")
 @click.option("--once", is_flag=True, help="reconcile every object once, then exit (0 = all succeeded)")
+@click.option("--metrics-bind-address", "-metrics-bind-address", "metrics_bind_address", default=None,
+              metavar="ADDR", help="/metrics listen address ('0' disables); overrides the config (Go manager flag)")
+@click.option("--health-probe-bind-address", "-health-probe-bind-address", "health_probe_bind_address",
+              default=None, metavar="ADDR",
+              help="/healthz and /readyz listen address ('0' disables); overrides the config (Go manager flag)")
+@click.option("--namespace", "-namespace", "namespace", default=None, metavar="NAME",
+              help="watch namespace; empty = NAMESPACE or the config (Go manager flag)")
+@click.option("--leader-elect", "-leader-elect", "leader_elect", is_flag=False, flag_value="true", default=None,
+              metavar="[=BOOL]", help="run leader election; --leader-elect=false turns it off (Go manager flag)")
+@click.option("--kubeconfig", "-kubeconfig", "kubeconfig", default=None, metavar="FILE",
+              help="hub kubeconfig; overrides KUBECONFIG and the config (controller-runtime flag)")
 @click.pass_context
-def run_cmd(ctx: click.Context, once: bool) -> None:
-    """Run the manager (watch, reconcile, store) until SIGTERM/SIGINT."""
+def run_cmd(ctx: click.Context, once: bool, metrics_bind_address: str | None, health_probe_bind_address: str | None,
+            namespace: str | None, leader_elect: str | None, kubeconfig: str | None) -> None:
+    """Run the manager (watch, reconcile, store) until SIGTERM/SIGINT.
+
+    Accepts the Go manager's flags with their meanings, so a Deployment written for the Go
+    image runs unchanged: they override the config file and the environment.
+    """
     from clusterpulse_core.logs import configure_logging
     from clusterpulse_core.runtime.bootstrap import HubError, build_runtime, reconcile_once, start_plugins, stop_plugins
 
-    config, host = _loaded(ctx)
+    flags: dict[str, tuple[str, Any]] = {}
+    for name, flag, value in (("metrics_bind_address", "--metrics-bind-address", metrics_bind_address),
+                              ("health_probe_bind_address", "--health-probe-bind-address", health_probe_bind_address),
+                              ("namespace", "--namespace", namespace or None),
+                              ("kubeconfig", "--kubeconfig", kubeconfig or None)):
+        if value is not None:
+            flags[name] = (flag, value)
+    if leader_elect is not None:
+        if leader_elect not in GO_BOOLS:
+            _fail(f"--leader-elect: expected true or false, got {leader_elect!r}")
+        flags["leader_elect"] = ("--leader-elect", GO_BOOLS[leader_elect])
+    config, host = _loaded(ctx, flags)
     configure_logging(config.core.log_level)
     try:
         runtime = build_runtime(config, host)
@@ -375,8 +410,8 @@ def _plugin_commands(group: click.Group, config_file: str | None) -> tuple[str, 
     try:
         found.host.pm.hook.clusterpulse_add_commands(cli=group, plugins=found.host)
     except Exception as exc:
-        return (*found.problems, f"adding plugin commands failed: {type(exc).__name__}: {exc}")
-    return found.problems
+        return (*found.problems, *found.warnings, f"adding plugin commands failed: {type(exc).__name__}: {exc}")
+    return (*found.problems, *found.warnings)
 
 
 def hoist_config(argv: Sequence[str]) -> list[str]:

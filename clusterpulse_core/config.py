@@ -193,7 +193,7 @@ def config_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
 
 
 def read_config(path: Path | None, env: Mapping[str, str] | None = None,
-                problems: list[str] | None = None) -> RawConfig:
+                problems: list[str] | None = None, flags: Mapping[str, tuple[str, Any]] | None = None) -> RawConfig:
     """Parse the file (if any) and validate the core section; plugin sections stay raw.
 
     With ``problems`` (a list), errors are appended to it and the best-effort result (bad
@@ -217,7 +217,7 @@ def read_config(path: Path | None, env: Mapping[str, str] | None = None,
     core = CoreSettings()
     try:
         core = build_settings(CoreSettings, _table(data.get("clusterpulse", {}), "clusterpulse"), "clusterpulse", env,
-                              lenient=problems is not None)
+                              lenient=problems is not None, flags=flags)
     except ConfigError as exc:
         errors.append(exc)
         if isinstance(getattr(exc, "partial", None), CoreSettings):
@@ -285,12 +285,16 @@ def finish_config(raw: RawConfig, settings_classes: Mapping[str, type | None],
 
 
 def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[str, str],
-                   lenient: bool = False) -> Any:
-    """Validate ``data`` into ``cls``: known keys, right types, minimums; then env overrides.
+                   lenient: bool = False, flags: Mapping[str, tuple[str, Any]] | None = None) -> Any:
+    """Validate ``data`` into ``cls``: known keys, right types, ranges; then env overrides, then flags.
 
-    Every problem is reported (one :class:`ConfigError` listing them all). ``lenient`` also
-    attaches the settings built from the good keys as the error's ``partial``.
+    ``flags`` maps a field to ``(flag, value)`` given on the command line (``run
+    --metrics-bind-address``): it wins over the file and the environment and is checked the
+    same way, its errors naming the flag. Every problem is reported (one :class:`ConfigError`
+    listing them all). ``lenient`` also attaches the settings built from the good keys as the
+    error's ``partial``.
     """
+    flags = flags or {}
     attrs.resolve_types(cls)
     fields = {f.name: f for f in attrs.fields(cls)}
     errors = [ConfigError(f"{path}.{key}: unknown key ({did_you_mean(key, fields)}"
@@ -309,6 +313,9 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
             if env_name and env.get(env_name, "") != "":
                 default = values.get(name, _default_of(field))
                 values[name] = _from_env(env[env_name], field, default)
+            if name in flags:
+                key_path = f"{flags[name][0]} ({key_path})"
+                values[name] = _check_value(flags[name][1], field.type, key_path)
             if name in values:
                 _check_range(values[name], field, key_path)
             check = field.metadata.get("check")
@@ -336,7 +343,7 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
     return built
 
 
-def _check_range(value: Any, field: attrs.Attribute, key_path: str) -> None:
+def _check_range(value: Any, field: attrs.Attribute[Any], key_path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return
     minimum, above = field.metadata.get("min"), field.metadata.get("above")
@@ -370,14 +377,14 @@ def env_names(cls: type) -> list[tuple[str, str, Any]]:
     ]
 
 
-def _default_of(field: attrs.Attribute) -> Any:
+def _default_of(field: attrs.Attribute[Any]) -> Any:
     default: Any = field.default
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         return default.factory()
     return default
 
 
-def _from_env(raw: str, field: attrs.Attribute, default: Any) -> Any:
+def _from_env(raw: str, field: attrs.Attribute[Any], default: Any) -> Any:
     tp = _strip_optional(field.type)
     if tp is bool:
         return envvars.parse_bool(raw, default)

@@ -39,6 +39,9 @@ class Runtime:
     metrics: CollectorRegistry = attrs.field(factory=CollectorRegistry)
     #: The write fence every status patch and store checks (closed on shutdown or a lost Lease).
     fence: Fence = attrs.field(factory=Fence)
+    #: The watchdog of this runtime's reconciles: their remote calls, which the manager cuts off
+    #: (and only those) when its shutdown grace is over.
+    calls: deadline.Watchdog = attrs.field(factory=deadline.Watchdog)
     #: Last good read of every Secret, used while the hub is unreachable.
     secrets: SecretCache = attrs.field(factory=SecretCache)
     #: Kubernetes Events on the hub objects (None: not recorded).

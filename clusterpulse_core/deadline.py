@@ -12,8 +12,13 @@ a plugin may narrow it). Deadlines are context variables, so they follow ``conte
 thread hand-offs (:func:`clusterpulse_core.collect.run_collectors` copies the context into its
 threads).
 
-:func:`cancel_all` fires every watched call at once: the manager uses it when the shutdown grace
-is over, so a hung reconcile cannot keep the process alive.
+Watchdogs are owned, not global: each runtime has its own (``Runtime.calls``), and the
+controller runs every reconcile under :func:`owned_by` that watchdog, so the calls a reconcile
+makes (and the collector threads it starts, which copy the context) are registered with it.
+:meth:`Watchdog.cancel_all` fires the calls of one watchdog only: a manager stopping after its
+shutdown grace cuts its own hung reconciles, not the calls of another manager in the same
+process. Calls made outside any owner (CLI commands, plugin threads) still get their deadline
+from a private watchdog that nothing can cancel wholesale.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from urllib3 import connection as _urllib3_connection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("clusterpulse_deadline", default=None)
+_owner: contextvars.ContextVar[Watchdog | None] = contextvars.ContextVar("clusterpulse_watchdog", default=None)
 
 
 class DeadlineExceeded(TimeoutError):
@@ -107,7 +113,10 @@ class _Watch:
 
 
 class Watchdog:
-    """Fires calls whose deadline passed (one daemon thread, started on first use)."""
+    """Fires calls whose deadline passed (one daemon thread, started on first use).
+
+    One per owner (a runtime): :meth:`cancel_all` fires only the calls registered with it.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -165,16 +174,24 @@ class Watchdog:
             watch.fire(f"deadline exceeded after {watch.timeout:.3g}s")
 
 
-WATCHDOG = Watchdog()
+#: Enforces the deadlines of calls made outside any owner; never cancelled wholesale.
+_UNOWNED = Watchdog()
 _local = threading.local()
 
 
-def cancel_all(reason: str = "cancelled") -> int:
-    """Fire every guarded call in the process now (the end of the shutdown grace).
+@contextmanager
+def owned_by(watchdog: Watchdog) -> Iterator[None]:
+    """Register the calls guarded in this block (and in threads that copy its context) with ``watchdog``."""
+    token = _owner.set(watchdog)
+    try:
+        yield
+    finally:
+        _owner.reset(token)
 
-    ``reason`` is the message the calls fail with, e.g. "cut off after the 30s shutdown grace".
-    """
-    return WATCHDOG.cancel_all(reason)
+
+def owner() -> Watchdog | None:
+    """The watchdog the calls of this context are registered with, or None (unowned)."""
+    return _owner.get()
 
 
 @contextmanager
@@ -185,9 +202,10 @@ def guard(timeout: float, what: str = "call") -> Iterator[_Watch]:
     :class:`DeadlineExceeded` (chained to the transport error) when the watchdog fired.
     """
     watch = _Watch(timeout)
+    watchdog = _owner.get() or _UNOWNED
     previous = getattr(_local, "watch", None)
     _local.watch = watch
-    WATCHDOG.add(watch)
+    watchdog.add(watch)
     try:
         yield watch
     except Exception as exc:
@@ -198,7 +216,7 @@ def guard(timeout: float, what: str = "call") -> Iterator[_Watch]:
             raise DeadlineExceeded(f"{what}: deadline exceeded after {timeout:.3g}s ({exc})") from exc
         raise
     finally:
-        WATCHDOG.discard(watch)
+        watchdog.discard(watch)
         _local.watch = previous
     if watch.fired:
         raise DeadlineExceeded(f"{what}: {watch.reason}")

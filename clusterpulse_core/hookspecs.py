@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
     from clusterpulse_core.model import AgentConnection, Alert
+    from clusterpulse_core.model.policy import StoredPolicy
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -235,6 +236,19 @@ def clusterpulse_stored_alerts() -> Sequence[Alert]:
     continue firing without being announced again; ``clusterpulse alerts`` lists them.
     A plugin whose backend keeps no alerts does not implement it. May raise when the store
     cannot be read.
+    """
+
+
+@hookspec
+def clusterpulse_stored_policies(user: str, groups: Sequence[str], service_account: bool) -> Sequence[StoredPolicy]:
+    """Return the compiled access policies that apply to a principal, as the ClusterPulse API finds them.
+
+    ``user`` is the user name (a service account's is ``system:serviceaccount:<ns>:<name>``),
+    ``groups`` its groups; ``service_account`` also looks the user up as a service account.
+    Highest priority first, each policy once (its highest score); ``data`` is ``None`` for a
+    policy whose data is missing or unreadable (the API skips it). A plugin whose backend keeps
+    no policies does not implement it; ``clusterpulse policy can-i`` reads through it. May raise
+    when the store cannot be read.
     """
 
 

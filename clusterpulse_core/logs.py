@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 _LEVELS = {"debug": logging.DEBUG, "trace": logging.DEBUG, "warn": logging.WARNING,
            "warning": logging.WARNING, "error": logging.ERROR}
@@ -20,3 +21,32 @@ def configure_logging(name: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         force=True,
     )
+
+
+class TracebackOnce:
+    """Says whether an exception's traceback should be logged: the first time for each distinct error.
+
+    Distinct = same type, message and the line that raised it; a reconcile failing the same way
+    on every retry logs its traceback once, then one line per retry. At most ``limit`` errors
+    are remembered (then the oldest is forgotten and may show its traceback again).
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        self._seen: dict[tuple[str, str, str, int], None] = {}
+        self._lock = threading.Lock()
+
+    def exc_info(self, exc: BaseException) -> BaseException | None:
+        """``exc`` (to pass as ``exc_info=``) the first time this error is seen, else ``None``."""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno) if tb is not None else ("", 0)
+        key = (type(exc).__qualname__, str(exc), *where)
+        with self._lock:
+            if key in self._seen:
+                return None
+            self._seen[key] = None
+            while len(self._seen) > self.limit:
+                del self._seen[next(iter(self._seen))]
+        return exc

@@ -368,28 +368,28 @@ _RECORD_NUMBER = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,127}")
 
 
 def _check(pattern: re.Pattern[str], what: str) -> Any:
-    def validate(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def validate(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, str) or not pattern.fullmatch(value):
             raise ValueError(f"{attribute.name}: {value!r} is not a valid {what}")
 
     return validate
 
 
-def _check_kind(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _check_kind(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     _check(_RECORD_KIND, "kind (letters and digits, starting with a letter)")(instance, attribute, value)
     if value.lower() in RESERVED_RECORD_KINDS:
         raise ValueError(f"{attribute.name}: {value!r} is reserved by the upstream key layout; "
                          "choose another kind name")
 
 
-def _check_indexes(_instance: Any, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+def _check_indexes(_instance: Any, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
     for index in value:
         if not isinstance(index, str) or not _RECORD_INDEX.fullmatch(index):
             raise ValueError(f"{attribute.name}: {index!r} is not a valid index name "
                              "(letters, digits, '_', '.', '=', '-'; no ':' or '/')")
 
 
-def _check_numbers(_instance: Any, attribute: attrs.Attribute, value: Mapping[str, float]) -> None:
+def _check_numbers(_instance: Any, attribute: attrs.Attribute[Any], value: Mapping[str, float]) -> None:
     for name, number in value.items():
         if not isinstance(name, str) or not _RECORD_NUMBER.fullmatch(name):
             raise ValueError(f"{attribute.name}: {name!r} is not a valid number name (a metric name part: "
@@ -398,7 +398,7 @@ def _check_numbers(_instance: Any, attribute: attrs.Attribute, value: Mapping[st
             raise ValueError(f"{attribute.name}.{name}: expected a number, got {number!r}")
 
 
-def _check_ttl(_instance: Any, attribute: attrs.Attribute, value: int | None) -> None:
+def _check_ttl(_instance: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ValueError(f"{attribute.name}: expected a whole number of seconds >= 1 or None, got {value!r}")
 

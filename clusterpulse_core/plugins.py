@@ -24,6 +24,9 @@ from clusterpulse_core.store import StorageBackend
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "clusterpulse.plugins"
+#: Every hook name the core specifies.
+HOOK_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(f"{PROJECT_NAME}_")
+                       and callable(getattr(hookspecs, name)))
 
 
 class PluginError(Exception):
@@ -129,6 +132,15 @@ def plan_plugins(configured: Sequence[str] | None, env: Mapping[str, str],
     return PluginPlan(tuple(names), tuple(skipped), configured is not None)
 
 
+class _RegistrationFailed(Exception):
+    """A plugin's registration hook raised (internal: becomes a PluginError or a broken plugin)."""
+
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.message = message
+
+
 class PluginHost:
     """The loaded plugins: a pluggy manager plus what the core learned from them.
 
@@ -146,6 +158,8 @@ class PluginHost:
         self.order: list[str] = []
         #: Plugin name -> why it could not be loaded (only filled when ``tolerant``).
         self.failures: dict[str, str] = {}
+        #: What a plugin forgot but loads without (a hook not marked ``@hookimpl``, no API version).
+        self.warnings: list[str] = []
         self._tolerant = tolerant
         self._contributions: Contributions | None = None
         self._kinds: dict[str, tuple[str, ResourceKind]] | None = None
@@ -213,6 +227,7 @@ class PluginHost:
                 obj = obj()
             except Exception as exc:
                 raise PluginError(f"plugin {name!r} failed to initialise: {type(exc).__name__}: {exc}") from exc
+        self._check_declarations(name, obj)
         wanted = getattr(obj, "clusterpulse_api_version", CORE_API_VERSION)
         if int(wanted) != CORE_API_VERSION:
             raise PluginError(
@@ -225,6 +240,25 @@ class PluginHost:
         except ValueError as exc:
             raise PluginError(f"plugin {name!r} could not be registered: {exc}") from exc
         self.order.append(name)
+
+    def _check_declarations(self, name: str, obj: object) -> None:
+        """Warn about what a plugin forgot but still loads without: ``@hookimpl``, the API version."""
+        marker = f"{PROJECT_NAME}_impl"
+        undecorated = sorted(attr for attr in dir(obj)
+                             if attr.startswith(f"{PROJECT_NAME}_")
+                             and (attr in HOOK_NAMES or hasattr(self.pm.hook, attr))
+                             and callable(getattr(obj, attr, None)) and not hasattr(getattr(obj, attr), marker))
+        for attr in undecorated:
+            self._warn(f"plugin {name!r}: {attr} is not marked with @hookimpl, so it is never called "
+                       f"(decorate it with `from clusterpulse_core import hookimpl`)")
+        if not hasattr(obj, "clusterpulse_api_version"):
+            self._warn(f"plugin {name!r} does not declare clusterpulse_api_version "
+                       f"(add `clusterpulse_api_version = {CORE_API_VERSION}`, the core API it is written for)")
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        if not self._tolerant:
+            log.warning("%s", message)
 
     # ------------------------------------------------------------------ calling
 
@@ -287,27 +321,52 @@ class PluginHost:
 
     @property
     def contributions(self) -> Contributions:
-        """Every function/aggregation/field type/filter operator registered by the plugins."""
-        if self._contributions is None:
-            contributions = Contributions()
-            for hook, kind in hookspecs.REGISTRY_HOOKS.items():
-                table = contributions.table(kind)
-                caller = getattr(self.pm.hook, hook)
-                implementers = {impl.plugin_name for impl in caller.get_hookimpls()}
-                for name in self.order:
-                    if name not in implementers:
-                        continue
+        """Every function/aggregation/field type/filter operator registered by the plugins.
 
-                    def register(item: str, impl: Any, /, _plugin: str = name, _table: Any = table,
-                                 **meta: Any) -> None:
-                        _table.add(Contribution(item, impl, _plugin, meta))
-
-                    try:
-                        self.call_owner(hook, name, register=register)
-                    except DuplicateContributionError as exc:
-                        raise PluginError(str(exc)) from exc
-            self._contributions = contributions
+        A plugin whose registration hook raises is a :class:`PluginError` naming it; a tolerant
+        host marks that plugin broken instead (unregistered, listed in :attr:`failures`) and
+        keeps the others' contributions.
+        """
+        while self._contributions is None:
+            try:
+                self._contributions = self._collect_contributions()
+            except _RegistrationFailed as failed:
+                if not self._tolerant:
+                    raise PluginError(failed.message) from failed.__cause__
+                self.drop(failed.plugin, failed.message)
         return self._contributions
+
+    def drop(self, name: str, reason: str) -> None:
+        """Unregister plugin ``name`` and record it as broken (a tolerant host's diagnosis)."""
+        self.failures[name] = reason
+        if self.pm.get_plugin(name) is not None:
+            self.pm.unregister(name=name)
+        if name in self.order:
+            self.order.remove(name)
+        self._kinds = None
+
+    def _collect_contributions(self) -> Contributions:
+        contributions = Contributions()
+        for hook, kind in hookspecs.REGISTRY_HOOKS.items():
+            table = contributions.table(kind)
+            caller = getattr(self.pm.hook, hook)
+            implementers = {impl.plugin_name for impl in caller.get_hookimpls()}
+            for name in self.order:
+                if name not in implementers:
+                    continue
+
+                def register(item: str, impl: Any, /, _plugin: str = name, _table: Any = table,
+                             **meta: Any) -> None:
+                    _table.add(Contribution(item, impl, _plugin, meta))
+
+                try:
+                    self.call_owner(hook, name, register=register)
+                except DuplicateContributionError as exc:
+                    raise PluginError(str(exc)) from exc
+                except Exception as exc:
+                    raise _RegistrationFailed(
+                        name, f"plugin {name!r} failed in {hook}: {type(exc).__name__}: {exc}") from exc
+        return contributions
 
     @property
     def kinds(self) -> dict[str, tuple[str, ResourceKind]]:
@@ -341,7 +400,8 @@ class PluginHost:
 
     def agent_connection(self, cluster: str) -> AgentConnection | None:
         """The push agent connected for ``cluster`` (``None`` when none is, or nothing receives agents)."""
-        return self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
+        found: AgentConnection | None = self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
+        return found
 
     def agent_sources(self, sources: Sequence[bytes]) -> None:
         """Hand the MetricSource documents an agent received to the plugins that evaluate them."""

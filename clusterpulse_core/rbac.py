@@ -22,7 +22,8 @@ import yaml
 
 from clusterpulse_core.config import CoreSettings, did_you_mean
 from clusterpulse_core.kinds import ApiAccess, ResourceKind
-from clusterpulse_core.runtime.leader import LEASE_KIND, LEASE_NAME
+from clusterpulse_core.runtime.leader import LEASE_NAME
+from clusterpulse_core.runtime.lease import LEASE_KIND
 
 CONTROLLER = "clusterpulse-controller"
 READER = "clusterpulse-reader"

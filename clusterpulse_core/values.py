@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from clusterpulse_core.textform import go_float_v, go_v, scalar_text
 
@@ -68,7 +68,7 @@ def to_float(value: Any) -> float:
     """``toFloat``: nil 0, bool 1/0, numbers as floats, numeric strings parsed (M2), else 0."""
     kind = type(value)
     if kind is float:
-        return value
+        return cast(float, value)
     if kind is int:
         try:
             return float(value)

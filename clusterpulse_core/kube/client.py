@@ -244,7 +244,8 @@ class KubeClient:
 
     def get_bytes(self, path: str, timeout: float | None = None, **query: Any) -> bytes:
         """GET ``path`` and return the raw body (for typed partial decoding)."""
-        return self.raw("GET", path, query, timeout=timeout).data
+        data: bytes = self.raw("GET", path, query, timeout=timeout).data
+        return data
 
     def list_pages(self, path: str, limit: int = 500, timeout: float | None = None,
                    **query: Any) -> Iterator[bytes]:

@@ -9,6 +9,7 @@ former Python API reads for custom types; the Go API ignores it. See ``docs/poli
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import attrs
 
@@ -163,6 +164,15 @@ class PolicyValidatedRecord:
     state: str
     message: str
     validated_at: datetime
+
+
+@attrs.frozen
+class StoredPolicy:
+    """One compiled policy as read back from storage for a principal (``data`` None: unreadable)."""
+
+    key: str
+    priority: float
+    data: dict[str, Any] | None = None
 
 
 def _instant(text: str | None) -> datetime | None:

@@ -18,6 +18,7 @@ from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundErro
 from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
+from clusterpulse_core.logs import TracebackOnce
 from clusterpulse_core.plugins import PluginError, PluginHost, PluginPlan, plan_plugins
 from clusterpulse_core.store import Store
 
@@ -25,15 +26,19 @@ log = logging.getLogger(__name__)
 
 
 def load(config_file: str | None = None, env: Mapping[str, str] | None = None,
-         extra_plugins: Mapping[str, object] | None = None) -> tuple[Config, PluginHost]:
+         extra_plugins: Mapping[str, object] | None = None,
+         flags: Mapping[str, tuple[str, Any]] | None = None) -> tuple[Config, PluginHost]:
     """Read the config, load the enabled plugins, validate their sections, configure them.
 
     The one validation: exactly what :func:`diagnose` (``config check``) checks; any problem
-    raises :class:`ConfigError` listing them all, one per line.
+    raises :class:`ConfigError` listing them all, one per line. ``flags``: core settings given
+    on the command line (see :func:`clusterpulse_core.config.build_settings`).
     """
-    found = diagnose(config_file, env, extra_plugins)
+    found = diagnose(config_file, env, extra_plugins, flags)
     if found.problems or found.config is None:
         raise ConfigError(*found.problems)
+    for warning in found.warnings:
+        log.warning("%s", warning)
     return found.config, found.host
 
 
@@ -64,10 +69,13 @@ class Diagnosis:
     config: Config | None
     problems: tuple[str, ...]
     source: str = ""
+    #: What plugins forgot but load without (``@hookimpl``, ``clusterpulse_api_version``).
+    warnings: tuple[str, ...] = ()
 
 
 def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = None,
-             extra_plugins: Mapping[str, object] | None = None) -> Diagnosis:
+             extra_plugins: Mapping[str, object] | None = None,
+             flags: Mapping[str, tuple[str, Any]] | None = None) -> Diagnosis:
     """Load as much as possible and collect every problem instead of stopping at the first.
 
     Used by the command line: plugin commands stay available when another plugin is broken,
@@ -81,7 +89,7 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
     problems: list[str] = []
     path = config_path(config_file, env)
     try:
-        raw = read_config(path, env, problems)
+        raw = read_config(path, env, problems, flags)
     except ConfigError as exc:  # the file cannot be read or parsed at all
         problems += exc.errors
         raw = RawConfig(CoreSettings(), {}, str(path or ""))
@@ -112,6 +120,7 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
             check()
         except PluginError as exc:
             problems.append(str(exc))
+    problems += [failure for failure in host.failures.values() if failure not in problems]  # dropped meanwhile
     if not any(problem.startswith("clusterpulse.workers") for problem in problems):
         try:
             kind_workers(raw.core.workers, [kind for _owner, kind in host.kinds.values()])
@@ -119,7 +128,7 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
             problems += exc.errors
         except PluginError:
             pass  # kinds declared twice: reported above
-    return Diagnosis(host, plan, config, tuple(problems), raw.source)
+    return Diagnosis(host, plan, config, tuple(problems), raw.source, tuple(host.warnings))
 
 
 def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = None,
@@ -179,6 +188,9 @@ class Outcome:
     requeue_after: float | None = None
 
 
+_TRACEBACKS = TracebackOnce()
+
+
 class HubError(Exception):
     """The hub cannot serve a kind: its API is unreachable or refuses, or the kind's CRD is missing."""
 
@@ -218,7 +230,7 @@ def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapp
         result = runtime.plugins.call_owner("clusterpulse_reconcile", owner, kind=kind,
                                             obj=kind.with_defaults(obj), ctx=ctx)
     except Exception as exc:
-        ctx.log.error("reconcile failed: %s", exc)
+        ctx.log.error("reconcile failed (%s: %s)", type(exc).__name__, exc, exc_info=_TRACEBACKS.exc_info(exc))
         return Outcome(ref, False, f"{type(exc).__name__}: {exc}")
     if not isinstance(result, ReconcileResult):
         return Outcome(ref, True)

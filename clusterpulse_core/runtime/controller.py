@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from clusterpulse_core import deadline
 from clusterpulse_core.context import ObjectLogger, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
+from clusterpulse_core.logs import TracebackOnce
 from clusterpulse_core.runtime.informer import Informer, Obj
 from clusterpulse_core.runtime.sharding import Admission
 from clusterpulse_core.runtime.workqueue import WorkQueue
@@ -109,6 +110,7 @@ class Controller:
         # Objects already forgotten: a pending requeue of a deleted object must not forget it again.
         self._forgotten: dict[ObjectRef, None] = {}
         self._busy_lock = threading.Lock()
+        self._tracebacks = TracebackOnce()
         informer.add_handler(self)
 
     @property
@@ -213,7 +215,7 @@ class Controller:
             with self._busy_lock:
                 self._busy[thread] = (ref, time.monotonic())
             try:
-                with deadline.within(self.reconcile_timeout):
+                with deadline.within(self.reconcile_timeout), deadline.owned_by(self.runtime.calls):
                     self.process(ref)
             except Exception:
                 log.exception("controller %s: unexpected failure processing %s", self.name, ref)
@@ -259,7 +261,7 @@ class Controller:
         except Exception as exc:
             delay = self.queue.add_rate_limited(ref)
             ctx.log.error("reconcile failed (%s: %s); retry %d in %.3f s", type(exc).__name__, exc,
-                          self.queue.num_requeues(ref), delay)
+                          self.queue.num_requeues(ref), delay, exc_info=self._tracebacks.exc_info(exc))
             self._count("error")
             return
         finally:

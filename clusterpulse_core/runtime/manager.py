@@ -11,7 +11,7 @@ other kinds stay with the leader.
 Shutdown (:meth:`Manager.stop`, or SIGTERM/SIGINT under :meth:`Manager.run`): the queues stop
 handing out work, in-flight reconciles get ``shutdown_grace`` seconds to finish; then the write
 fence closes (nothing is stored or patched from here on), every remote call still running is
-cut off (:func:`clusterpulse_core.deadline.cancel_all`), the Lease is released, informers and
+cut off (``Runtime.calls``: this runtime's own watchdog), the Lease is released, informers and
 servers stop, and finally the plugins stop. The process exits within the grace plus a few
 seconds, whatever the managed clusters do.
 """
@@ -25,7 +25,6 @@ import time
 from types import FrameType
 from typing import Any
 
-from clusterpulse_core import deadline
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.runtime.bootstrap import kind_workers, start_plugins, stop_plugins
@@ -158,10 +157,10 @@ class Manager:
             self._running.set()
             self._identify()
             self.runtime.on_resync_request(self._resync_requested)
+            if self.core.sharding or self.core.leader_elect:
+                self.runtime.fence.require_lease()  # fed by the leader Lease or the member Lease
             if self.core.sharding:
-                self._start_sharding()  # sharded replicas write without the leader Lease
-            elif self.core.leader_elect:
-                self.runtime.fence.require_lease()
+                self._start_sharding()  # sharded kinds start at once, fenced by the member Lease
             if self.core.leader_elect or self.core.sharding:
                 self.elector = LeaderElector(
                     self.runtime.hub, self.runtime.namespace, self.identity,
@@ -213,7 +212,8 @@ class Manager:
         self._stop_controllers(self.core.shutdown_grace)
         self.runtime.fence.close("the manager is stopping")
         grace = self.core.shutdown_grace
-        cut = deadline.cancel_all(f"cut off at shutdown after the {grace:g}s grace (shutdown_grace)")
+        # This manager's reconciles only: another manager in the process keeps its calls.
+        cut = self.runtime.calls.cancel_all(f"cut off at shutdown after the {grace:g}s grace (shutdown_grace)")
         if cut:
             log.warning("cut off %d remote calls still running after the %gs shutdown grace", cut, grace)
         for controller in self.controllers.values():

@@ -17,9 +17,12 @@ Lease (annotation :data:`VIEW_ANNOTATION`) the member list its ownership follows
   same view as its own (so that, under that one ring, nobody else owns it, and everybody has
   already let go of what they lost in it), and then only ``handover_delay`` (the reconcile
   interval) later, so the old and the new owner do not both reconcile it in one interval;
-* a member whose renewals fail for ``renew_deadline`` stops everything (the manager exits),
-  before its Lease expires at ``lease_duration``: only then do the others count it gone and
-  take its objects. A clean stop releases the Lease, so the others take over at once.
+* a member whose last successful renewal started ``renew_deadline`` ago stops everything (the
+  manager exits), before its Lease expires at ``lease_duration``: only then do the others count
+  it gone and take its objects. Its writes are fenced by the same rule
+  (:class:`~clusterpulse_core.runtime.lease.LeaseLock`, shared with the leader elector): a
+  member paused past its Lease writes nothing once resumed, even before its round notices. A
+  clean stop releases the Lease, so the others take over at once.
 
 A kind that declares ``split_by`` (MetricSource, split by ClusterConnection) is reconciled on
 every replica; each does the part of the work that belongs to the objects of the ``split_by``
@@ -61,17 +64,13 @@ from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import ConflictError, KubeClient, NotFoundError
 from clusterpulse_core.model.time import utcnow
-from clusterpulse_core.runtime.leader import (
+from clusterpulse_core.runtime.lease import (
     LEASE_KIND,
     DeleteOptions,
-    Lease,
-    LeaseMeta,
+    LeaseLock,
     LeaseSpec,
     Preconditions,
-    duration_seconds,
-    held_by,
-    micro_time,
-    released,
+    check_timings,
 )
 
 if TYPE_CHECKING:
@@ -205,10 +204,7 @@ class ShardMember:
         split: Mapping[str, Controller] | None = None,
         dead_after: float | None = None,
     ) -> None:
-        if not lease_duration > renew_deadline > retry_period > 0:
-            raise ValueError(
-                f"sharding needs lease_duration > renew_deadline > retry_period > 0, got "
-                f"{lease_duration} / {renew_deadline} / {retry_period}")
+        check_timings("sharding", lease_duration, renew_deadline, retry_period)
         self.client = client
         self.namespace = namespace
         self.identity = identity
@@ -244,7 +240,9 @@ class ShardMember:
         self._handover: set[str] = set()
         self._not_before: dict[str, float] = {}
         self._lost = False
-        self._last_renewal = clock()  # the renew deadline of the very first renewal counts from here
+        #: This member's Lease; its lapse counts from now until the first renewal.
+        self.lease = LeaseLock(client, namespace, self.name, identity, lease_duration=lease_duration,
+                               renew_deadline=renew_deadline, fence=fence, clock=clock, now=now)
         self._renewed = False
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -393,15 +391,19 @@ class ShardMember:
         The Lease is written before the others are listed: of two members joining at once,
         the second to list sees the first, so at most one of them can believe it is alone.
         """
+        # Lapsed before renewing (paused, or the hub too slow): the others may already have taken
+        # this member's objects, so a late renewal that happens to succeed must not count.
+        if self._renewed and self.lease.lapsed():
+            self._lose()
+            return
         if self._renew():
-            self._last_renewal = self._clock()
             self._renewed = True
-        elif self._clock() - self._last_renewal >= self.renew_deadline:
+        elif self.lease.lapsed():
             self._lose()
             return
         others = self._observe()
         with self._lock:
-            holding = self._renewed and self._clock() - self._last_renewal < self.renew_deadline
+            holding = self._renewed and not self.lease.lapsed()
             view = tuple(sorted({self.identity, *others} if holding else set(others)))
             self._others = {member: self._seen_view(member) for member in others}
             changed = view != self._working or not self._started
@@ -468,7 +470,7 @@ class ShardMember:
         path = LEASE_KIND.api_path(self.namespace)
         now = self._clock()
         fresh: dict[str, _Seen] = {}
-        for lease in self.client.list_items(path):
+        for lease in self.client.list_items(path, timeout=self.lease.call_timeout):
             meta = lease.get("metadata") or {}
             name = str(meta.get("name") or "")
             if not name.startswith(SHARD_LEASE_PREFIX) or name == self.name:
@@ -504,7 +506,8 @@ class ShardMember:
         for name, seen in dead:
             try:
                 self.client.request("DELETE", LEASE_KIND.api_path(self.namespace, name),
-                                    body=serde.unstructure(DeleteOptions(Preconditions(seen.resource_version))))
+                                    body=serde.unstructure(DeleteOptions(Preconditions(seen.resource_version))),
+                                    timeout=self.lease.call_timeout)
             except (ConflictError, NotFoundError):
                 pass  # renewed again, or someone else deleted it first
             except Exception as exc:
@@ -521,40 +524,18 @@ class ShardMember:
 
     def _renew(self) -> bool:
         """Create or renew this member's Lease with the published view; False on failure."""
-        now = micro_time(self._now())
         with self._lock:
             annotations = {VIEW_ANNOTATION: json.dumps(list(self._published))}
         try:
-            try:
-                current = self.client.get(self.path)
-            except NotFoundError:
-                spec = held_by(None, self.identity, self._duration_seconds(), now)
-                body = serde.unstructure(Lease(LeaseMeta(self.name, self.namespace), spec))
-                body["metadata"]["annotations"] = annotations
-                self.client.request("POST", LEASE_KIND.api_path(self.namespace), body=body)
-                return True
-            spec = serde.structure(current.get("spec") or {}, LeaseSpec)
-            renewed = held_by(spec, self.identity, self._duration_seconds(), now)
-            meta = dict(current.get("metadata") or {})
-            meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
-            self.client.request("PUT", self.path, body=dict(current, metadata=meta, spec=serde.unstructure(renewed)))
-            return True
-        except ConflictError:
-            return False
+            return self.lease.try_acquire_or_renew(annotations)
         except Exception as exc:
             log.warning("sharding: renewing lease %s failed: %s", self.name, exc)
             return False
 
     def _release(self) -> None:
         try:
-            current = self.client.get(self.path)
-            spec = serde.structure(current.get("spec") or {}, LeaseSpec)
-            if spec.holder_identity != self.identity:
-                return
-            now = micro_time(self._now())
-            body = dict(current, spec=serde.unstructure(released(spec, now)))
-            self.client.request("PUT", self.path, body=body)
-            log.info("sharding: %s left (released lease %s)", self.identity, self.name)
+            if self.lease.release():
+                log.info("sharding: %s left (released lease %s)", self.identity, self.name)
         except Exception as exc:
             log.warning("sharding: releasing lease %s failed: %s", self.name, exc)
 
@@ -567,9 +548,6 @@ class ShardMember:
         log.error("sharding: %s could not renew lease %s for %.1f s; stopping", self.identity, self.name,
                   self.renew_deadline)
         self._on_lost()
-
-    def _duration_seconds(self) -> int:
-        return duration_seconds(self.lease_duration)
 
 
 def sharded_controllers(controllers: Mapping[str, Controller]) -> dict[str, Controller]:

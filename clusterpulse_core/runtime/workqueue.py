@@ -83,7 +83,7 @@ class ItemBackoff:
             self._failures[item] = failures + 1
         if failures >= 64:  # 2**64 * any sane base is far beyond every cap; avoid float overflow
             return self.max_delay
-        return min(self.base_delay * (2 ** failures), self.max_delay)
+        return min(self.base_delay * float(2 ** failures), self.max_delay)
 
     def failures(self, item: Hashable) -> int:
         """How many failures of ``item`` are counted."""

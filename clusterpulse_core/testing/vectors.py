@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -65,7 +65,8 @@ def vector_file(file: str) -> Path:
 @cache
 def load(file: str) -> dict[str, Any]:
     """The parsed vector file."""
-    return json.loads(vector_file(file).read_text())
+    data: dict[str, Any] = json.loads(vector_file(file).read_text())
+    return data
 
 
 def groups(file: str) -> dict[str, list[Any]]:
@@ -98,7 +99,7 @@ def vector_test(file: str, group: str, argname: str = "case") -> Callable[[F], F
 
     def decorate(fn: F) -> F:
         fn = pytest.mark.parametrize(argname, params)(fn)
-        return pytest.mark.vectors(file, group)(fn)
+        return cast(F, pytest.mark.vectors(file, group)(fn))
 
     return decorate
 
@@ -173,7 +174,7 @@ def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | Non
     the zeros of :data:`R1_ADDED_METRICS`), node values gain ``creation_timestamp`` when it is
     known, and in a reconcile example the R3 keys leave ``absent_keys`` (a reconcile writes them now).
     """
-    adapted = json.loads(json.dumps(example))
+    adapted: dict[str, Any] = json.loads(json.dumps(example))
     for key, want in adapted.get("keys", {}).items():
         if _is_metrics_key(key) and isinstance(want.get("json"), dict):
             added = metrics_from(key) if metrics_from else R1_ADDED_METRICS

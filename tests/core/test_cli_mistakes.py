@@ -12,10 +12,12 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import requests
 import yaml
 
 from clusterpulse_core.plugins import installed_plugins
 from clusterpulse_core.testing.kube_api import KubeAPI
+from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import free_port
 
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
@@ -195,3 +197,96 @@ def test_rbac_read_needs_managed_and_resolves_groups_or_refuses(tmp_path: Path) 
         "error: --read widgets: not a built-in resource nor one of the enabled kinds (a custom resource needs its "
         "group: GROUP/widgets)",
     ]
+
+
+#: The args of the Go manager's Deployment (the kubebuilder manifest upstream ships), with free
+#: loopback ports in place of :8080/:8081 and the watch namespace passed as a flag.
+GO_MANAGER_ARGS = ["--leader-elect", "--health-probe-bind-address=127.0.0.1:{health}",
+                   "--metrics-bind-address=127.0.0.1:{metrics}", "--namespace={namespace}"]
+
+
+def test_run_accepts_the_go_manager_deployment_args(tmp_path: Path) -> None:
+    lease_duration, reconcile_timeout = 2.0, 20.0
+    write(tmp_path, "clusterpulse.toml", f'[clusterpulse]\nplugins = ["example"]\nnamespace = "ignored"\n'
+                                         f"lease_duration = {lease_duration}\nrenew_deadline = 1.5\n"
+                                         f"retry_period = 0.25\nreconcile_timeout = {reconcile_timeout}\n")
+    health, metrics, namespace = free_port(), free_port(), "go-args"
+    args = [arg.format(health=health, metrics=metrics, namespace=namespace) for arg in GO_MANAGER_ARGS]
+    bound = reconcile_timeout + 5 * lease_duration
+    with KubeAPI() as hub:
+        hub.add_crd("example.clusterpulse.io", "v1", "Greeting", "greetings")
+        hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                  {"apiVersion": "example.clusterpulse.io/v1", "kind": "Greeting",
+                   "metadata": {"name": "world", "namespace": namespace}, "spec": {"to": "world"}}])
+        hub.write_kubeconfig(tmp_path / "kubeconfig")
+        env = {k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS}
+        env["KUBECONFIG"] = str(tmp_path / "kubeconfig")
+        proc = subprocess.Popen([*CLI, "run", *args], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            def greeted() -> bool:
+                assert proc.poll() is None, proc.communicate()
+                obj = hub.get("example.clusterpulse.io/v1", "greetings", "world", namespace) or {}
+                return (obj.get("status") or {}).get("phase") == "Greeted"
+
+            eventually(greeted, "the Greeting in the --namespace to be reconciled", bound)
+            lease = hub.get("coordination.k8s.io/v1", "leases", "cluster-controller.clusterpulse.io", namespace)
+            assert lease is not None and lease["spec"]["holderIdentity"], lease
+            assert requests.get(f"http://127.0.0.1:{health}/readyz", timeout=5).status_code == 200
+            assert "controller_runtime_reconcile_total" in requests.get(
+                f"http://127.0.0.1:{metrics}/metrics", timeout=5).text
+        finally:
+            proc.terminate()
+            _out, err = proc.communicate(timeout=bound)
+    assert proc.returncode == 0, err
+
+
+BAD_REGISTER = ("plugin 'example-badregister' failed in clusterpulse_register_functions: ValueError: "
+                "example-badregister cannot register its functions")
+
+
+def test_a_raising_registration_hook_marks_its_plugin_broken_and_the_cli_works(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example", "example-badregister"]\n')
+    result = run(["--help"], tmp_path)
+    assert (result.returncode, result.stderr) == (0, f"warning: {BAD_REGISTER}\n")
+    assert "example" in result.stdout.split("Commands:")[1]
+    result = run(["example"], tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "hello\n", f"warning: {BAD_REGISTER}\n")
+    result = run(["plugins"], tmp_path)
+    assert result.returncode == 1
+    assert "example-badregister  clusterpulse-example 0.1.0 (enabled, BROKEN)" in result.stdout
+    assert f"    error: {BAD_REGISTER}" in result.stdout.splitlines()
+    result = run(["run", "--once"], tmp_path)
+    assert (result.returncode, result.stderr) == (1, f"error: {BAD_REGISTER}\n")
+
+
+def test_a_missing_hookimpl_or_api_version_is_a_load_warning(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example", "example-undecorated"]\n')
+    warnings = [
+        "plugin 'example-undecorated': clusterpulse_register_functions is not marked with @hookimpl, so it is "
+        "never called (decorate it with `from clusterpulse_core import hookimpl`)",
+        "plugin 'example-undecorated' does not declare clusterpulse_api_version (add `clusterpulse_api_version = "
+        "1`, the core API it is written for)",
+    ]
+    result = run(["example"], tmp_path)
+    assert (result.returncode, result.stdout) == (0, "hello\n")
+    assert result.stderr.splitlines() == [f"warning: {warning}" for warning in warnings]
+    result = run(["config", "check"], tmp_path)
+    assert (result.returncode, result.stdout) == (0, "clusterpulse.toml: ok\n")
+    assert result.stderr.splitlines() == [f"warning: clusterpulse.toml: {warning}" for warning in warnings]
+
+
+def test_a_raising_reconcile_logs_its_traceback_once_per_distinct_error(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example-crash"]\n')
+    with KubeAPI() as hub:
+        hub.add_crd("example.clusterpulse.io", "v1", "Crash", "crashes")
+        hub.seed([{"apiVersion": "example.clusterpulse.io/v1", "kind": "Crash",
+                   "metadata": {"name": name, "namespace": "clusterpulse"}} for name in ("one", "two")])
+        hub.write_kubeconfig(tmp_path / "kubeconfig")
+        result = run(["run", "--once"], tmp_path, env={"KUBECONFIG": str(tmp_path / "kubeconfig")})
+    assert result.returncode == 1
+    failed = [line for line in result.stderr.splitlines() if "reconcile failed" in line]
+    assert len(failed) == 2 and all(line.endswith("reconcile failed (KeyError: 'spec.target')") for line in failed)
+    assert result.stderr.count("Traceback (most recent call last)") == 1
+    assert 'in clusterpulse_reconcile\n    return ReconcileResult(requeue_after=float(obj["spec.target"]))' \
+        in result.stderr

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.runtime.leader import LEASE_NAME, LeaderElector, micro_time
+from clusterpulse_core.runtime.leader import LEASE_NAME, LeaderElector
+from clusterpulse_core.runtime.lease import micro_time
 from clusterpulse_core.testing.polling import eventually
 
 NAMESPACE = "clusterpulse"

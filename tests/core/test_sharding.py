@@ -17,6 +17,7 @@ import redis
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config, CoreSettings
 from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
@@ -152,10 +153,16 @@ def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(ku
                          clock=lambda: now[0])
     leases = lambda: sorted(o["metadata"]["name"] for o in hub.list("coordination.k8s.io/v1", "leases",  # noqa: E731
                                                                     NAMESPACE))
+
+    def walk(to: float) -> None:
+        """Move the clock to ``to`` in rounds, as the member's thread would: its own Lease never lapses."""
+        while now[0] < to:
+            now[0] = min(now[0] + RENEW_DEADLINE / 2, to)
+            member.round()
+
     member.round()  # first seen now: counted from here, by our clock (renewTime is another clock)
     assert member.members == ("alive", "ghost", "lazarus")
-    now[0] = 19.0
-    member.round()
+    walk(19.0)
     assert member.members == ("alive",)  # not renewed for their duration: gone, but not yet deleted
     assert leases() == ["clusterpulse-shard-alive", "clusterpulse-shard-ghost", "clusterpulse-shard-lazarus"]
     # lazarus renews its Lease between our last look and the deletion: the resourceVersion
@@ -170,16 +177,39 @@ def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(ku
     assert member.metrics.dead_deleted._value.get() == 1
     # Seen renewed now, it is kept until it stays unrenewed for dead_after again.
     member.round()
-    now[0] = 39.0
-    member.round()
+    walk(39.0)
     assert "clusterpulse-shard-lazarus" in leases()
-    now[0] = 40.5
-    member.round()
+    walk(40.5)
     assert leases() == ["clusterpulse-shard-alive"]
     assert member.members == ("alive",)
     with pytest.raises(ValueError, match="dead_after"):
         ShardMember(KubeClient(hub.api_client()), NAMESPACE, "x", {}, lease_duration=2.0, renew_deadline=1.5,
                     retry_period=0.25, dead_after=2.0)
+
+
+def test_a_member_whose_renewal_lapsed_stops_and_closes_the_fence_even_if_a_late_renewal_would_succeed(
+        kube_api: Any) -> None:
+    """Paused past its renew deadline (the fake clock jumps), the member gives up before renewing again."""
+    hub = kube_api()
+    now = [0.0]
+    fence = Fence(clock=lambda: now[0])
+    fence.require_lease()
+    lost: list[bool] = []
+    member = ShardMember(KubeClient(hub.api_client()), NAMESPACE, "sleeper", {}, lease_duration=LEASE_DURATION,
+                         renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, fence=fence,
+                         clock=lambda: now[0], on_lost=lambda: lost.append(True))
+    assert fence.why_not() != ""  # no renewal yet: closed
+    member.round()
+    assert fence.why_not() == ""  # renewed at 0: may write until 0 + renew_deadline
+    now[0] = RENEW_DEADLINE  # the hold is over: no write, before any round runs
+    assert "not held" in fence.why_not()
+    renew_time = hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-sleeper", NAMESPACE)["spec"]
+    member.round()
+    assert lost == [True]
+    assert fence.closed.startswith("shard member Lease")
+    # It did not renew: its Lease (which nobody else wrote) would have taken the renewal.
+    after = hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-sleeper", NAMESPACE)["spec"]
+    assert after == renew_time
 
 
 def test_a_split_reconcile_using_a_held_object_holds_its_handover_back(kube_api: Any) -> None:

@@ -5,6 +5,7 @@ minutes; an answer over ``max_bytes`` is refused as soon as it is too big."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,6 +16,7 @@ from clusterpulse_registry.client import Deadline, RegistryClient
 from clusterpulse_core import deadline
 from clusterpulse_core.kube.client import CallDeadlineError, KubeClient, ResponseTooLargeError, make_api_client
 from clusterpulse_core.testing.hostile import HostileProxy
+from clusterpulse_core.testing.polling import eventually
 
 SLACK = 1.5  # generous: the machine is shared
 
@@ -78,7 +80,8 @@ def test_the_registry_client_has_a_wall_clock_deadline_too(proxy: HostileProxy) 
 def test_a_transport_timeout_past_the_deadline_is_the_deadline_even_before_the_watchdog_fires() -> None:
     # Under load urllib3's own read timeout (the same limit) can beat the watchdog thread; the caller
     # must still see DeadlineExceeded. Holding the watchdog's lock keeps it from firing.
-    with (deadline.WATCHDOG._cond,
+    watchdog = deadline.Watchdog()
+    with (deadline.owned_by(watchdog), watchdog._cond,
           pytest.raises(deadline.DeadlineExceeded, match=r"deadline exceeded after 0\.05s") as caught,
           deadline.guard(0.05, "GET /slow") as watch):
         time.sleep(0.1)
@@ -88,3 +91,31 @@ def test_a_transport_timeout_past_the_deadline_is_the_deadline_even_before_the_w
     # Before the deadline a transport error stays what it is.
     with pytest.raises(TimeoutError), deadline.guard(30.0, "GET /fast"):
         raise TimeoutError("connection reset")
+
+
+def test_cancelling_one_owners_calls_leaves_another_owners_calls_running(proxy: HostileProxy) -> None:
+    """Two managers in one process: the one stopping cuts its own hung calls, not the other's."""
+    stopping, surviving = deadline.Watchdog(), deadline.Watchdog()
+    client = KubeClient(make_api_client(proxy.url), timeout=60.0)
+    outcome: dict[str, BaseException | None] = {}
+
+    def call(name: str, watchdog: deadline.Watchdog) -> None:
+        with deadline.owned_by(watchdog):
+            try:
+                client.get("/api/v1/nodes")  # the proxy drips it: the call hangs until cut
+                outcome[name] = None
+            except Exception as exc:
+                outcome[name] = exc
+
+    threads = {name: threading.Thread(target=call, args=(name, watchdog))
+               for name, watchdog in (("stopping", stopping), ("surviving", surviving))}
+    for thread in threads.values():
+        thread.start()
+    eventually(lambda: stopping.active == 1 and surviving.active == 1, "both calls in flight", timeout=30.0)
+    assert stopping.cancel_all("shutdown") == 1
+    threads["stopping"].join(30.0)
+    assert "shutdown" in str(outcome["stopping"])
+    assert surviving.active == 1 and "surviving" not in outcome, "the other owner's call was cut too"
+    assert surviving.cancel_all("test over") == 1
+    threads["surviving"].join(30.0)
+    assert isinstance(outcome["surviving"], CallDeadlineError) and "test over" in str(outcome["surviving"])

@@ -5,8 +5,7 @@ are exactly the expected set and the CR status says what happened."""
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,27 +14,19 @@ import redis
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
 from policy_support import NAMESPACE, snapshot, spec
 
+from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.crds import crd_manifest
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
+from clusterpulse_core.testing.polling import eventually
 
-WAIT = 15.0
+#: One reconcile and its writes: bounded by one hub request timeout.
+WAIT = CoreSettings().request_timeout
 KEY = f"policy:{NAMESPACE}:team"
 API = MONITOR_ACCESS_POLICY.api_version
 HASH = {"data", "priority", "effect", "enabled", "hash", "compiled_at", "status"}
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 @pytest.fixture
@@ -96,7 +87,7 @@ def test_create_update_invalid_update_and_delete(hub: Any, manager: Manager, red
 
     hub.create({"apiVersion": API, "kind": "MonitorAccessPolicy", "metadata": {"name": "team", "namespace": NAMESPACE},
                 "spec": spec(users=("alice", "bob"), groups=("dev",))})
-    eventually(lambda: settled(_keys(user=("alice", "bob"), group=("dev",)), 1), "the policy stored")
+    eventually(lambda: settled(_keys(user=("alice", "bob"), group=("dev",)), 1), "the policy stored", WAIT)
     first = status()
     assert {k: first[k] for k in ("state", "message", "affectedUsers", "affectedGroups", "affectedServiceAccounts",
                                   "customResourceTypes")} == {
@@ -108,21 +99,21 @@ def test_create_update_invalid_update_and_delete(hub: Any, manager: Manager, red
     assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "True", "Active")
 
     update(spec(users=("alice",), groups=("dev",)))
-    eventually(lambda: settled(_keys(user=("alice",), group=("dev",)), 2), "bob's indexes removed")
+    eventually(lambda: settled(_keys(user=("alice",), group=("dev",)), 2), "bob's indexes removed", WAIT)
     assert status()["affectedUsers"] == 1
 
     update(spec(users=("alice",), groups=("dev",), effect="Deny"))
-    eventually(lambda: settled(_keys("deny", user=("alice",), group=("dev",)), 3), "the effect sets swapped")
+    eventually(lambda: settled(_keys("deny", user=("alice",), group=("dev",)), 3), "the effect sets swapped", WAIT)
 
     update(spec(users=("alice",), groups=("dev",), effect="Deny", enabled=False))
-    eventually(lambda: settled(_keys("deny", enabled=False), 4), "the subject indexes dropped")
+    eventually(lambda: settled(_keys("deny", enabled=False), 4), "the subject indexes dropped", WAIT)
     disabled = status()
     assert (disabled["state"], disabled["message"]) == ("Inactive", "Policy is disabled")
     assert disabled["conditions"][0]["status"] == "False"
     good_data = client.hget(KEY, "data")
 
     update(spec(users=("alice",), groups=("dev",), effect="Deny", enabled=False, priority=0))
-    failed = eventually(lambda: (s := status()).get("state") == "Error" and s, "the Error state")
+    failed = eventually(lambda: (s := status()).get("state") == "Error" and s, "the Error state", WAIT)
     assert failed["message"] == ("Compilation failed: validation failed: spec.identity.priority: "
                                  "invalid priority 0 (from 1 to 10000)")
     assert failed["hash"] == disabled["hash"]  # other status fields keep their values
@@ -133,7 +124,7 @@ def test_create_update_invalid_update_and_delete(hub: Any, manager: Manager, red
     assert (stored_status["state"], stored_status["message"]) == ("Error", failed["message"])
 
     hub.delete(API, "monitoraccesspolicies", "team", NAMESPACE)
-    eventually(lambda: snapshot(client) == {}, "every key removed")
+    eventually(lambda: snapshot(client) == {}, "every key removed", WAIT)
     client.close()
 
 

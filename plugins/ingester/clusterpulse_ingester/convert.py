@@ -292,6 +292,8 @@ def _resource_values(raw: bytes, where: str) -> dict[str, Any]:
         values = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BatchError(f"{where}.values_json: not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise BatchError(f"{where}.values_json: JSON nested too deeply to store") from exc
     if not isinstance(values, dict):
         raise BatchError(f"{where}.values_json: expected a JSON object, got {type(values).__name__}")
     return values
@@ -345,6 +347,7 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
         pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]"))
     pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(Health.HEALTHY.value, PUSH_ACTIVE_MESSAGE,
                                                                   received, agent)))
+    # The event carries the collection time: a batch replayed after an outage is history of then.
     pieces.append(EventPiece("cluster.reconciled", cluster,
-                             {"health": Health.HEALTHY.value, "source": "collector-push"}, timestamp=received))
+                             {"health": Health.HEALTHY.value, "source": "collector-push"}, timestamp=at))
     return pieces

@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError
 from prometheus_client import Counter
 
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.fence import FencedError
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
@@ -113,23 +114,41 @@ class StoreWorker:
                     break
                 group.append(more)
             outcomes: list[tuple[asyncio.Future[None], BaseException | None]] = []
-            stored: list[asyncio.Future[None]] = []
-            pieces: list[Piece] = []
+            converted: list[tuple[asyncio.Future[None], Sequence[Piece]]] = []
             for make, future in group:
                 try:
-                    pieces.extend(make())
+                    converted.append((future, make()))
                 except Exception as exc:
                     outcomes.append((future, exc))
-                else:
-                    stored.append(future)
-            error: BaseException | None = None
-            try:
-                self._put(*pieces)
-            except Exception as exc:
-                error = exc
-            outcomes.extend((future, error) for future in stored)
+            outcomes.extend(self._store(converted))
             # One wake-up of the event loop per group, not per batch.
             self._loop.call_soon_threadsafe(_settle, outcomes)
+
+
+    def _store(self, converted: Sequence[tuple[asyncio.Future[None], Sequence[Piece]]]
+               ) -> list[tuple[asyncio.Future[None], BaseException | None]]:
+        """Store the group in one call. A failure that is not the storage's (a StoreError or a
+        closed fence, which every batch shares) comes from some batch's content: each batch is
+        then stored on its own, so one unstorable batch fails alone."""
+        error: BaseException | None = None
+        try:
+            self._put(*(piece for _, pieces in converted for piece in pieces))
+        except (StoreError, FencedError) as exc:
+            error = exc
+        except Exception as exc:
+            if len(converted) == 1:
+                error = exc
+            else:
+                alone: list[tuple[asyncio.Future[None], BaseException | None]] = []
+                for future, pieces in converted:
+                    try:
+                        self._put(*pieces)
+                    except Exception as one:
+                        alone.append((future, one))
+                    else:
+                        alone.append((future, None))
+                return alone
+        return [(future, error) for future, _ in converted]
 
 
 def _settle(outcomes: Sequence[tuple[asyncio.Future[None], BaseException | None]]) -> None:
@@ -594,10 +613,14 @@ class IngesterServer:
                 await asyncio.shield(storing)
             except BatchError as exc:
                 return self._reject(batch, "malformed", REJECTED + str(exc))
-            except StoreError as exc:
+            except (StoreError, FencedError) as exc:
                 return self._reject(batch, "storage", STORAGE_FAILED + str(exc))
             except Exception as exc:
-                return self._reject(batch, "storage", f"{STORAGE_FAILED}{type(exc).__name__}: {exc}")
+                # Not the storage failing (that is a StoreError) but this batch's content (e.g. JSON
+                # nested too deeply to encode): it would fail the same way every time, so the agent
+                # must drop it rather than send it again.
+                return self._reject(batch, "unstorable",
+                                    f"{REJECTED}the batch cannot be stored: {type(exc).__name__}: {exc}"[:1024])
             self.metrics.batches_acked.inc()
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:

@@ -62,6 +62,10 @@ class IngesterSettings:
     ack_timeout: float = setting(60.0, help="agent: seconds to wait for a batch's ack before reconnecting")
     flush_timeout: float = setting(5.0, help="agent: on SIGTERM, seconds allowed to send what is buffered")
     backoff_cap: float = setting(300.0, help="agent: longest reconnect delay, seconds (C7)")
+    reconnect_probe_interval: float = setting(
+        1.0, minimum=0.0,
+        help="agent: while backing off, how often to check (TCP connect) whether the ingester listens again; "
+             "0 = only the backoff")
     service_account_dir: str = setting(
         SERVICE_ACCOUNT_DIR, env="SERVICE_ACCOUNT_DIR",
         help="agent, in a pod: the mounted service account (token, ca.crt) used for its own cluster")

@@ -124,11 +124,17 @@ def _rule(rule: Rule, where: str) -> ClusterRule:
         permissions=_permissions(rule.permissions), resources=resources, custom_resources=custom)
 
 
+def check_subject(value: str, where: str) -> str:
+    """``value`` when usable as a user, group or service-account name (it becomes part of a key)."""
+    if not value or len(value) > MAX_SUBJECT_LENGTH or _CONTROL.search(value):
+        raise CompileError(f"{where}: {value!r} is not a usable name (1 to {MAX_SUBJECT_LENGTH} "
+                           "characters, no control characters)")
+    return value
+
+
 def _subjects(values: tuple[str, ...], where: str) -> tuple[str, ...]:
     for i, value in enumerate(values):
-        if not value or len(value) > MAX_SUBJECT_LENGTH or _CONTROL.search(value):
-            raise CompileError(f"{where}[{i}]: {value!r} is not a usable name (1 to {MAX_SUBJECT_LENGTH} "
-                               "characters, no control characters)")
+        check_subject(value, f"{where}[{i}]")
     return values
 
 

@@ -6,11 +6,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import click
+
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.plugins import PluginHost
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
 from clusterpulse_policy.reconcile import PolicyReconciler
 from clusterpulse_policy.settings import PolicySettings
@@ -40,6 +43,13 @@ class PolicyPlugin:
     def clusterpulse_configure(self, config: Config, settings: PolicySettings | None) -> None:
         """Keep the validated settings."""
         self.settings = settings or PolicySettings()
+
+    @hookimpl
+    def clusterpulse_add_commands(self, cli: click.Group, plugins: PluginHost) -> None:
+        """``clusterpulse policy can-i``: what a principal sees, from the compiled policies."""
+        from clusterpulse_policy.cli import make_policy_command
+
+        cli.add_command(make_policy_command(plugins))
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import redis
+
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.model import Alert
+from clusterpulse_core.model.policy import StoredPolicy
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_redis.alerts import read_alerts
 from clusterpulse_redis.connection import connect
+from clusterpulse_redis.policies import stored_policies
 from clusterpulse_redis.restart import RestartWatcher
 from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.store import RedisStore
@@ -68,3 +72,15 @@ class RedisPlugin:
         finally:
             client.close()
             client.connection_pool.disconnect()
+
+    @hookimpl
+    def clusterpulse_stored_policies(self, user: str, groups: Sequence[str],
+                                     service_account: bool) -> Sequence[StoredPolicy]:
+        """The principal's policies from the ``policy:{user,group,sa}:<x>:sorted`` indexes (short-lived connection)."""
+        client = connect(self.settings or RedisSettings())
+        try:
+            return stored_policies(client, user, groups, service_account)
+        finally:
+            client.close()
+            if isinstance(client, redis.Redis):
+                client.connection_pool.disconnect()

@@ -23,6 +23,7 @@ from clusterpulse_core.model.policy import (
     EXPIRED,
     CompiledPolicy,
     PolicyValidatedRecord,
+    StoredPolicy,
     policy_state,
 )
 from clusterpulse_core.pieces import (
@@ -272,13 +273,12 @@ def reset_eval_cache(client: Any, _piece: PolicyEvalCacheReset) -> None:
         pipe.execute()
 
 
-def stored_policies(client: Any, user: str, groups: Iterable[str], service_account: bool
-                    ) -> list[tuple[str, float, dict[str, Any] | None]]:
-    """The policies the Go API would consider for a principal, highest priority first.
+def stored_policies(client: Any, user: str, groups: Iterable[str], service_account: bool) -> list[StoredPolicy]:
+    """The policies the Go API considers for a principal, highest priority first.
 
     Reads ``policy:user:<u>:sorted``, each ``policy:group:<g>:sorted`` and, for a service account,
-    ``policy:sa:<u>:sorted``; keeps the highest score per key; ``data`` is ``None`` when missing or
-    undecodable (the API skips those).
+    ``policy:sa:<u>:sorted``; keeps the highest score per key (ties by key, for a stable answer);
+    ``data`` is ``None`` when missing or undecodable (the API skips those).
     """
     sources = [index_key("user", user, True)] if user else []
     sources += [index_key("group", group, True) for group in groups]
@@ -288,7 +288,6 @@ def stored_policies(client: Any, user: str, groups: Iterable[str], service_accou
     for source in sources:
         for member, score in client.zrevrange(source, 0, -1, withscores=True):
             name = _text(member)
-            best[name] = max(score, best.get(name, score))
+            best[name] = max(float(score), best.get(name, float(score)))
     ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-    return [(name, score, _stored_data(client, name)) for name, score in ranked]
-
+    return [StoredPolicy(name, score, _stored_data(client, name)) for name, score in ranked]

@@ -1,21 +1,17 @@
-"""A batch of Redis commands packed into RESP bytes as they are queued, and streamed out.
+"""A batch of Redis commands, streamed out in chunks as they are queued.
 
-The writers of one store call queue a few thousand commands; redis-py's pipeline spends far
-more time per command (argument parsing, encoding, per-reply callbacks) than Redis does. A
-:class:`CommandBatch` packs each command once, with hiredis's C packer (the same bytes as
-redis-py's packer: ``str`` as UTF-8, ``int`` and ``float`` as their ``repr``, ``bool`` refused),
-keeps the arguments of each, to name a failing command, and hands the packed bytes to its
-``send`` callable every :data:`SEND_COMMANDS` commands, so Redis executes the first commands
-while the writers are still encoding the next ones. Replies are read by the caller
-once the batch is :meth:`CommandBatch.flush`-ed.
+The writers of one store call queue a few thousand commands. A :class:`CommandBatch` keeps
+the arguments of each (to name a failing command) and hands them to its ``send`` callable
+every :data:`SEND_COMMANDS` commands, so Redis executes the first commands while the writers
+are still encoding the next ones. The sender packs and sends them
+(:mod:`clusterpulse_redis.sending`); replies are read by the caller once the batch is
+:meth:`CommandBatch.flush`-ed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-
-import hiredis
 
 #: An argument as the packer takes it.
 Arg = bytes | str | int | float
@@ -24,27 +20,30 @@ Arg = bytes | str | int | float
 #: (about 50 kB of node commands), few enough for Redis to start early.
 SEND_COMMANDS = 128
 
-_pack_command = hiredis.pack_command
-
 
 class CommandBatch:
-    """Commands queued in order as RESP bytes, passed to ``send`` :data:`SEND_COMMANDS` at a time.
+    """Commands queued in order, passed to ``send`` :data:`SEND_COMMANDS` at a time.
 
-    ``send`` receives the packed commands in order; after :meth:`flush` every queued command
-    has been passed to it exactly once.
+    ``send`` receives the commands (each a tuple of arguments, name first) in order; after
+    :meth:`flush` every queued command has been passed to it exactly once.
     """
 
-    __slots__ = ("_chunks", "_commands", "_send")
+    __slots__ = ("_commands", "_send", "_sent")
 
-    def __init__(self, send: Callable[[bytes], object]) -> None:
+    def __init__(self, send: Callable[[Sequence[tuple[Arg, ...]]], object]) -> None:
         self._send = send
-        self._chunks: list[bytes] = []
-        #: The arguments of every queued command, kept to name a failing one.
+        #: The arguments of every queued command, in order.
         self._commands: list[tuple[Arg, ...]] = []
+        self._sent = 0
 
     def __len__(self) -> int:
         """How many commands were queued (one reply each)."""
         return len(self._commands)
+
+    @property
+    def commands(self) -> list[tuple[Arg, ...]]:
+        """Every queued command, name first, in order."""
+        return self._commands
 
     def describe(self, index: int) -> str:
         """``NAME key`` of the ``index``-th queued command (0-based), for error messages."""
@@ -53,17 +52,15 @@ class CommandBatch:
 
     def flush(self) -> None:
         """Pass every command not sent yet to ``send``."""
-        if self._chunks:
-            data = b"".join(self._chunks)
-            self._chunks.clear()
-            self._send(data)
+        if self._sent < len(self._commands):
+            pending = self._commands[self._sent:]
+            self._sent = len(self._commands)
+            self._send(pending)
 
     def _queue(self, args: tuple[Arg, ...]) -> None:
-        """Pack one command (name first); send the pending ones once there are enough."""
+        """Queue one command (name first); send the pending ones once there are enough."""
         self._commands.append(args)
-        chunks = self._chunks
-        chunks.append(_pack_command(args))  # type: ignore[arg-type]  # hiredis's stub types a 1-tuple
-        if len(chunks) >= SEND_COMMANDS:
+        if len(self._commands) - self._sent >= SEND_COMMANDS:
             self.flush()
 
     # --------------------------------------------------------------------------- commands

@@ -1,11 +1,13 @@
 """Running the writers of one store call on one pooled connection, streaming their commands.
 
-The commands go out while they are being encoded (:class:`CommandBatch` sends every few tens
-of kilobytes); the replies are read once everything is sent, in bulk: straight from the
-connection's socket into a hiredis reader, rather than one ``read_response`` call (and its
-per-reply bookkeeping) each. Error replies do not stop the reading: every reply is read, so
-the connection stays in step and can go back to the pool, then the first error is raised
-with the failing command named. Any other failure while reading closes the connection.
+The commands go out while they are being queued (:class:`CommandBatch` hands them over every
+hundred or so, packed by hiredis's ``pack_command`` — the packer redis-py itself uses, without
+its per-argument Python checks — and sent with the connection's public ``send_packed_command``,
+as redis-py's own pipeline does); the replies are read once everything is sent, one public
+``read_response`` each. Error replies do not stop the reading: every
+reply is read, so the connection stays in step and can go back to the pool, then the first
+error is raised with the failing command named. Any other failure while reading closes the
+connection.
 
 Connection errors and timeouts are retried with the connection's retry policy (the settings'
 attempts and backoff): the writers run again and the whole batch is sent again on a fresh
@@ -18,8 +20,7 @@ than maybe never).
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import hiredis
 import redis
@@ -30,50 +31,35 @@ from clusterpulse_redis.resp import Arg, CommandBatch
 #: Fills a batch with the commands of one store call.
 Fill = Callable[[CommandBatch], None]
 
-#: Bytes asked of the socket per read (replies to writes are a few bytes each).
-RECV_BYTES = 256 * 1024
+
+def _pack(command: tuple[Arg, ...]) -> bytes:
+    """RESP bytes of one command: ``str`` as UTF-8, numbers as their ``repr``; a ``bool`` is refused."""
+    if any(isinstance(arg, bool) for arg in command):
+        raise redis.DataError(f"{command[0]!s}: a bool is not a Redis argument (encode it first)")
+    return hiredis.pack_command(command)
 
 
 def _receive_replies(conn: AbstractConnection, count: int) -> list[tuple[int, redis.ResponseError]]:
-    """Read ``count`` replies from the socket; the error replies, with their 0-based index.
+    """Read ``count`` replies; the error replies, with their 0-based index.
 
-    The connection's own parser is bypassed, which is safe because nothing else reads this
-    connection meanwhile and it held no unread data when the commands were sent (the pool
-    checks that before handing a connection out).
+    Any failure other than an error reply disconnects the connection (unread replies would be
+    read by its next user).
     """
-    sock: socket.socket | None = getattr(conn, "_sock", None)
-    if sock is None:
-        raise redis.ConnectionError("connection closed before the replies were read")
-    reader = hiredis.Reader(replyError=redis.ResponseError)
     errors: list[tuple[int, redis.ResponseError]] = []
     index = 0
     try:
         while index < count:
-            data = sock.recv(RECV_BYTES)
-            if not data:
-                raise redis.ConnectionError("connection closed by the server while reading replies")
-            reader.feed(data)
-            reply = reader.gets()
-            while reply is not False:
-                if isinstance(reply, redis.ResponseError):
-                    errors.append((index, reply))
-                index += 1
-                reply = reader.gets()
-    except TimeoutError as exc:  # socket.timeout
+            try:
+                conn.read_response()
+            except redis.ResponseError as exc:
+                errors.append((index, exc))
+            index += 1
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
         conn.disconnect()
-        raise redis.TimeoutError(f"timeout reading replies ({index} of {count} read)") from exc
-    except OSError as exc:
-        conn.disconnect()
-        raise redis.ConnectionError(f"error reading replies ({index} of {count} read): {exc}") from exc
-    except hiredis.ProtocolError as exc:
-        conn.disconnect()
-        raise redis.InvalidResponse(f"malformed reply after {index} of {count}: {exc}") from exc
+        raise type(exc)(f"error reading replies ({index} of {count} read): {exc}") from exc
     except BaseException:
         conn.disconnect()
         raise
-    if index > count:
-        conn.disconnect()
-        raise redis.InvalidResponse(f"{index} replies to {count} commands")
     return errors
 
 
@@ -92,10 +78,11 @@ def _attempt(conn: AbstractConnection, fill: Fill) -> None:
     """Fill a batch that streams to ``conn``, send the rest, read every reply."""
     sent_before = False
 
-    def send(data: bytes) -> None:
+    def send(commands: Sequence[tuple[Arg, ...]]) -> None:
         nonlocal sent_before
         # No health-check PING once commands are in flight: its reply would be out of order.
-        conn.send_packed_command([data], check_health=not sent_before)
+        # One buffer, one ``sendall``: a list would be sent one command per system call.
+        conn.send_packed_command([b"".join(map(_pack, commands))], check_health=not sent_before)
         sent_before = True
 
     batch = CommandBatch(send)
@@ -126,23 +113,6 @@ def run_batch(client: redis.Redis, fill: Fill) -> None:
         pool.release(conn)
 
 
-class CommandList(CommandBatch):
-    """A batch that only keeps its commands' arguments (for the Redis Cluster path, which packs itself)."""
-
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        super().__init__(lambda _data: None)
-
-    @property
-    def commands(self) -> list[tuple[Arg, ...]]:
-        """Every queued command, name first, in order."""
-        return self._commands
-
-    def _queue(self, args: tuple[Arg, ...]) -> None:
-        self._commands.append(args)
-
-
 def run_cluster_batch(client: redis.RedisCluster, fill: Fill) -> None:
     """Run ``fill``'s commands on a Redis Cluster: one pipeline per node, grouped by key slot.
 
@@ -152,7 +122,7 @@ def run_cluster_batch(client: redis.RedisCluster, fill: Fill) -> None:
     first error is raised, named like :func:`run_batch` names it. ``PUBLISH`` (no key; a
     cluster forwards it to every node) goes last, after the data it announces is written.
     """
-    batch = CommandList()
+    batch = CommandBatch(lambda _commands: None)  # only collects: the cluster pipeline sends
     fill(batch)
     keyed = [args for args in batch.commands if args[0] != "PUBLISH"]
     pipe = client.pipeline(transaction=False)

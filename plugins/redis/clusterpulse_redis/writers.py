@@ -73,6 +73,14 @@ class WriteContext:
 Writer = Callable[[CommandBatch, Any, WriteContext], None]
 
 
+def sample_score(collected: datetime, store_unix: int) -> int:
+    """The time-series score of a sample: when it was collected (a pushed batch replayed after an
+    outage keeps its own time), the store time when the sample has no plausible time of its own."""
+    if collected.year < 2000:
+        return store_unix
+    return int(collected.timestamp())
+
+
 def _hash(obj: Any) -> Mapping[str, Arg]:
     """A stored-shape object as an ``HSET`` mapping (field -> text or encoded JSON)."""
     fields: Mapping[str, Arg] = unstructure(obj)
@@ -171,7 +179,7 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
         if conditions:
             batch.hset(conditions_key, conditions)
             batch.expire(conditions_key, cache_ttl)
-        batch.zadd(series_key, now_unix, dumps(derive.node_sample(node)))
+        batch.zadd(series_key, sample_score(node.timestamp, now_unix), dumps(derive.node_sample(node)))
         batch.zremrangebyscore(series_key, "-inf", cutoff)
         batch.expire(series_key, retention)
     set_key = keys.cluster(piece.cluster, "nodes")

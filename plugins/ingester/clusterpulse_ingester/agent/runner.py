@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +51,10 @@ def channel_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.max_receive_message_length", settings.max_message_bytes),
+        # Each session's channel connects afresh: with the process-wide subchannel pool, a new
+        # channel inherits the old connection's reconnect backoff and fails at once for up to
+        # two minutes although the ingester listens again. The agent backs off itself.
+        ("grpc.use_local_subchannel_pool", 1),
     ]
     if settings.tls_enabled and settings.tls_server_name:
         options.append(("grpc.ssl_target_name_override", settings.tls_server_name))
@@ -196,7 +201,7 @@ class Agent:
                     break
                 error = session.exception()
                 log.warning("session ended: %s", _describe(error) if error else "stream closed")
-                await _wait_any((self._stop,), self.backoff.next())
+                await self._back_off(self.backoff.next())
         finally:
             collecting.cancel()
             await asyncio.gather(collecting, return_exceptions=True)
@@ -204,6 +209,39 @@ class Agent:
         self._executor.shutdown(wait=False, cancel_futures=True)
         log.info("agent stopped: %s", " ".join(f"{k}={v}" for k, v in self.totals().items()))
         return 0
+
+    async def _back_off(self, delay: float) -> None:
+        """Wait ``delay`` seconds before reconnecting, or less once the ingester listens again.
+
+        Every ``reconnect_probe_interval`` (jittered) a TCP connect checks the ingester's
+        address; an ingester that was not listening and now is ends the wait after a random
+        fraction of the probe interval (so a fleet does not reconnect in lockstep). An ingester
+        that listens at the first probe, right after the session failed (it refused the session:
+        auth, standby), gets the whole backoff, so probing never turns the backoff into a tight loop.
+        """
+        assert self._stop is not None
+        interval = self.settings.reconnect_probe_interval
+        address = _host_port(self.settings.ingester_address)
+        end = time.monotonic() + delay
+        if interval <= 0 or address is None:
+            await _wait_any((self._stop,), delay)
+            return
+        # Probed at once: the session just failed; only an ingester seen down can be seen back.
+        was_down = not await _listening(*address, timeout=min(interval, delay))
+        while not self._stop.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            await _wait_any((self._stop,), min(left, interval * (0.5 + random.random())))
+            if self._stop.is_set() or time.monotonic() >= end:
+                return
+            if await _listening(*address, timeout=interval):
+                if was_down:
+                    log.info("ingester %s listens again: reconnecting", self.settings.ingester_address)
+                    await _wait_any((self._stop,), interval * random.random())
+                    return
+            else:
+                was_down = True
 
     def totals(self) -> dict[str, int]:
         """Batches collected, acked, dropped (every reason) and still buffered, so far."""
@@ -340,6 +378,28 @@ async def _wait_any(events: Sequence[asyncio.Event], timeout: float, *others: as
     finally:
         for waiter in waiters:
             waiter.cancel()
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``host:port`` (``[v6]:port``) of a gRPC target, or None for other target forms."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host or "/" in host:
+        return None
+    return host.strip("[]"), int(port)
+
+
+async def _listening(host: str, port: int, timeout: float) -> bool:
+    """Whether a TCP connection to ``host:port`` opens within ``timeout`` seconds (closed at once)."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except (TimeoutError, OSError):
+        return False
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except OSError:
+        pass
+    return True
 
 
 def _describe(exc: BaseException) -> str:

@@ -4,6 +4,8 @@ from typing import Any
 
 from clusterpulse_core import hookimpl
 
+clusterpulse_api_version = 1
+
 
 @hookimpl
 def clusterpulse_register_functions(register: Any) -> None:

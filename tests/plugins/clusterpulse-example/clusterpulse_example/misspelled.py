@@ -2,6 +2,8 @@
 
 from clusterpulse_core import hookimpl
 
+clusterpulse_api_version = 1
+
 
 @hookimpl
 def clusterpulse_confgure(config: object, settings: object) -> None:

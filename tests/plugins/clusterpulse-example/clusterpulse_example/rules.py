@@ -6,6 +6,8 @@ from clusterpulse_core import hookimpl
 from clusterpulse_core.alerting import ClusterView, Finding
 from clusterpulse_core.hookspecs import Register
 
+clusterpulse_api_version = 1
+
 
 def small_cluster(view: ClusterView, threshold: float | None) -> list[Finding] | None:
     """Fires when a cluster has fewer nodes than ``threshold``."""
