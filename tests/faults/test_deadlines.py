@@ -96,7 +96,7 @@ def test_a_transport_timeout_past_the_deadline_is_the_deadline_even_before_the_w
 def test_cancelling_one_owners_calls_leaves_another_owners_calls_running(proxy: HostileProxy) -> None:
     """Two managers in one process: the one stopping cuts its own hung calls, not the other's."""
     stopping, surviving = deadline.Watchdog(), deadline.Watchdog()
-    client = KubeClient(make_api_client(proxy.url), timeout=60.0)
+    client = KubeClient(make_api_client(proxy.url, ca_pem=proxy.ca_pem), timeout=60.0)
     outcome: dict[str, BaseException | None] = {}
 
     def call(name: str, watchdog: deadline.Watchdog) -> None:
