@@ -5,7 +5,7 @@ the emulator runs in a subprocess so its CPU is not counted; Redis is a real red
 and, measured in the same run on the same list payloads, the time to decode them with the
 plugin's typed partial decoders and with plain ``json.loads``, and the ratios.
 
-It also prints what the readers' data adds (DECISIONS R1, R3), measured in the same run: the
+It also prints what the readers' data adds (docs/compatibility.md#r1, #r3), measured in the same run: the
 cluster-wide counts (services, statefulsets, daemonsets, PVCs, deployments: ``limit=1`` lists
 with ``remainingItemCount``), against counting by listing every service; and the capped resource
 lists (their pods taken from the node pass's own pod sweep), as the difference between runs of

@@ -1,4 +1,4 @@
-"""The one circuit breaker (controllers.md §4.4 with DECISIONS C8)."""
+"""The one circuit breaker (docs/compatibility.md#c8 with docs/compatibility.md#c8)."""
 
 from __future__ import annotations
 

@@ -130,6 +130,9 @@ class CoreSettings:
     queue_qps: float = setting(10.0, above=0, help="work queue token bucket rate")
     queue_burst: int = setting(100, minimum=1, help="work queue token bucket size")
     shutdown_grace: float = setting(30.0, minimum=0, help="seconds to let in-flight reconciles finish on SIGTERM")
+    ghost_sweep_interval: float = setting(
+        3600.0, minimum=0,
+        help="seconds between two sweeps for stored objects the hub no longer has (one at start; 0 = at start only)")
     request_timeout: float = setting(
         30.0, above=0, help="wall-clock limit of every Kubernetes API call (connect, headers and body), seconds")
     max_response_bytes: int = setting(

@@ -1,4 +1,4 @@
-"""Upstream environment-variable parsing rules (controllers.md §2.1), shared by every setting."""
+"""Upstream environment-variable parsing rules (docs/compatibility.md#environment), shared by every setting."""
 
 from __future__ import annotations
 

@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-    from clusterpulse_core.model import AgentConnection, Alert
+    from clusterpulse_core.model import (
+        AgentConnection,
+        AggregationResults,
+        Alert,
+        ClusterMetrics,
+        CollectedResource,
+        HealthVerdict,
+    )
     from clusterpulse_core.model.policy import StoredPolicy
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
@@ -135,6 +142,26 @@ def clusterpulse_storage_lost(runtime: Runtime, reason: str) -> None:
     so that the next reconcile of each object writes everything again: every object is queued
     right after this call, and all keys must be back within one reconcile. Called from the
     backend's watcher thread; must not block.
+    """
+
+
+@hookspec
+def clusterpulse_stored_names(index: str) -> Sequence[str] | None:
+    """The names a storage backend holds in the index named ``index``, or None when it has none.
+
+    Indexes: ``clusters``, ``registries`` (names), ``metricsources`` and ``policies``
+    (``<namespace>/<name>``). Kind plugins read them through ``PluginHost.stored_names`` to
+    answer ``clusterpulse_stored_refs``; a backend that cannot be read raises.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    """Per plugin, for the kinds it owns: the objects of ``kind`` whose state storage still holds.
+
+    The manager's ghost sweep (at start and every ``ghost_sweep_interval``) queues every one the
+    hub no longer has, and the controller forgets it as a deletion would (``clusterpulse_forget``).
+    None: the plugin cannot tell (the kind is then not swept).
     """
 
 
@@ -283,8 +310,33 @@ def clusterpulse_agent_connection(cluster: str) -> AgentConnection | None:
     Implemented by the plugin that receives agent streams (the ingester); asked by the
     cluster reconcile before it collects a ``collectionMode: push`` cluster. ``None`` means no
     agent is connected (or no plugin receives agents): the cluster is collected by pull
-    (DECISIONS C3). The answer carries the agent's version and the time it was last heard
+    (docs/compatibility.md#c3). The answer carries the agent's version and the time it was last heard
     from, so the caller can treat a silent agent as gone.
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_cluster_health(metrics: ClusterMetrics) -> HealthVerdict | None:
+    """The health and its reason of a reachable cluster with these totals.
+
+    Implemented by the plugin that owns the health thresholds (the cluster plugin, with
+    ``NODE_UNHEALTHY_THRESHOLD``, ``CPU_CRITICAL_THRESHOLD``, ...); asked by whatever stores a
+    cluster's status from its totals, so a pushed batch gets the same verdict as a pull
+    reconcile. With no implementation the upstream default thresholds apply
+    (:func:`clusterpulse_core.model.cluster_health`).
+    """
+
+
+@hookspec(firstresult=True)
+def clusterpulse_aggregate_resources(source_id: str,
+                                     resources: Sequence[CollectedResource]) -> AggregationResults | None:
+    """The aggregations of MetricSource ``source_id`` over these collected resources.
+
+    Implemented by the plugin that owns MetricSources, with the same code its pull collection
+    aggregates with; asked by the ingester for every pushed batch that carries a source's
+    resources, so ``groupBy`` and every aggregation type reach storage whatever the agent
+    computed (a Go agent sends numeric results only). ``None``: the source is unknown here or
+    declares no aggregations; the caller then keeps what the agent sent.
     """
 
 
@@ -295,7 +347,7 @@ def clusterpulse_agent_sources(sources: Sequence[bytes], plugins: PluginHost) ->
     ``sources`` are the compiled MetricSource JSON documents of a ``ConfigUpdate`` (the same
     documents the hub stores under ``metricsource:<ns>:<name>``), replacing the previous set;
     an empty sequence clears it. The plugin that evaluates them compiles expressions and
-    namespace patterns from their source text (DECISIONS C6), skips (and logs) a document it
+    namespace patterns from their source text (docs/compatibility.md#c6), skips (and logs) a document it
     cannot use, and returns its collector from ``clusterpulse_collectors(where="agent")``.
     ``plugins`` gives the registered functions and aggregations to compile against.
     """

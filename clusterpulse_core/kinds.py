@@ -69,7 +69,7 @@ class ResourceKind:
     printer_columns: tuple[PrinterColumn, ...] = ()
     status_subresource: bool = True
     categories: tuple[str, ...] = ()
-    #: Maximum concurrent reconciles of this kind (controllers.md §1.2).
+    #: Maximum concurrent reconciles of this kind (docs/compatibility.md#manager).
     workers: int = 1
     #: With ``sharding = true``, split this kind's objects between the replicas (each object
     #: reconciled by one); a kind that is not sharded runs on the leader only.
@@ -106,7 +106,7 @@ class ResourceKind:
                 f"(clusterpulse crds | kubectl apply -f -)")
 
     def with_defaults(self, obj: Mapping[str, Any]) -> Any:
-        """``obj`` with the schema's defaults applied where a field is absent (DECISIONS R5).
+        """``obj`` with the schema's defaults applied where a field is absent (docs/compatibility.md#r5).
 
         The runtime calls this before every reconcile, so an object created before its CRD
         had a default (or served by an API server that does not default) reads the same.

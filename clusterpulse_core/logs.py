@@ -1,4 +1,4 @@
-"""Logging set-up from ``LOG_LEVEL`` (controllers.md §1.1)."""
+"""Logging set-up from ``LOG_LEVEL`` (docs/compatibility.md#manager)."""
 
 from __future__ import annotations
 

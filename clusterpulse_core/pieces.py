@@ -4,7 +4,7 @@ Every enabled storage backend receives every piece (fan-out). A backend handles 
 it understands and ignores the others, so a new piece type never breaks an old backend.
 Each piece names its target (cluster, registry or MetricSource) and carries domain objects
 from :mod:`clusterpulse_core.model`; how a backend lays them out is its own business
-(the Redis layout is spec/redis.md).
+(the Redis layout is docs/compatibility.md#redis-keys).
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ class MetricSourceOutcomePiece(Piece):
     failures: dict[str, str] = attrs.field(factory=dict)
 
 
-# Alerts (DECISIONS.md R4). Kept apart from the generic record piece: ``alerts:<c>:<id>`` is
+# Alerts (docs/compatibility.md#r4). Kept apart from the generic record piece: ``alerts:<c>:<id>`` is
 # an upstream-contract key that the ClusterPulse API reads.
 
 
@@ -265,8 +265,8 @@ class AlertResolution(Piece):
     alert: Alert
 
 
-# Resource collection (redis.md §6, controllers.md §3.7). Dormant upstream; here the cluster
-# plugin's ``resources`` collector produces it (DECISIONS R3), and a backend stores it in
+# Resource collection (docs/compatibility.md#r3). Dormant upstream; here the cluster
+# plugin's ``resources`` collector produces it (docs/compatibility.md#r3), and a backend stores it in
 # exactly this shape.
 
 
@@ -348,7 +348,7 @@ class ResourceCollection:
 
 @attrs.frozen
 class ResourceCollectionPiece(Piece):
-    """Pods, Deployments, Services, StatefulSets and DaemonSets of one cluster (redis.md §6)."""
+    """Pods, Deployments, Services, StatefulSets and DaemonSets of one cluster (docs/compatibility.md#r3)."""
 
     cluster: str
     collection: ResourceCollection

@@ -18,7 +18,14 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.model import AgentConnection
+from clusterpulse_core.model import (
+    AgentConnection,
+    AggregationResults,
+    ClusterMetrics,
+    CollectedResource,
+    HealthVerdict,
+    cluster_health,
+)
 from clusterpulse_core.store import StorageBackend
 
 log = logging.getLogger(__name__)
@@ -336,6 +343,14 @@ class PluginHost:
                 self.drop(failed.plugin, failed.message)
         return self._contributions
 
+    def stored_names(self, index: str) -> list[str] | None:
+        """Every storage backend's names in ``index`` (``clusterpulse_stored_names``), sorted and
+        unique; None when no backend keeps that index."""
+        answers = [answer for answer in self.pm.hook.clusterpulse_stored_names(index=index) if answer is not None]
+        if not answers:
+            return None
+        return sorted({str(name) for answer in answers for name in answer})
+
     def drop(self, name: str, reason: str) -> None:
         """Unregister plugin ``name`` and record it as broken (a tolerant host's diagnosis)."""
         self.failures[name] = reason
@@ -402,6 +417,18 @@ class PluginHost:
         """The push agent connected for ``cluster`` (``None`` when none is, or nothing receives agents)."""
         found: AgentConnection | None = self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
         return found
+
+    def cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
+        """The health verdict of a reachable cluster's totals (a plugin's thresholds, else the defaults)."""
+        verdict = self.pm.hook.clusterpulse_cluster_health(metrics=metrics)
+        return verdict if verdict is not None else cluster_health(metrics)
+
+    def aggregate_resources(self, source_id: str,
+                            resources: Sequence[CollectedResource]) -> AggregationResults | None:
+        """A MetricSource's aggregations over ``resources`` by its owning plugin (``None``: none here)."""
+        results: AggregationResults | None = self.pm.hook.clusterpulse_aggregate_resources(
+            source_id=source_id, resources=list(resources))
+        return results
 
     def agent_sources(self, sources: Sequence[bytes]) -> None:
         """Hand the MetricSource documents an agent received to the plugins that evaluate them."""

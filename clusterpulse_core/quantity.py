@@ -1,4 +1,4 @@
-"""Kubernetes quantities (controllers.md §4.1–4.3 with DECISIONS Q1/Q2).
+"""Kubernetes quantities (docs/compatibility.md#q1, #q2).
 
 Grammar (Kubernetes ``resource.Quantity``)::
 

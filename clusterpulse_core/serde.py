@@ -1,6 +1,6 @@
 """The one converter: every wire format decision for stored and exchanged data lives here.
 
-Rules (redis.md §0 and §13):
+Rules (docs/compatibility.md#redis-conventions):
 
 * Keys are the attribute names (snake_case) unless the class is declared camelCase with
   :func:`wire`; single fields can be renamed (``_id``) or omitted when empty.

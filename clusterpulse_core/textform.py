@@ -1,4 +1,5 @@
-"""Go-compatible text forms of values and Go-compatible number parsing (metricsource.md §3.3, §5.4).
+"""Go-compatible text forms of values and Go-compatible number parsing (docs/compatibility.md#metricsource-wire,
+#metricsource-language).
 
 The stored values and the filter semantics were defined by a Go implementation, so turning a
 value into text (``fstr``) and text into a number (``parse_go_float``, ``parse_go_int``) follow
@@ -142,7 +143,7 @@ def scalar_text(value: Any, float_text: Callable[[float], str] = format_float) -
 
 
 def fstr(value: Any) -> str:
-    """The extractor's text form of a JSON value (metricsource.md §3.3)."""
+    """The extractor's text form of a JSON value (docs/compatibility.md#metricsource-wire)."""
     text = scalar_text(value)
     return go_v(value) if text is None else text
 
@@ -162,5 +163,6 @@ def go_v(value: Any) -> str:
 
 
 def filter_text(value: Any) -> str:
-    """``fstr2`` of §5.4: strings, numbers and bools as text; anything else is ``""``."""
+    """``fstr2`` of docs/compatibility.md#metricsource-language: strings, numbers and bools as text; anything else
+    is ``""``."""
     return scalar_text(value) or ""

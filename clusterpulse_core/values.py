@@ -13,7 +13,7 @@ built-ins do:
 
 An aggregation receives the non-null field values, which may mix numbers and text:
 :func:`numbers` keeps the numbers (never bools), as ``sum``/``avg``/``percentile`` do.
-These are the plain definitions of metricsource.md §4.6 and §4.8 as amended by DECISIONS.md
+These are the plain definitions of docs/compatibility.md#metricsource-language as amended by docs/compatibility.md
 M1–M3; the compiled evaluator uses faster equivalents and property tests check they agree.
 """
 
@@ -169,7 +169,8 @@ def go_int64(value: float) -> int:
 
 
 def coerce_result(value: Any, result_type: str) -> Any:
-    """§4.8 result coercion by computed-field type (``""`` or any other type: unchanged).
+    """docs/compatibility.md#metricsource-language result coercion by computed-field type (``""`` or any other type:
+    unchanged).
 
     nil stays nil. M3: a non-finite number, or one outside int64 for ``integer``, gives nil.
     """

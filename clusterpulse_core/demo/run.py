@@ -41,7 +41,8 @@ DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "inges
 #: Plugin sections of the demo: alerts fire at once (a demo runs for seconds, not the rules' ``for``).
 DEMO_SETTINGS: dict[str, dict[str, object]] = {"alerts": {"default_for": 0.0}}
 CYCLE_TIMEOUT = 120.0
-#: Where the hub installs a push-mode cluster's agent (controllers.md §7.6; the core does not import the plugin).
+#: Where the hub installs a push-mode cluster's agent (docs/compatibility.md#agent-deployment; the core does not
+#: import the plugin).
 AGENT_NAMESPACE = "clusterpulse-system"
 AGENT_NAME = "clusterpulse-collector"
 #: Seconds between a demo agent's collections (the real default is 60).
@@ -153,7 +154,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
     """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys.
 
     With ``push_agents`` every push-mode cluster of the fleet gets its ``clusterpulse agent``
-    process; without, those clusters are collected by pull (DECISIONS C3).
+    process; without, those clusters are collected by pull (docs/compatibility.md#c3).
     """
     host = PluginHost(DEMO_PLUGINS)
     kinds = [kind for _owner, kind in host.kinds.values()]

@@ -136,7 +136,7 @@ def format_registries(rows: list[RegistryRow]) -> str:
 
 @attrs.frozen
 class AlertRow:
-    """One firing alert, from an ``alerts:<c>:<id>`` hash (DECISIONS.md R4), as the API lists it."""
+    """One firing alert, from an ``alerts:<c>:<id>`` hash (docs/compatibility.md#r4), as the API lists it."""
 
     cluster: str
     severity: str

@@ -7,7 +7,8 @@ dropped from the cache and reported. Secret values are never logged.
 
 A managed cluster's TLS is verified (the Secret's ``ca.crt``, else the system trust store)
 unless its Secret says ``insecure-skip-tls-verify: "true"``, and its token never travels over
-plain ``http://`` unless the Secret says ``insecure-allow-http: "true"`` (docs/security.md).
+plain ``http://`` unless the Secret says ``insecure-allow-http: "true"`` (docs/security.md,
+docs/compatibility.md#c13).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one client pool for managed clusters (controllers.md §6)."""
+"""The one client pool for managed clusters (docs/compatibility.md#manager)."""
 
 from __future__ import annotations
 

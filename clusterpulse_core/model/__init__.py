@@ -1,4 +1,4 @@
-"""Domain types shared by the plugins (controllers.md §3), as frozen attrs classes.
+"""Domain types shared by the plugins (docs/compatibility.md#redis-keys), as frozen attrs classes.
 
 Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
@@ -7,16 +7,21 @@ Attribute names are snake_case; the wire names are decided once, in
 from clusterpulse_core.model.agent import AgentConnection
 from clusterpulse_core.model.alert import Alert, Severity
 from clusterpulse_core.model.cluster import (
+    HEALTHY_MESSAGE,
     AgentStatus,
     ClusterMetrics,
     ClusterSpecRecord,
     ClusterStatusRecord,
     CredentialsRef,
     Health,
+    HealthThresholds,
+    HealthVerdict,
     MonitoringRecord,
     ObjectCounts,
     PodPhaseCounts,
+    cluster_health,
     cluster_metrics,
+    is_health_verdict,
     usage_percent,
 )
 from clusterpulse_core.model.metricsource import (
@@ -41,6 +46,7 @@ from clusterpulse_core.model.registry import (
 )
 
 __all__ = [
+    "HEALTHY_MESSAGE",
     "AgentConnection",
     "AgentStatus",
     "AggregationResults",
@@ -55,6 +61,8 @@ __all__ = [
     "CredentialsRef",
     "CustomResourceCollection",
     "Health",
+    "HealthThresholds",
+    "HealthVerdict",
     "MonitoringRecord",
     "NodeCondition",
     "NodeMetrics",
@@ -70,6 +78,8 @@ __all__ = [
     "RelatedObject",
     "Severity",
     "Taint",
+    "cluster_health",
     "cluster_metrics",
+    "is_health_verdict",
     "usage_percent",
 ]

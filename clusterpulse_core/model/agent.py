@@ -1,4 +1,4 @@
-"""Push mode: what the hub knows about a connected collector agent (controllers.md §7.4, §11.1)."""
+"""Push mode: what the hub knows about a connected collector agent (docs/compatibility.md#collector-protocol)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ class AgentConnection:
 
     ``last_heartbeat`` is the registration time, refreshed by every health report and every
     metrics batch; ``buffered_batches`` is what the agent's last health report said it holds.
+    ``health`` is the health of the cluster's latest stored status (the verdict of its last batch).
     """
 
     cluster: str
@@ -22,3 +23,4 @@ class AgentConnection:
     connected_at: datetime = ZERO_TIME
     last_heartbeat: datetime = ZERO_TIME
     buffered_batches: int = 0
+    health: str = "healthy"

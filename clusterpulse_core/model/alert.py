@@ -1,4 +1,4 @@
-"""A firing alert as readers find it (DECISIONS.md R4: hash ``alerts:<c>:<id>``)."""
+"""A firing alert as readers find it (docs/compatibility.md#r4: hash ``alerts:<c>:<id>``)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ class MonitoringRecord:
 @wire(case="camel")
 @attrs.frozen
 class ClusterSpecRecord:
-    """``cluster:<c>:spec`` (redis.md §2.2): camelCase on the wire."""
+    """``cluster:<c>:spec`` (docs/compatibility.md#redis-keys): camelCase on the wire."""
 
     display_name: str = ""
     endpoint: str = ""
@@ -64,7 +64,8 @@ class AgentStatus:
 @wire(omit_empty=("agent",))
 @attrs.frozen
 class ClusterStatusRecord:
-    """``cluster:<c>:status`` (redis.md §2.4); ``agent`` only for push-mode clusters (an addition)."""
+    """``cluster:<c>:status`` (docs/compatibility.md#redis-keys); ``agent`` only for push-mode clusters (an
+    addition)."""
 
     health: str = Health.UNKNOWN.value
     message: str = ""
@@ -74,7 +75,7 @@ class ClusterStatusRecord:
 
 @attrs.frozen
 class ClusterMetrics:
-    """Cluster totals: the 24 fields of DECISIONS R1 plus ``namespace_list`` (stored separately).
+    """Cluster totals: the 24 fields of docs/compatibility.md#r1 plus ``namespace_list`` (stored separately).
 
     Pull mode and push batches both build it with :func:`cluster_metrics`, so the stored
     totals mean the same whichever way a cluster is collected.
@@ -119,7 +120,7 @@ class PodPhaseCounts:
 
 @attrs.frozen
 class ObjectCounts:
-    """Cluster-wide object counts; a count that could not be listed is 0 (DECISIONS R1)."""
+    """Cluster-wide object counts; a count that could not be listed is 0 (docs/compatibility.md#r1)."""
 
     deployments: int = 0
     services: int = 0
@@ -179,3 +180,61 @@ def cluster_metrics(nodes: Sequence[NodeMetrics], namespaces: Sequence[str], now
         daemonsets=counts.daemonsets,
         pvcs=counts.pvcs,
     )
+
+
+#: The message of a cluster without issues (docs/readers.md#r7-health).
+HEALTHY_MESSAGE = "Cluster is healthy"
+#: How the message of a reachable cluster with issues starts.
+ISSUES_PREFIX = "Issues: "
+
+
+def is_health_verdict(message: str) -> bool:
+    """Whether a status message is a reachable cluster's health verdict (not a reconcile error)."""
+    return message == HEALTHY_MESSAGE or message.startswith(ISSUES_PREFIX)
+
+
+@attrs.frozen
+class HealthThresholds:
+    """When a reachable cluster is degraded or unhealthy (docs/readers.md#r7-health).
+
+    Fractions of nodes for ``node_unhealthy``; percentages of allocatable CPU or memory
+    requested for the others. The defaults are the upstream ones.
+    """
+
+    node_unhealthy: float = 0.5
+    cpu_critical: float = 90.0
+    memory_critical: float = 90.0
+    cpu_warning: float = 85.0
+    memory_warning: float = 85.0
+
+
+@attrs.frozen
+class HealthVerdict:
+    """A reachable cluster's health and its reason, as stored in its status."""
+
+    health: str
+    message: str
+
+
+def cluster_health(metrics: ClusterMetrics, thresholds: HealthThresholds = HealthThresholds()) -> HealthVerdict:
+    """The health of a reachable cluster from its totals, as the Go controller at upstream 73eb0ca.
+
+    ``degraded`` when any node is not Ready, ``unhealthy`` when at least ``node_unhealthy`` of
+    the nodes are not; ``degraded`` (if not worse) when requested CPU or memory is above its
+    critical percentage. The message names the first issue: not-ready nodes, then CPU, then
+    memory above its warning percentage (which alone does not change the health).
+    """
+    health = Health.HEALTHY
+    issues: list[str] = []
+    if metrics.nodes_not_ready > 0:
+        share = metrics.nodes_not_ready / metrics.nodes if metrics.nodes > 0 else 1.0
+        health = Health.UNHEALTHY if share >= thresholds.node_unhealthy else Health.DEGRADED
+        issues.append(f"{metrics.nodes_not_ready} nodes not ready")
+    for label, percent, critical, warning in (
+            ("CPU", metrics.cpu_usage_percent, thresholds.cpu_critical, thresholds.cpu_warning),
+            ("memory", metrics.memory_usage_percent, thresholds.memory_critical, thresholds.memory_warning)):
+        if percent > critical and health is Health.HEALTHY:
+            health = Health.DEGRADED
+        if percent > min(critical, warning):
+            issues.append(f"High {label} usage: {percent:.2f}%")
+    return HealthVerdict(health.value, ISSUES_PREFIX + issues[0] if issues else HEALTHY_MESSAGE)

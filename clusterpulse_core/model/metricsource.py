@@ -1,4 +1,5 @@
-"""MetricSource collection results (controllers.md §3.6, redis.md §10.4–10.6); camelCase on the wire."""
+"""MetricSource collection results (docs/compatibility.md#metricsource-wire, docs/compatibility.md#redis-keys);
+camelCase on the wire."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Node metrics (controllers.md §3.2, redis.md §3.3)."""
+"""Node metrics (docs/compatibility.md#redis-keys)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OLM operators and OpenShift ClusterOperators (controllers.md §3.4–3.5)."""
+"""OLM operators and OpenShift ClusterOperators (docs/compatibility.md#redis-keys)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RegistryConnection records (redis.md §7)."""
+"""RegistryConnection records (docs/compatibility.md#redis-keys)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class RegistryMonitoringRecord:
 @wire(omit_empty=("credentials_ref",))
 @attrs.frozen
 class RegistrySpecRecord:
-    """``registry:<r>:spec`` (redis.md §7.2); ``credentials_ref`` only when set."""
+    """``registry:<r>:spec`` (docs/compatibility.md#redis-keys); ``credentials_ref`` only when set."""
 
     display_name: str = ""
     endpoint: str = ""
@@ -46,7 +46,7 @@ class RegistrySpecRecord:
 @wire(omit_empty=("error",))
 @attrs.frozen
 class RegistryStatusRecord:
-    """``registry:<r>:status`` (redis.md §7.3); ``error`` only when non-empty."""
+    """``registry:<r>:status`` (docs/compatibility.md#redis-keys); ``error`` only when non-empty."""
 
     available: bool = False
     response_time: int = 0
@@ -60,7 +60,7 @@ class RegistryStatusRecord:
 
 @attrs.frozen
 class RegistryMetricsRecord:
-    """One ``registry:<r>:metrics`` sample (redis.md §7.5)."""
+    """One ``registry:<r>:metrics`` sample (docs/compatibility.md#redis-keys)."""
 
     timestamp: int = 0
     response_time: int = 0

@@ -8,7 +8,7 @@ Each worker takes a reference, reads the object from the informer cache and call
 plugin:
 
 * object missing, or being deleted -> ``clusterpulse_forget`` (which may ask to be called again);
-* otherwise -> ``clusterpulse_reconcile`` with the CRD schema's defaults applied (DECISIONS R5),
+* otherwise -> ``clusterpulse_reconcile`` with the CRD schema's defaults applied (docs/compatibility.md#r5),
   whose :class:`ReconcileResult` says when to come back.
 
 An exception is retried with the item's exponential backoff; a :class:`TerminalError` is
@@ -75,7 +75,7 @@ def spread_offset(ref: ObjectRef, window: float) -> float:
 
 
 def generation_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """The update filter: spec changed (generation) or deletion started (controllers.md §1.2)."""
+    """The update filter: spec changed (generation) or deletion started (docs/compatibility.md#manager)."""
     old_meta = old.get("metadata") or {}
     new_meta = new.get("metadata") or {}
     if old_meta.get("generation") != new_meta.get("generation"):

@@ -29,6 +29,7 @@ from clusterpulse_core.context import Runtime
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.runtime.bootstrap import kind_workers, start_plugins, stop_plugins
 from clusterpulse_core.runtime.controller import Controller, ControllerMetrics
+from clusterpulse_core.runtime.ghosts import GhostSweeper
 from clusterpulse_core.runtime.informer import Informer
 from clusterpulse_core.runtime.leader import LeaderElector, default_identity
 from clusterpulse_core.runtime.probes import (
@@ -44,7 +45,7 @@ from clusterpulse_core.runtime.workqueue import QueueMetrics, WorkQueue
 
 log = logging.getLogger(__name__)
 
-#: How often idle managed-cluster clients are reaped (controllers.md §6).
+#: How often idle managed-cluster clients are reaped (docs/compatibility.md#manager).
 REAP_INTERVAL = 300.0
 #: Exit code of :meth:`Manager.run` after losing the leader Lease.
 EXIT_LEADERSHIP_LOST = 1
@@ -80,6 +81,8 @@ class Manager:
         self._plugins_started = False
         self._exit_code = 0
         self._reaper: threading.Thread | None = None
+        #: Queues stored objects the hub no longer has (see :mod:`clusterpulse_core.runtime.ghosts`).
+        self.ghosts: GhostSweeper | None = None
         runtime.leader_check = lambda: self.is_leader
 
     # ------------------------------------------------------------------ state
@@ -172,6 +175,8 @@ class Manager:
                 self._start_controllers()
             self._reaper = threading.Thread(target=self._reap, name="pool-reaper", daemon=True)
             self._reaper.start()
+            self.ghosts = GhostSweeper(self.runtime, self.controllers, self.core.ghost_sweep_interval)
+            self.ghosts.start()
         except BaseException:
             self.stop()
             raise
@@ -209,6 +214,8 @@ class Manager:
         self._stop_requested.set()
         self._running.clear()
         log.info("manager %s stopping", self.identity)
+        if self.ghosts is not None:
+            self.ghosts.stop()
         self._stop_controllers(self.core.shutdown_grace)
         self.runtime.fence.close("the manager is stopping")
         grace = self.core.shutdown_grace

@@ -84,6 +84,44 @@ def builtin_resource_types() -> tuple[ResourceType, ...]:
     return tuple(types)
 
 
+#: Where the OpenAPI v3 documents are served (kubectl reads them before ``apply``).
+OPENAPI_V3 = "/openapi/v3"
+
+
+def _gv_path(group: str, version: str) -> str:
+    return f"api/{version}" if not group else f"apis/{group}/{version}"
+
+
+def openapi_index(types: list[ResourceType]) -> dict[str, Any]:
+    """``GET /openapi/v3``: one document per served group/version."""
+    paths = sorted({_gv_path(t.group, t.version) for t in types})
+    return {"paths": {path: {"serverRelativeURL": f"{OPENAPI_V3}/{path}"} for path in paths}}
+
+
+def openapi_document(types: list[ResourceType], gv_path: str) -> dict[str, Any] | None:
+    """``GET /openapi/v3/<api/v1|apis/G/V>``: each kind's object paths and their verbs.
+
+    Enough for kubectl: every PATCH names its group/version/kind and takes ``fieldValidation``,
+    so kubectl leaves validation to the server; the kinds' schemas are not described (CRD
+    schemas are checked by the emulator on writes).
+    """
+    served = [t for t in types if _gv_path(t.group, t.version) == gv_path]
+    if not served:
+        return None
+    parameter = {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}
+    paths: dict[str, Any] = {}
+    for t in served:
+        gvk = {"group": t.group, "version": t.version, "kind": t.kind}
+        scope = "/namespaces/{namespace}" if t.namespaced else ""
+        operation = {"x-kubernetes-group-version-kind": gvk, "parameters": [parameter],
+                     "responses": {"200": {"description": "OK"}}}
+        paths[f"/{gv_path}{scope}/{t.plural}/{{name}}"] = {"get": operation, "put": operation, "patch": operation,
+                                                           "delete": operation}
+        paths[f"/{gv_path}{scope}/{t.plural}"] = {"get": operation, "post": operation}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes API emulator", "version": "v1"}, "paths": paths,
+            "components": {"schemas": {}}}
+
+
 def _discovery_catalogue(types: list[ResourceType]) -> kmock.ResourcesArray:
     catalogue = kmock.ResourcesArray()
     for resource_type in types:
@@ -499,6 +537,13 @@ class KubeAPIHandler(kmock.KubernetesScaffold):
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         """Serve from the backend; what it does not claim goes to kmock (discovery, DSL, 404)."""
+        if raw_request.method == "GET" and raw_request.path.rstrip("/").startswith(OPENAPI_V3):
+            types = list(self.backend.store.resource_types())
+            rest = raw_request.path.rstrip("/")[len(OPENAPI_V3):].lstrip("/")
+            document = openapi_index(types) if not rest else openapi_document(types, rest)
+            if document is not None:
+                return json_response(document)
+            return json_response(status_body(404, reason_for(404), f"no OpenAPI document for {rest}"), status=404)
         response = await self.backend.handle(raw_request)
         if response is not None:
             return response
@@ -516,6 +561,14 @@ class KubeAPIHandler(kmock.KubernetesScaffold):
     async def _serve_api(self, request: kmock.Request) -> kmock.Payload:
         address = {"clientCIDR": "0.0.0.0/0", "serverAddress": request.url.host}
         return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [address]}
+
+    async def _serve_version(self, request: kmock.Request) -> kmock.Payload:
+        """kmock's APIResourceList, with the core group's ``groupVersion: v1`` (not ``/v1``): kubectl
+        keys its discovery cache by it, and ``/v1`` made ``kubectl get nodes`` find no resource."""
+        payload = await super()._serve_version(request)
+        if isinstance(payload, dict) and str(payload.get("groupVersion", "")).startswith("/"):
+            payload = {**payload, "groupVersion": payload["groupVersion"][1:]}
+        return payload
 
     async def _serve_server_version(self, request: kmock.Request) -> kmock.Payload:
         return dict(self.backend.controls.version)

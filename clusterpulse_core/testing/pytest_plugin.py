@@ -96,7 +96,7 @@ def redis_cluster(redis_cluster_processes: RedisClusterProcesses) -> RedisCluste
 
 @pytest.fixture
 def kube_api() -> Iterator[Any]:
-    """A factory of Kubernetes API emulators: ``kube_api(objects=[...], name="hub")``.
+    """A factory of Kubernetes API emulators: ``kube_api(objects=[...])`` (keyword arguments go to ``KubeAPI``).
 
     Each call starts one emulated cluster on a free loopback port; all are stopped after
     the test. The real ``kubernetes`` client talks to them over HTTPS with this process's

@@ -25,6 +25,9 @@ from typing import Any, TypeVar, cast
 
 import pytest
 
+from clusterpulse_core.model import ClusterMetrics, cluster_health
+from clusterpulse_core.serde import structure
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Vector file key -> (environment override, public file name).
@@ -146,11 +149,11 @@ def same_value(got: Any, want: Any, *, strict_types: bool = True) -> bool:
     return bool(got == want)
 
 
-# The Redis examples describe redis.md as it was before DECISIONS R1-R3 and R6 (added after
+# The Redis examples describe the Go controller's keys as before docs/compatibility.md#r1–#r3, #r6 (added after
 # running the readers on our Redis). These helpers adapt an example to those decisions, and
 # leave an example that already follows them unchanged.
 
-#: The fields DECISIONS R1 adds to ``cluster:<c>:metrics`` beyond redis.md §2.7's nine, with the
+#: The fields docs/compatibility.md#r1 adds to ``cluster:<c>:metrics`` beyond the Go controller's nine, with the
 #: value they hold when the stored ClusterMetrics did not set them.
 R1_ADDED_METRICS: dict[str, int | float] = {
     "nodes_not_ready": 0, "pods_pending": 0, "pods_failed": 0, "cpu_allocatable": 0.0,
@@ -166,9 +169,31 @@ def _is_metrics_key(key: str) -> bool:
     return key.startswith("cluster:") and key.endswith(":metrics") and ":node:" not in key
 
 
+def _health_decision(example: dict[str, Any]) -> None:
+    """R7 in a reconcile example: the status says the health its metrics give, the event the counts."""
+    keys = example.get("keys", {})
+    for key, want in keys.items():
+        if not (key.startswith("cluster:") and key.endswith(":metrics") and ":node:" not in key):
+            continue
+        cluster = key.split(":")[1]
+        metrics = structure(want.get("json") or {}, ClusterMetrics)
+        verdict = cluster_health(metrics)
+        status = (keys.get(f"cluster:{cluster}:status") or {}).get("json")
+        if isinstance(status, dict) and status.get("message") == "Cluster is reachable":
+            status.update(health=verdict.health, message=verdict.message)
+        counts = {"health": verdict.health, "nodes": metrics.nodes, "nodes_ready": metrics.nodes_ready,
+                  "namespaces": metrics.namespaces}
+        events = [*(keys.get(f"events:{cluster}") or {}).get("items", ()),
+                  *(p.get("json") for p in example.get("published", ()))]
+        for event in events:
+            if isinstance(event, dict) and event.get("type") == "cluster.reconciled" \
+                    and event.get("cluster") == cluster and isinstance(event.get("data"), dict):
+                event["data"].update(counts)
+
+
 def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | None = None,
                           metrics_from: Callable[[str], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """``example`` with the expectations DECISIONS R1, R3 and R6 add (a deep copy).
+    """``example`` with the expectations docs/compatibility.md#r1, #r3, #r6, #r7 add (a deep copy).
 
     Metrics values gain the R1 fields (``metrics_from(key)`` supplies them when given, else
     the zeros of :data:`R1_ADDED_METRICS`), node values gain ``creation_timestamp`` when it is
@@ -186,6 +211,7 @@ def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | Non
                 and isinstance(current, dict)):
             current["json"].setdefault("creation_timestamp", creation_timestamp)
     if any(op.get("op") == "reconcile_cluster_connection" for op in adapted.get("operations", ())):
+        _health_decision(adapted)
         adapted["absent_keys"] = [key for key in adapted.get("absent_keys", [])
                                   if not (key.startswith("cluster:") and key.rsplit(":", 1)[-1] in R3_KEYS)]
     return adapted

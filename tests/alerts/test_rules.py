@@ -158,6 +158,11 @@ def test_cluster_operator_olm_unreachable_and_metricsource_rules(rig: Rig) -> No
             ClusterStatusPiece("c2", ClusterStatusRecord("healthy", "Cluster is reachable")))
     assert ("c3", "MetricSourceCollectionFailing", "phases") not in rig.firing()
     assert ("c2", "ClusterUnreachable", "c2") not in rig.firing()
+    # Reached but unhealthy by its nodes (docs/readers.md#r7-health): not unreachable.
+    rig.put(ClusterStatusPiece("c2", ClusterStatusRecord("unhealthy", "Issues: 2 nodes not ready")))
+    rig.clock.advance(60)
+    rig.backend.send(rig.engine.evaluate_all())
+    assert ("c2", "ClusterUnreachable", "c2") not in rig.firing()
 
 
 def test_registry_rules(rig: Rig) -> None:

@@ -109,7 +109,10 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
 
     token = live(cluster, "secret")
     assert token["type"] == "Opaque"
-    assert base64.b64decode(token["data"]["token"]).decode() == three_node.TOKEN
+    # The token the hub minted for this cluster (kept in its own Secret), never the hub's credential.
+    minted = harness.hub.get("v1", "secrets", "clusterpulse-collector-east", HUB_NAMESPACE)
+    assert base64.b64decode(token["data"]["token"]) == base64.b64decode(minted["data"]["token"])
+    assert base64.b64decode(token["data"]["token"]).decode() != three_node.TOKEN
 
     deployment = live(cluster, "deployment")
     assert deployment["spec"]["replicas"] == 1

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+import attrs
 import three_node
 from cluster_support import FakeClock, Harness
 
@@ -48,12 +49,16 @@ def test_live_agent_means_no_pull_and_silence_or_absence_means_pull(
     assert status["collectorStatus"] == {"connected": True, "version": "1.2.3",
                                          "lastHeartbeat": "2024-12-31T23:59:40Z"}
     assert harness.redis.get("cluster:edge:metrics") is None
+    # The CR's health is the verdict of the agent's latest batch (the ingester's stored status).
+    agents.connected["edge"] = attrs.evolve(agents.connected["edge"], health="degraded")
+    assert harness.reconcile("edge").ok
+    assert harness.cr("edge")["status"]["health"] == "degraded"
 
     clock.advance(120)  # past the 90 s silence limit: pulled, and the status says why
     assert harness.reconcile("edge").ok
     assert cluster.requests != []
     status = harness.cr("edge")["status"]
-    assert status["message"] == ("Cluster is reachable (push agent 1.2.3 silent since 2024-12-31T23:59:40Z: "
+    assert status["message"] == ("Issues: 1 nodes not ready (push agent 1.2.3 silent since 2024-12-31T23:59:40Z: "
                                  "collecting by pull)")
     assert status["collectorStatus"] == {"connected": False, "version": "1.2.3",
                                          "lastHeartbeat": "2024-12-31T23:59:40Z"}
@@ -62,7 +67,7 @@ def test_live_agent_means_no_pull_and_silence_or_absence_means_pull(
     del agents.connected["edge"]
     assert harness.reconcile("edge").ok
     assert harness.cr("edge")["status"]["message"] == (
-        "Cluster is reachable (push agent not connected: collecting by pull)")
+        "Issues: 1 nodes not ready (push agent not connected: collecting by pull)")
 
 
 def test_silence_limit_is_a_setting(make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:

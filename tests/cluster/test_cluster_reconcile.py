@@ -58,15 +58,18 @@ def test_three_node_cluster_every_stored_value(harness: Harness, kube_api: Calla
                 [{**three_node.EXPECTED_OPERATORS[0], "created_at": created}], "operators")
     assert_same(harness.json("cluster:three:cluster_operators"), three_node.EXPECTED_CLUSTER_OPERATORS,
                 "cluster operators")
+    # One of the three nodes is NotReady (below NODE_UNHEALTHY_THRESHOLD's half): degraded.
     assert_same(harness.json("cluster:three:status"),
-                {"health": "healthy", "message": "Cluster is reachable", "last_check": three_node.NOW}, "status")
+                {"health": "degraded", "message": "Issues: 1 nodes not ready", "last_check": three_node.NOW},
+                "status")
     assert r.sismember("clusters:all", "three")
     [event] = harness.events("three")
     assert_same(event, {"type": "cluster.reconciled", "cluster": "three", "timestamp": three_node.NOW,
-                        "data": {"health": "healthy", "display_name": "Three Nodes"}}, "event")
+                        "data": {"health": "degraded", "display_name": "Three Nodes", "nodes": 3,
+                                 "nodes_ready": 2, "namespaces": 5}}, "event")
     status = harness.cr("three")["status"]
     assert_same({k: v for k, v in status.items() if k != "lastSyncTime"}, {
-        "phase": "Connected", "health": "healthy", "message": "Cluster is reachable",
+        "phase": "Connected", "health": "degraded", "message": "Issues: 1 nodes not ready",
         "nodes": 3, "namespaces": 5,
         "conditions": [{"type": "Ready", "status": "True", "reason": "Connected", "message": "Cluster is reachable",
                         "lastTransitionTime": "2025-01-01T00:00:00Z", "observedGeneration": 1}]}, "CR status")
@@ -194,9 +197,9 @@ def test_unreachable_cluster_opens_the_breaker_and_recovers(make_harness: Callab
     assert outcome.ok, outcome.detail
     assert outcome.requeue_after == 120
     status = harness.cr("three")["status"]
-    assert (status["phase"], status["health"], status["message"]) == ("Connected", "healthy",
-                                                                      "Cluster is reachable")
-    assert harness.json("cluster:three:status")["health"] == "healthy"
+    assert (status["phase"], status["health"], status["message"]) == ("Connected", "degraded",
+                                                                      "Issues: 1 nodes not ready")
+    assert harness.json("cluster:three:status")["health"] == "degraded"  # one NotReady node of three
 
 
 def test_missing_secret_is_an_error_naming_the_secret(harness: Harness) -> None:

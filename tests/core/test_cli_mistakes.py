@@ -290,3 +290,27 @@ def test_a_raising_reconcile_logs_its_traceback_once_per_distinct_error(tmp_path
     assert result.stderr.count("Traceback (most recent call last)") == 1
     assert 'in clusterpulse_reconcile\n    return ReconcileResult(requeue_after=float(obj["spec.target"]))' \
         in result.stderr
+
+
+MEDIAN_SOURCE = """apiVersion: clusterpulse.io/v1alpha1
+kind: MetricSource
+metadata: {name: pods, namespace: clusterpulse}
+spec:
+  source: {apiVersion: v1, kind: Pod}
+  fields:
+  - {name: restarts, path: .status.restarts, type: integer}
+  aggregations:
+  - {name: medianRestarts, field: restarts, function: median}
+  rbac: {resourceTypeName: pods}
+"""
+
+
+def test_an_aggregation_naming_an_unregistered_function_is_a_compile_error(tmp_path: Path) -> None:
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["metricsource"]\n')
+    write(tmp_path, "median.yaml", MEDIAN_SOURCE)
+    result = subprocess.run([*CLI, "metricsource", "eval", "-f", "median.yaml", "--objects", "-"], cwd=tmp_path,
+                            env={k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS},
+                            capture_output=True, text=True, timeout=120, input='{"items": []}')
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", "error: median.yaml:9: spec.aggregations[0].function: unknown aggregation function 'median' "
+               "(did you mean 'min'? registered: avg, count, distinct, max, min, percentile, sum)\n")

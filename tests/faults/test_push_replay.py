@@ -26,8 +26,9 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.server import REJECTED
 from clusterpulse_ingester.settings import IngesterSettings
-from fault_support import LOG_TIME, TOKEN, WAIT, add_cluster, make_hub, managed_objects, write_config
+from fault_support import HUB_NAMESPACE, LOG_TIME, TOKEN, WAIT, add_cluster, make_hub, managed_objects, write_config
 
+from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
@@ -88,6 +89,8 @@ def push_hub(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> It
     managed = kube_api(objects=managed_objects("edge-1", "edge-2"), require_token=TOKEN)
     port = free_port()
     add_cluster(hub, "edge", managed.url, collectionMode="push", ingesterAddress=f"127.0.0.1:{port}")
+    # The collector token the hub would mint for the cluster, with a known value for the agent.
+    hub.create(collector_token.secret_object(HUB_NAMESPACE, "edge", {collector_token.TOKEN_KEY: TOKEN}))
     config_file = write_config(tmp_path / "hub.toml", redis_url, enabled=("redis", "cluster", "ingester"),
                                plugins={"ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0}})
     config, host = load(str(config_file), env={})
@@ -114,7 +117,10 @@ def test_a_replay_after_an_ingester_outage_keeps_its_time_and_the_agent_reconnec
     client = redis.Redis.from_url(redis_url)
     agent = Agent(tmp_path, managed, port)
     try:
-        eventually(lambda: len(_series(client, "edge-1")) >= 2, "the first pushed batches", WAIT)
+        eventually(lambda: agent.times("Registered with ingester"), "the agent to register", WAIT)
+        registered = agent.times("Registered with ingester")[0]
+        eventually(lambda: len([s for _, s in _series(client, "edge-1") if s >= registered - 1]) >= 2,
+                   "the first pushed batches", WAIT)
         server = manager.runtime.plugins.plugin("ingester").server  # type: ignore[attr-defined]
         server.stop()
         down_at = time.time()

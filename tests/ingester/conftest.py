@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_metricsource.crd import METRIC_SOURCE
-from push_support import HUB_NAMESPACE, TOKEN, cluster_connection, secret, write_config
+from push_support import HUB_NAMESPACE, TOKEN, cluster_connection, collector_secret, secret, write_config
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
@@ -20,13 +20,15 @@ from clusterpulse_core.testing.servers import free_port
 
 @pytest.fixture
 def hub(kube_api: Callable[..., Any]) -> Any:
-    """A hub emulator with the ClusterConnection and MetricSource CRDs and two push clusters' Secrets."""
+    """A hub emulator with the ClusterConnection and MetricSource CRDs and two push clusters' Secrets
+    (the hub's credential, and the collector token ``TOKEN + name``)."""
     api = kube_api()
     for kind in (CLUSTER_CONNECTION, METRIC_SOURCE):
         api.add_crd(kind.group, kind.version, kind.kind, kind.plural, short_names=kind.short_names)
     api.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HUB_NAMESPACE}}])
     for name in ("edge", "other"):
-        api.create(secret(f"{name}-token", TOKEN + name))
+        api.create(secret(f"{name}-token", "hub-credential-" + name))  # the hub's own credential
+        api.create(collector_secret(name, TOKEN + name))  # the collector token the hub minted
         api.create(cluster_connection(name, "https://127.0.0.1:1", push=True))
     return api
 

@@ -90,6 +90,13 @@ def secret(name: str, token: str) -> dict[str, Any]:
                      "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}}
 
 
+def collector_secret(cluster: str, token: str) -> dict[str, Any]:
+    """The hub-owned Secret holding ``cluster``'s collector token (what the hub mints, with a known token)."""
+    from clusterpulse_core.kube import collector_token
+
+    return collector_token.secret_object(HUB_NAMESPACE, cluster, {collector_token.TOKEN_KEY: token})
+
+
 def cluster_connection(name: str, endpoint: str, push: bool = False, ingester: str = "") -> dict[str, Any]:
     """A ClusterConnection whose credentials are the Secret ``<name>-token``."""
     spec: dict[str, Any] = {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}}

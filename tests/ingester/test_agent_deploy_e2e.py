@@ -12,24 +12,31 @@ and deleting the ClusterConnection removes everything the hub created.
 from __future__ import annotations
 
 import base64
+import json
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import redis
 from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
 from push_support import (
     CC_API,
+    CLUSTERPULSE,
     HUB_NAMESPACE,
     WAIT,
     AgentProcess,
+    Stream,
     cluster_connection,
     managed_objects,
     secret,
     write_config,
 )
 
+from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
@@ -119,3 +126,89 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     assert lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None
     assert lab.get("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None) is None
     assert lab.get("v1", "namespaces", AGENT_NS, None) is None
+
+
+def _managed_token(lab: Any) -> str:
+    found = lab.get("v1", "secrets", "clusterpulse-collector-token", AGENT_NS)
+    return base64.b64decode(found["data"]["token"]).decode() if found else ""
+
+
+def _registers(port: int, token: str) -> bool:
+    stream = Stream(port, token)
+    try:
+        stream.register("lab", token)
+        return True
+    except grpc.RpcError as exc:
+        assert exc.code() == grpc.StatusCode.UNAUTHENTICATED
+        return False
+    finally:
+        stream.close()
+
+
+def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
+        hub: Any, kube_api: Callable[..., Any], manager: tuple[Manager, int], tmp_path: Path) -> None:
+    running, port = manager
+    lab = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
+    hub.create(secret("lab-token", MANAGED_TOKEN))
+    hub.create(cluster_connection("lab", lab.url, push=True, ingester=f"127.0.0.1:{port}"))
+    deployment = eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+                            "the hub to create the agent Deployment", timeout=WAIT)
+
+    # The managed cluster holds a token the hub minted, not the hub's credential for that cluster.
+    first = _managed_token(lab)
+    hub_credential = base64.b64decode(hub.get("v1", "secrets", "lab-token", HUB_NAMESPACE)["data"]["token"]).decode()
+    minted = hub.get("v1", "secrets", collector_token.secret_name("lab"), HUB_NAMESPACE)
+    assert first and first != hub_credential and MANAGED_TOKEN not in first
+    assert len(base64.urlsafe_b64decode(first + "=" * (-len(first) % 4))) * 8 >= 256
+    assert base64.b64decode(minted["data"]["token"]).decode() == first
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert hub_credential not in json.dumps(deployment)
+
+    def run_agent(token: str, name: str) -> AgentProcess:
+        env = {item["name"]: item.get("value", "") for item in container["env"]}
+        env["COLLECTOR_TOKEN"] = token
+        agent_port = free_port()
+        config = write_config(tmp_path / f"{name}.toml", ["cluster", "metricsource", "ingester"],
+                              {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
+                              core={"metrics_bind_address": f"127.0.0.1:{agent_port}"})
+        return AgentProcess(config, lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN),
+                            agent_port, tmp_path / f"{name}.log", env=env)
+
+    old_agent = run_agent(first, "agent-1")
+    new_agent: AgentProcess | None = None
+    try:
+        eventually(lambda: running.runtime.plugins.agent_connection("lab"), "the agent to register", timeout=WAIT)
+        template = deployment["spec"]["template"]["metadata"]["annotations"]
+
+        # Rotate with the real command; the grace is the setting under test.
+        grace = 2 * WAIT
+        hub_config = write_config(tmp_path / "rotate.toml", ["cluster", "ingester"], {},
+                                  core={"kubeconfig": str(hub.write_kubeconfig(tmp_path / "hub.kubeconfig"))})
+        rotated = subprocess.run([CLUSTERPULSE, "--config", str(hub_config), "agent", "rotate-token", "lab",
+                                  "--grace", str(grace)], capture_output=True, text=True, timeout=WAIT * 3)
+        assert rotated.returncode == 0, rotated.stderr
+        rotated_at = time.monotonic()
+        assert "rotated the collector token of lab" in rotated.stdout
+
+        # Within the grace the old token still registers, and the running agent stays connected.
+        assert _registers(port, first)
+        second = eventually(lambda: (t := _managed_token(lab)) != first and t, "the new token on the cluster",
+                            timeout=WAIT)
+        assert second != hub_credential
+        rolled = lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
+        assert rolled["spec"]["template"]["metadata"]["annotations"] != template  # the pod restarts with it
+        assert old_agent.process.poll() is None and running.runtime.plugins.agent_connection("lab")
+        assert time.monotonic() - rotated_at < grace, "the checks above outlasted the grace period"
+        new_agent = run_agent(second, "agent-2")  # what the rolled Deployment's pod is
+
+        # After the grace: the old token's stream is ended and the old token refused; the new agent stays.
+        eventually(lambda: running.runtime.metrics.get_sample_value(
+            "clusterpulse_ingester_streams_rejected_total", {"reason": "revoked_token_changed"}),
+            "the old token's stream to end after the grace", timeout=grace + WAIT)
+        old_agent.stop()
+        assert not _registers(port, first)
+        eventually(lambda: running.runtime.plugins.agent_connection("lab"), "the new agent", timeout=WAIT)
+    finally:
+        old_agent.stop()
+        if new_agent is not None:
+            new_agent.stop()

@@ -87,9 +87,11 @@ def test_round_trip_keeps_what_the_proto_carries() -> None:
     assert resources.collection.resources[0].values == {"r": 2, "nan": None}
     assert resources.collection.collected_at == AT
     status, event = back[7], back[8]
-    assert isinstance(status, ClusterStatusPiece) and status.status.message == "Collector push active"
+    assert isinstance(status, ClusterStatusPiece)
+    assert (status.status.health, status.status.message) == ("healthy", "Cluster is healthy")
     assert status.status.last_check == LATER
-    assert isinstance(event, EventPiece) and event.data == {"health": "healthy", "source": "collector-push"}
+    assert isinstance(event, EventPiece) and event.data == {"health": "healthy", "source": "collector-push",
+                                                            "nodes": 1, "nodes_ready": 1, "namespaces": 2}
 
 
 def test_agent_sources_compile_what_they_can_and_skip_the_rest() -> None:

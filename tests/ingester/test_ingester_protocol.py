@@ -253,7 +253,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
         assert (metrics["nodes"], metrics["deployments"], metrics["timestamp"]) == (
             2, 3, collected.strftime("%Y-%m-%dT%H:%M:%SZ"))
         status = loads(client.get("cluster:edge:status"))
-        assert (status["health"], status["message"]) == ("healthy", "Collector push active")
+        assert (status["health"], status["message"]) == ("healthy", "Cluster is healthy")
         # No status.agent on the ClusterConnection: an agent the hub did not install, its own version.
         assert status["agent"] == {"deployed": False, "version": "v9.9", "connected": True,
                                    "last_heartbeat": status["last_check"]}
@@ -437,3 +437,40 @@ def test_stop_acks_the_batch_in_flight_then_closes_streams(
     assert not stopper.is_alive()
     stream.close()
     assert len(recording.of(ClusterMetricsPiece)) == 1
+
+
+@pytest.mark.parametrize(("not_ready", "cpu_requested", "health", "message"), [
+    (0, 0.5, "healthy", "Cluster is healthy"),
+    (1, 0.5, "degraded", "Issues: 1 nodes not ready"),
+    (2, 0.5, "unhealthy", "Issues: 2 nodes not ready"),
+    (0, 3.2, "degraded", "Issues: High CPU usage: 91.43%"),
+], ids=["all-ready", "one-not-ready", "half-not-ready", "cpu-critical"])
+def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, Any], redis_url: str,
+                                                      not_ready: int, cpu_requested: float, health: str,
+                                                      message: str) -> None:
+    """docs/readers.md#r7-health for push: the cluster plugin's thresholds, through the health hook."""
+    runtime, _ = ingester
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.register("edge", TOKEN + "edge")
+    sent = batch("edge", "b-health", nodes=4)
+    sent.cluster_metrics.nodes_ready = 4 - not_ready
+    for node in sent.node_metrics[4 - not_ready:]:
+        node.status = "NotReady"
+    for node in sent.node_metrics:
+        node.cpu_requested = cpu_requested
+    stream.send(pb.ConnectRequest(metrics=sent))
+    assert stream.recv().ack.success
+    # What the hub's reconcile of the pushed cluster patches into its ClusterConnection.
+    connection = runtime.plugins.agent_connection("edge")
+    assert connection is not None and connection.health == health
+    stream.close()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        status = loads(client.get("cluster:edge:status"))
+        assert (status["health"], status["message"]) == (health, message)
+        event = loads(client.lindex("events:edge", 0))
+        assert event["type"] == "cluster.reconciled"
+        assert event["data"] == {"health": health, "source": "collector-push", "nodes": 4,
+                                 "nodes_ready": 4 - not_ready, "namespaces": 2}
+    finally:
+        client.close()

@@ -20,13 +20,16 @@ import attrs
 import pytest
 import redis
 from clusterpulse_ingester.plugin import IngesterPlugin
+from clusterpulse_ingester.proto import collector_pb2 as pb
 from push_support import (
     CC_API,
     HUB_NAMESPACE,
     TOKEN,
     WAIT,
     AgentProcess,
+    Stream,
     cluster_connection,
+    collector_secret,
     managed_objects,
     metric_source,
     secret,
@@ -37,12 +40,15 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import ClusterMetricsPiece, ClusterSpecPiece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.serde import loads
+from clusterpulse_core.serde import dumps, loads
+from clusterpulse_core.testing.kube_api_util import ApiError
 from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 from clusterpulse_core.testing.servers import free_port
 
 MANAGED_TOKEN = "managed-cluster-token"
+#: A stored health message (docs/readers.md#r7-health).
+HEALTH_MESSAGE = re.compile(r"(?:Cluster is healthy|Issues: [^()]+)")
 INTERVAL = 0.5
 
 
@@ -173,8 +179,11 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
     agent = world.start_agent()
     eventually(lambda: world.json("cluster:edge:metrics"), "a pushed batch", timeout=30)
     eventually(lambda: world.json("cluster:pulled:metrics"), "the pull reconcile", timeout=30)
-    assert world.json("cluster:edge:status")["message"] == "Collector push active"
-    assert world.json("cluster:pulled:status")["message"] == "Cluster is reachable"
+    # One cluster, two ways: the same health verdict (docs/readers.md#r7-health); the push one by the ingester.
+    pushed_status, pulled_status = world.json("cluster:edge:status"), world.json("cluster:pulled:status")
+    assert pushed_status["agent"]["connected"] is True and "agent" not in pulled_status
+    assert (pushed_status["health"], pushed_status["message"]) == (pulled_status["health"], pulled_status["message"])
+    assert HEALTH_MESSAGE.fullmatch(pulled_status["message"])
 
     pushed, pulled = _cluster_keys(world, "edge"), _cluster_keys(world, "pulled")
     pull_only = {key for key in pulled if PULL_ONLY_KEYS.fullmatch(key)}
@@ -273,12 +282,13 @@ def test_wrong_token_agent_stores_nothing_and_keeps_trying(world: PushWorld) -> 
 
 def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
     world.hub.create(secret("fallback-token", MANAGED_TOKEN))
+    world.hub.create(collector_secret("fallback", TOKEN + "fallback"))
     world.hub.create(cluster_connection("fallback", world.managed.url, push=True, ingester=f"127.0.0.1:{world.port}"))
     eventually(lambda: "push agent not connected" in (world.cr("fallback").get("status") or {}).get("message", ""),
                "the pull fallback without an agent", timeout=WAIT)
     assert world.cr("fallback")["status"]["collectorStatus"] == {"connected": False}
 
-    agent = world.start_agent("fallback", token=MANAGED_TOKEN)
+    agent = world.start_agent("fallback", token=TOKEN + "fallback")
     eventually(lambda: world.manager.runtime.plugins.agent_connection("fallback"),
                "the agent to register", timeout=WAIT)
 
@@ -321,10 +331,19 @@ def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld
 
 
 def _touch(world: PushWorld, name: str) -> None:
-    """A spec change: the manager reconciles now instead of at the next requeue."""
-    obj = world.cr(name)
-    obj["spec"]["labels"] = {"touched": str(time.monotonic_ns())}
-    world.hub.update(obj)
+    """A spec change: the manager reconciles now instead of at the next requeue.
+
+    Read-modify-write races the manager's status patches (a 409): read again, a bounded few times.
+    """
+    for attempt in range(5):
+        obj = world.cr(name)
+        obj["spec"]["labels"] = {"touched": str(time.monotonic_ns())}
+        try:
+            world.hub.update(obj)
+            return
+        except ApiError as exc:
+            if exc.code != 409 or attempt == 4:
+                raise
 
 
 def _status(world: PushWorld, name: str) -> dict[str, Any]:
@@ -344,10 +363,11 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
         return sum(1 for p in world.recording.of(ClusterSpecPiece) if p.cluster == "quiet")
 
     world.hub.create(secret("quiet-token", MANAGED_TOKEN))
+    world.hub.create(collector_secret("quiet", TOKEN + "quiet"))
     world.hub.create(cluster_connection("quiet", cluster.url, push=True, ingester=f"127.0.0.1:{world.port}"))
     eventually(lambda: "push agent not connected" in _status(world, "quiet").get("message", ""),
                "the first pull", timeout=WAIT)
-    agent = world.start_agent("quiet", token=MANAGED_TOKEN, managed=cluster, ack_timeout=60.0)
+    agent = world.start_agent("quiet", token=TOKEN + "quiet", managed=cluster, ack_timeout=60.0)
     eventually(lambda: world.manager.runtime.plugins.agent_connection("quiet"), "the agent to register", timeout=WAIT)
 
     # Streaming: reconciles find the agent live and leave the cluster alone.
@@ -356,7 +376,8 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     status = eventually(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
                         "push active in the status", timeout=WAIT)
     assert re.fullmatch(r"Collector push active \(agent \S+, last heartbeat \S+Z\)", status["message"])
-    assert status["phase"] == "Connected" and status["health"] == "healthy"
+    # Its health is the verdict of the agent's batches (managed_objects' NotReady worker-2: degraded).
+    assert status["phase"] == "Connected" and status["health"] == "degraded"
     before = reconciles()
     eventually(lambda: reconciles() > before, "a reconcile while the agent streams (silence limit 5 s)", timeout=20)
     assert pulls() == 0
@@ -365,7 +386,7 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
                         and v, "an ingester status write with the agent", timeout=WAIT)
     crd_agent = _status(world, "quiet")["agent"]
     assert crd_agent["deployed"] is True  # installed by the hub while no agent was connected
-    assert stored["message"] == "Collector push active"
+    assert HEALTH_MESSAGE.fullmatch(stored["message"])
     assert {k: stored["agent"][k] for k in ("deployed", "version", "connected")} == {
         k: crd_agent[k] for k in ("deployed", "version", "connected")}
     assert stored["agent"]["last_heartbeat"] >= status["collectorStatus"]["lastHeartbeat"]
@@ -377,19 +398,20 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
                             "the fallback to pull", timeout=30)
         assert world.manager.runtime.plugins.agent_connection("quiet") is not None  # still connected, silent
         assert status["phase"] == "Connected"
-        assert re.fullmatch(r"Cluster is reachable \(push agent \S+ silent since \S+Z: collecting by pull\)",
+        assert re.fullmatch(HEALTH_MESSAGE.pattern + r" \(push agent \S+ silent since \S+Z: collecting by pull\)",
                             status["message"])
         assert status["collectorStatus"]["connected"] is False
         eventually(lambda: pulls() > 0, "the hub's own node listing", timeout=WAIT)
         fallback = eventually(lambda: (v := world.json("cluster:quiet:status")) and
-                              v["message"] == "Cluster is reachable" and v, "the pull's Redis status", timeout=WAIT)
+                              v.get("agent", {}).get("connected") is False and v, "the pull's Redis status",
+                              timeout=WAIT)
         assert fallback["agent"]["connected"] is False
     finally:
         os.kill(agent.process.pid, signal.SIGCONT)
 
     # Thawed: batches flow on the same stream, the status says push again and pulls stop.
-    eventually(lambda: (v := world.json("cluster:quiet:status")) and v["message"] == "Collector push active"
-               and v["agent"]["connected"], "the ingester's status after the thaw", timeout=WAIT)
+    eventually(lambda: (v := world.json("cluster:quiet:status")) and v["agent"]["connected"],
+               "the ingester's status after the thaw", timeout=WAIT)
     _touch(world, "quiet")
     status = eventually(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
                         "push active again", timeout=WAIT)
@@ -399,3 +421,44 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
         k: status["agent"][k] for k in ("deployed", "version", "connected")}
     assert agent.output().count("Registered with ingester") == 1
     assert agent.stop() == 0
+
+
+def _grouped_source() -> dict[str, Any]:
+    """The Deployments MetricSource with a ``groupBy`` aggregation and an ``avg`` (not what a Go agent sends)."""
+    source = metric_source("deploys", "replicas * 2")
+    spec = source["spec"]
+    spec["fields"].append({"name": "ns", "path": ".metadata.namespace", "type": "string"})
+    spec["aggregations"] += [{"name": "by_ns", "field": "replicas", "function": "sum", "groupBy": "ns"},
+                             {"name": "mean", "field": "doubled", "function": "avg"}]
+    return source
+
+
+def test_the_hub_aggregates_pushed_resources_with_the_pull_code(world: PushWorld) -> None:
+    """A batch with resources gets the hub's aggregations (grouped too); without them, the agent's numbers."""
+    world.hub.create(_grouped_source())
+    eventually(lambda: world.redis.exists("metricsource:clusterpulse:deploys"), "the hub's compiled MetricSource",
+               timeout=WAIT)
+    stream = Stream(world.port, TOKEN + "edge")
+    try:
+        stream.register("edge", TOKEN + "edge")
+        batch = pb.MetricsBatch(cluster_name="edge", batch_id="with-resources")
+        batch.custom_resources.append(pb.CustomResourceBatch(
+            source_id="clusterpulse/deploys", resource_count=2,
+            resources=[pb.CustomCollectedResource(id=f"{ns}/{name}", namespace=ns, name=name,
+                                                  values_json=dumps({"replicas": n, "doubled": 2 * n, "ns": ns}))
+                       for ns, name, n in (("app-a", "web", 2), ("app-b", "api", 3))],
+            aggregation_values={"total": 999.0}))  # what an agent computed is not what is stored
+        stream.send(pb.ConnectRequest(metrics=batch))
+        assert stream.recv().ack.success
+        key = "cluster:edge:custom:clusterpulse/deploys:aggregations"
+        assert world.json(key)["values"] == {"total": 10.0, "by_ns": {"app-a": 2.0, "app-b": 3.0}, "mean": 5.0}
+
+        # Resources not sent (a count only): the agent's numeric results are all there is.
+        batch = pb.MetricsBatch(cluster_name="edge", batch_id="counts-only")
+        batch.custom_resources.append(pb.CustomResourceBatch(source_id="clusterpulse/deploys", resource_count=5,
+                                                             aggregation_values={"total": 7.0}))
+        stream.send(pb.ConnectRequest(metrics=batch))
+        assert stream.recv().ack.success
+        assert world.json(key)["values"] == {"total": 7.0}
+    finally:
+        stream.close()

@@ -16,7 +16,7 @@ import pytest
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.server import REFUSED
-from push_support import CC_API, HUB_NAMESPACE, TOKEN, Stream, cluster_connection, secret
+from push_support import CC_API, HUB_NAMESPACE, TOKEN, Stream, cluster_connection, collector_secret, secret
 from test_ingester_protocol import batch
 
 from clusterpulse_core.context import Runtime
@@ -33,7 +33,7 @@ def _port(runtime: Runtime) -> int:
 
 
 def _rotate(hub: Any) -> None:
-    current = hub.get("v1", "secrets", "edge-token", HUB_NAMESPACE)
+    current = hub.get("v1", "secrets", "clusterpulse-collector-edge", HUB_NAMESPACE)
     current["data"]["token"] = base64.b64encode(b"a-new-token-for-edge").decode()
     hub.update(current)
 
@@ -94,7 +94,8 @@ def test_a_hub_change_ends_the_stream_at_once_and_nothing_later_is_stored(
 
 
 def test_only_push_clusters_are_accepted(start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any) -> None:
-    hub.create(secret("pulled-token", TOKEN + "pulled"))
+    hub.create(secret("pulled-token", "hub-credential-pulled"))
+    hub.create(collector_secret("pulled", TOKEN + "pulled"))
     hub.create(cluster_connection("pulled", "https://127.0.0.1:1", push=False))
     runtime, recording = start_ingester()
     stream = Stream(_port(runtime), TOKEN + "pulled")

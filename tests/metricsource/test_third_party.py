@@ -6,8 +6,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from clusterpulse_metricsource.catalog import catalog_of_plugins
-from clusterpulse_metricsource.compiler import compile_metric_source
+from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
 
 from clusterpulse_core import hookimpl
@@ -63,10 +64,13 @@ def test_plugin_median_is_used_in_a_reconcile(fleet: Fleet) -> None:
     assert results["west"] == {"medianArms": 4.5, "oddNames": 2.0}  # prickly, opuntia
 
 
-def test_without_the_plugin_median_gives_no_value() -> None:
+def test_without_the_plugin_median_is_a_compile_error_naming_the_field() -> None:
     obj = {"metadata": {"name": "m", "namespace": "ns"}, "spec": SPEC}
     records = [{"metadata": {"name": "abc"}, "spec": {"arms": 2}}, {"metadata": {"name": "ab"}, "spec": {"arms": 4}}]
     with_plugin = compile_metric_source(obj, catalog_of_plugins({"median": MedianPlugin}))
-    without = compile_metric_source(obj)
     assert with_plugin.aggregate(with_plugin.records(records)) == {"medianArms": 3.0, "oddNames": 1.0}
-    assert without.aggregate(without.records(records)) == {"medianArms": None, "oddNames": 0.0}
+    with pytest.raises(SpecError) as caught:
+        compile_metric_source(obj)
+    assert caught.value.field == "spec.aggregations[0].function"
+    assert caught.value.detail == ("unknown aggregation function 'median' (did you mean 'min'? registered: avg, "
+                                   "count, distinct, max, min, percentile, sum)")

@@ -24,6 +24,7 @@ import yaml
 
 from clusterpulse_core.demo.fleet import FLEET_DIR
 from clusterpulse_core.demo.run import run_demo
+from clusterpulse_core.model import ClusterMetrics, cluster_health
 from clusterpulse_core.serde import parse_time
 from clusterpulse_core.testing.servers import redis_process, require_binary
 
@@ -88,6 +89,14 @@ def node_ready(node: dict[str, Any]) -> bool:
     """Ready (True) and not cordoned, as the node status rule says."""
     ready = [c for c in node.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
     return bool(ready) and ready[-1]["status"] == "True" and not node.get("spec", {}).get("unschedulable")
+
+
+def expected_health(cluster: str) -> tuple[str, str]:
+    """R7 from the fixture's nodes (the demo fleet's requests stay below the CPU and memory thresholds)."""
+    nodes = fixture_objects(cluster, "Node")
+    verdict = cluster_health(ClusterMetrics(nodes=len(nodes), nodes_ready=sum(map(node_ready, nodes)),
+                                            nodes_not_ready=sum(not node_ready(n) for n in nodes)))
+    return verdict.health, verdict.message
 
 
 def phases(cluster: str) -> Counter[str]:
@@ -211,7 +220,7 @@ def test_get_clusters(client: redis.Redis) -> None:
         assert isinstance(spec["endpoint"], str) and spec["endpoint"].startswith("http")
         assert spec["labels"] == connection_labels(cluster)
         assert spec["labels"]["environment"]  # the UI's "Environment" (R6)
-        assert status["health"] == "healthy", status
+        assert (status["health"], status["message"]) == expected_health(cluster), status
         assert_types(metrics, METRIC_TYPES, f"{cluster} metrics")
         assert {k: metrics[k] for k in expected_metrics(cluster)} == expected_metrics(cluster)
         parse_time(metrics["timestamp"])
@@ -372,7 +381,7 @@ def test_get_cluster_events(client: redis.Redis) -> None:
         events = [msgspec.json.decode(item) for item in client.lrange(f"events:{cluster}", 0, 99)]
         reconciled = [e for e in events if e["type"] == "cluster.reconciled"]
         assert len(reconciled) == 2, f"{cluster}: two cycles"
-        assert all(e["data"]["health"] == "healthy" for e in reconciled)
+        assert all(e["data"]["health"] == expected_health(cluster)[0] for e in reconciled)
         for event in events:  # alert events (R4) share the list
             assert isinstance(event["type"], str) and event["cluster"] == cluster
             assert event["data"] is None or isinstance(event["data"], dict)
@@ -457,7 +466,7 @@ def test_get_public_cluster_health(client: redis.Redis) -> None:
     for cluster in sorted(client.smembers("clusters:all")):
         spec = get_json(client, f"cluster:{cluster}:spec") or {"displayName": cluster, "labels": {}}
         status = get_json(client, f"cluster:{cluster}:status") or {"health": "unknown"}
-        assert spec["displayName"] and status["health"] == "healthy"
+        assert spec["displayName"] and status["health"] == expected_health(cluster)[0]
         parse_time(status["last_check"])
 
 

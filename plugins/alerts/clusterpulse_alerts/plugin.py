@@ -59,7 +59,7 @@ def contributed_rules(definitions: Mapping[str, AlertRuleDef], overrides: Mappin
 
 
 class AlertsPlugin:
-    """Alerts derived from stored state, written through the store fan-out (DECISIONS.md R4)."""
+    """Alerts derived from stored state, written through the store fan-out (docs/compatibility.md#r4)."""
 
     clusterpulse_api_version = 1
 

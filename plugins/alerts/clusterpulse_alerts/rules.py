@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 from clusterpulse_core.alerting import ClusterView, Finding, RegistryView
 from clusterpulse_core.hookspecs import Register
-from clusterpulse_core.model import Health, NodeMetrics, NodeStatus
+from clusterpulse_core.model import Health, NodeMetrics, NodeStatus, is_health_verdict
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -19,10 +19,14 @@ ClusterRule = Callable[[ClusterView, "float | None"], "list[Finding] | None"]
 
 
 def cluster_unreachable(view: ClusterView, threshold: float | None) -> list[Finding] | None:
-    """The last reconcile could not reach the cluster (status ``unhealthy``)."""
+    """The last reconcile could not reach the cluster (status ``unhealthy`` with its error).
+
+    A reached cluster that is ``unhealthy`` by its nodes (docs/readers.md#r7-health) is not
+    unreachable: the NodeNotReady alerts say what is wrong with it.
+    """
     if view.status is None:
         return None
-    if view.status.health != Health.UNHEALTHY.value:
+    if view.status.health != Health.UNHEALTHY.value or is_health_verdict(view.status.message):
         return []
     return [Finding("cluster", view.name, f"cluster {view.name} is unreachable: {view.status.message}")]
 

@@ -1,4 +1,4 @@
-"""OpenShift ClusterOperators with their condition flags (controllers.md §5.7)."""
+"""OpenShift ClusterOperators with their condition flags (docs/compatibility.md#cluster-collection)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ClusterConnection custom resource kind (crds.md §0–§1)."""
+"""The ClusterConnection custom resource kind (docs/compatibility.md#crds)."""
 
 from __future__ import annotations
 
@@ -86,11 +86,13 @@ SCHEMA = resource_schema(
 
 #: Push mode, agent deployment: the finalizer (get/patch of the ClusterConnection) and the CA bundle;
 #: the ingester watches the Secrets of the hub namespace (collector tokens: checked from memory, and
-#: a changed token ends its agent's stream at once).
+#: a changed token ends its agent's stream at once) and the agent deploy creates each cluster's collector token.
 AGENT_HUB_ACCESS = (
     ApiAccess(GROUP, ("clusterconnections",), ("get", "patch")),
     ApiAccess("", ("configmaps",), ("get",)),
     ApiAccess("", ("secrets",), ("list", "watch")),
+    # The collector token minted per push cluster (docs/push-mode.md#collector-tokens).
+    ApiAccess("", ("secrets",), ("create",)),
 )
 _AGENT_OBJECTS = (("", "namespaces"), ("", "serviceaccounts"), ("", "secrets"), ("", "configmaps"),
                   ("apps", "deployments"), ("rbac.authorization.k8s.io", "clusterroles"),

@@ -1,4 +1,5 @@
-"""Cluster info: version, platform, console URL and OpenShift ClusterVersion facts (§5.5)."""
+"""Cluster info: version, platform, console URL and OpenShift ClusterVersion facts
+(docs/compatibility.md#cluster-collection)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The node pass: nodes, their pods, namespaces and object counts in one paginated sweep.
 
 One critical collector produces the NodesPiece, the ClusterMetricsPiece (the 24 totals of
-DECISIONS R1) and the NamespacesPiece (DECISIONS C2) from a single listing of nodes and pods;
+docs/compatibility.md#r1) and the NamespacesPiece (docs/compatibility.md#c2) from a single listing of nodes and pods;
 deployments, services, statefulsets, daemonsets and PVCs are counted without being listed.
 Pages are decoded with typed partial decoders and dropped as soon as they are tallied, so
 memory is bounded by the page size, not the cluster size. The same pod pages feed the pod
-summaries of the resource lists (DECISIONS R3, :mod:`clusterpulse_cluster.resources`), so a
+summaries of the resource lists (docs/compatibility.md#r3, :mod:`clusterpulse_cluster.resources`), so a
 reconcile lists the pods once.
 """
 
@@ -77,7 +77,7 @@ def sweep_pods(target: ClusterTarget, page_size: int, summaries: PodSummaries | 
 
 
 def list_namespaces(target: ClusterTarget, page_size: int) -> list[str]:
-    """Namespace names in API order; an error gives an empty list (controllers.md §5.4)."""
+    """Namespace names in API order; an error gives an empty list (docs/compatibility.md#cluster-collection)."""
     names: list[str] = []
     try:
         for page in target.client.list_decoded(NAMESPACES_PATH, namespace_list_decoder.decode, limit=page_size):
@@ -88,7 +88,7 @@ def list_namespaces(target: ClusterTarget, page_size: int) -> list[str]:
     return names
 
 
-#: Cluster-wide counts of DECISIONS R1: ObjectCounts field -> list path.
+#: Cluster-wide counts of docs/compatibility.md#r1: ObjectCounts field -> list path.
 COUNTED_PATHS: dict[str, str] = {
     "deployments": DEPLOYMENTS_PATH,
     "services": "/api/v1/services",
@@ -99,7 +99,7 @@ COUNTED_PATHS: dict[str, str] = {
 
 
 def count_objects(target: ClusterTarget, what: str, path: str) -> int:
-    """Objects of one kind in all namespaces, not decoded; 0 when listing fails (DECISIONS R1)."""
+    """Objects of one kind in all namespaces, not decoded; 0 when listing fails (docs/compatibility.md#r1)."""
     try:
         return target.client.count(path)
     except (KubeApiError, CircuitOpenError) as exc:
@@ -130,7 +130,7 @@ def pod_phases(tallies: dict[str, PodTally]) -> PodPhaseCounts:
 class InventoryCollector:
     """The critical ``nodes`` collector: node metrics, cluster metrics and namespaces.
 
-    With ``resources``, also the resource lists (DECISIONS R3), their pods from the same pod
+    With ``resources``, also the resource lists (docs/compatibility.md#r3), their pods from the same pod
     sweep; a failure of their other lists leaves them out and fails nothing.
     """
 

@@ -1,4 +1,4 @@
-"""Node metrics from decoded Nodes and per-node pod tallies (controllers.md §5.3)."""
+"""Node metrics from decoded Nodes and per-node pod tallies (docs/compatibility.md#cluster-collection)."""
 
 from __future__ import annotations
 

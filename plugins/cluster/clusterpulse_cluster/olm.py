@@ -1,4 +1,4 @@
-"""OLM operators: each Subscription's installed ClusterServiceVersion (controllers.md §5.6)."""
+"""OLM operators: each Subscription's installed ClusterServiceVersion (docs/compatibility.md#cluster-collection)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _split_namespaces(text: str) -> list[str]:
 def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any], agent: bool = False) -> OperatorInfo | None:
     """The OperatorInfo of one CSV and the Subscription that installed it; ``None`` without a spec.
 
-    ``agent`` applies the push agent's rules (controllers.md §10.5): a missing version stays
+    ``agent`` applies the push agent's rules (docs/compatibility.md#collector-protocol): a missing version stays
     empty, a missing phase reads ``Unknown``, ``WATCH_NAMESPACE`` wins over the target-namespaces
     annotation, ``available_count`` is filled and no timestamps are set (the ingester stamps them).
     """

@@ -19,6 +19,7 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.model import ClusterMetrics, HealthVerdict, cluster_health
 from clusterpulse_core.model.time import utcnow
 
 
@@ -68,7 +69,7 @@ class ClusterPlugin:
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
         """Nodes with the resource lists (critical), cluster info, OLM operators, OpenShift ClusterOperators.
 
-        The resource lists (DECISIONS R3) are made by the nodes collector, from its own pod
+        The resource lists (docs/compatibility.md#r3) are made by the nodes collector, from its own pod
         sweep; their failure fails nothing. Inside the push agent (``where == "agent"``) OLM
         operators follow the agent's rules, and what the proto has no field for is not
         collected: the resource lists and every cluster-wide count but deployments.
@@ -88,12 +89,25 @@ class ClusterPlugin:
         ]
 
     @hookimpl
+    def clusterpulse_cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
+        """The verdict of these totals under this plugin's thresholds (pushed batches ask it too)."""
+        return cluster_health(metrics, self.settings.health_thresholds())
+
+    @hookimpl
     def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
                                ctx: ReconcileContext) -> ReconcileResult | None:
         """Reconcile one ClusterConnection with every registered collector."""
         if kind.kind != CLUSTER_CONNECTION.kind:
             return None
         return self.reconciler.reconcile(obj, ctx, ctx.runtime.plugins.collectors())
+
+    @hookimpl
+    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The clusters storage holds (``clusters``), in the watch namespace."""
+        names = runtime.plugins.stored_names("clusters")
+        if kind.kind != CLUSTER_CONNECTION.kind or names is None:
+            return None
+        return [ObjectRef(kind.kind, runtime.namespace, name) for name in names]
 
     @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef,

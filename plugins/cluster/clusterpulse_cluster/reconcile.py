@@ -1,4 +1,5 @@
-"""One ClusterConnection reconcile, pull mode (controllers.md §7.2–7.5 with DECISIONS C1–C3, C8, C10)."""
+"""One ClusterConnection reconcile, pull mode (docs/compatibility.md#cluster-reconcile with
+docs/compatibility.md#c1–#c3, #c8, #c10)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,14 @@ from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
-from clusterpulse_core.model import ClusterStatusRecord, Health
+from clusterpulse_core.model import (
+    HEALTHY_MESSAGE,
+    ClusterMetrics,
+    ClusterStatusRecord,
+    Health,
+    HealthVerdict,
+    cluster_health,
+)
 from clusterpulse_core.pieces import (
     ClusterDeletion,
     ClusterInfoPiece,
@@ -51,7 +59,7 @@ from clusterpulse_core.store import StoreError
 COLLECT_THREADS = 64
 #: Name of the critical collector of nodes, cluster metrics and namespaces.
 NODES_COLLECTOR = "nodes"
-#: Write order of one successful reconcile (redis.md §9); other pieces follow in collector order.
+#: Write order of one successful reconcile (docs/compatibility.md#write-order); other pieces follow in collector order.
 _PIECE_ORDER: tuple[type[Piece], ...] = (
     NodesPiece, ClusterMetricsPiece, NamespacesPiece, ClusterInfoPiece, OperatorsPiece, ClusterOperatorsPiece,
 )
@@ -70,8 +78,15 @@ class ReconcileFailure(Exception):
     """A handled failure: the cluster is marked unhealthy with this message."""
 
 
+def reconciled_event(verdict: HealthVerdict, metrics: ClusterMetrics | None, display_name: str) -> dict[str, Any]:
+    """The data of a ``cluster.reconciled`` event (docs/readers.md#r7-health)."""
+    return {"health": verdict.health, "nodes": metrics.nodes if metrics else 0,
+            "nodes_ready": metrics.nodes_ready if metrics else 0,
+            "namespaces": metrics.namespaces if metrics else 0, "display_name": display_name}
+
+
 def ordered(pieces: Sequence[Piece]) -> list[Piece]:
-    """Pieces in the redis.md §9 order; unknown piece types keep their order, last."""
+    """Pieces in the write order of docs/compatibility.md#write-order; unknown piece types keep their order, last."""
     def rank(piece: Piece) -> int:
         for index, kind in enumerate(_PIECE_ORDER):
             if isinstance(piece, kind):
@@ -146,19 +161,23 @@ class ClusterReconciler:
         now = self.clock()
         nodes = next((p for p in pieces if isinstance(p, NodesPiece)), None)
         namespaces = next((p for p in pieces if isinstance(p, NamespacesPiece)), None)
+        metrics = next((p.metrics for p in pieces if isinstance(p, ClusterMetricsPiece)), None)
+        verdict = (cluster_health(metrics, self.settings.health_thresholds()) if metrics is not None
+                   else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE))
+        node_count = len(nodes.nodes) if nodes else 0
+        namespace_count = len(namespaces.namespaces) if namespaces else 0
         ctx.store(
             *ordered(pieces),
-            ClusterStatusPiece(name, ClusterStatusRecord(Health.HEALTHY.value, connection_status.REACHABLE, now,
+            ClusterStatusPiece(name, ClusterStatusRecord(verdict.health, verdict.message, now,
                                                          self.agents.redis_status(name))),
-            EventPiece("cluster.reconciled", name,
-                       {"health": Health.HEALTHY.value, "display_name": spec.display_name}, timestamp=now),
+            EventPiece("cluster.reconciled", name, reconciled_event(verdict, metrics, spec.display_name),
+                       timestamp=now),
         )
         for stored in target.after_store:
             stored()
         insecure = self._insecure(ctx, name, current, obj)
         self._patch_status(ctx, current, connection_status.connected(
-            now, len(nodes.nodes) if nodes else 0, len(namespaces.namespaces) if namespaces else 0,
-            _generation(obj), current, fallback, insecure))
+            now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure))
         previous_phase = current.get("phase")
         if previous_phase != connection_status.PHASE_CONNECTED:
             recovered = previous_phase == connection_status.PHASE_ERROR
@@ -180,7 +199,7 @@ class ClusterReconciler:
         age = (now - agent.last_heartbeat).total_seconds() if agent is not None else 0.0
         if agent is not None and age <= self.settings.agent_silence_limit:
             patch = connection_status.push_active(agent.version, agent.last_heartbeat, now, _generation(obj),
-                                                  current, self._insecure(ctx, name, current, obj))
+                                                  current, agent.health, self._insecure(ctx, name, current, obj))
             if any(current.get(key) != value for key, value in patch.items()):
                 ctx.patch_status(patch)
             return "", self.settings.agent_silence_limit - age
@@ -189,7 +208,7 @@ class ClusterReconciler:
             ctx.patch_status({"collectorStatus": disconnected})
         reason = connection_status.push_fallback_reason(agent.version, agent.last_heartbeat) if agent else \
             connection_status.push_fallback_reason("", None)
-        ctx.log.info("%s (DECISIONS C3)", reason)
+        ctx.log.info("%s (docs/compatibility.md#c3)", reason)
         return reason, 0.0
 
     def _store_spec(self, ctx: ReconcileContext, name: str, spec: ClusterConnectionSpec) -> None:
@@ -286,7 +305,8 @@ class ClusterReconciler:
     # ------------------------------------------------------------------ deletion
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> None:
-        """Remove the cluster's stored state, its pooled client and its collector state (§7.5)."""
+        """Remove the cluster's stored state, its pooled client and its collector state
+        (docs/compatibility.md#cluster-reconcile)."""
         ctx.store(ClusterDeletion(ref.name), EventPiece("cluster.deleted", ref.name, None, timestamp=self.clock()))
         ctx.runtime.pool.remove(ref.name)
         with self._lock:

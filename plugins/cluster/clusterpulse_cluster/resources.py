@@ -1,6 +1,6 @@
-"""The workload lists the ClusterPulse API recounts per user and namespace (DECISIONS R3).
+"""The workload lists the ClusterPulse API recounts per user and namespace (docs/compatibility.md#r3).
 
-DECISIONS R3 (controllers.md §5.8 as upstream at 73eb0ca, with pods of every phase): pods,
+docs/compatibility.md#r3 (as the Go controller at 73eb0ca, with pods of every phase): pods,
 deployments, services, statefulsets and daemonsets of the whole cluster as short summaries,
 each list bounded by its cap. A cap that cut a list sets ``truncated``.
 
@@ -189,7 +189,7 @@ class PodSummaries:
 
 @attrs.frozen
 class ResourceLists:
-    """The resource lists of DECISIONS R3, made during the ``nodes`` collector's pass.
+    """The resource lists of docs/compatibility.md#r3, made during the ``nodes`` collector's pass.
 
     The collector gives :meth:`pod_summaries` to its pod sweep, then asks :meth:`piece` for
     the collection: that reads the deployments, services, statefulsets and daemonsets and never

@@ -5,11 +5,23 @@ from __future__ import annotations
 import attrs
 
 from clusterpulse_core.config import setting
+from clusterpulse_core.model import HealthThresholds
+
+
+def _fraction(value: float) -> None:
+    if not 0 < value <= 1:
+        raise ValueError(f"must be in (0, 1], got {value}")
+
+
+def _percent(value: float) -> None:
+    if not 0 <= value <= 100:
+        raise ValueError(f"must be a percentage in [0, 100], got {value}")
 
 
 @attrs.frozen
 class ClusterSettings:
-    """Timing, paging and resource-collection knobs of ClusterConnection reconciles (controllers.md §2.2)."""
+    """Timing, paging and resource-collection knobs of ClusterConnection reconciles
+    (docs/compatibility.md#environment)."""
 
     reconciliation_interval: int = setting(
         30, env="RECONCILIATION_INTERVAL", minimum=30, help="default ClusterConnection requeue, seconds")
@@ -24,7 +36,7 @@ class ClusterSettings:
         8192, minimum=64, help="longest stored node annotation value, bytes (longer ones are truncated)")
     collect_timeout: int = setting(
         60, minimum=5, help="deadline of one reconcile when spec.monitoring.timeout is unset, seconds")
-    # Resource collection (DECISIONS R3): the upstream names, defaults and minimums.
+    # Resource collection (docs/compatibility.md#r3): the upstream names, defaults and minimums.
     resource_collection_enabled: bool = setting(
         True, env="RESOURCE_COLLECTION_ENABLED",
         help="store pod, deployment, service, statefulset and daemonset lists for the API")
@@ -41,11 +53,31 @@ class ClusterSettings:
     resource_namespace_filter: str = setting(
         "", env="RESOURCE_NAMESPACE_FILTER",
         help="when non-empty, pods in kube-* namespaces are left out of the pod list (upstream rule)")
+    # Health (docs/readers.md#r7-health): the upstream names and defaults.
+    node_unhealthy_threshold: float = setting(
+        0.5, env="NODE_UNHEALTHY_THRESHOLD", check=_fraction,
+        help="share of nodes not Ready from which a cluster is unhealthy (any not Ready: degraded)")
+    cpu_critical_threshold: float = setting(
+        90.0, env="CPU_CRITICAL_THRESHOLD", check=_percent,
+        help="requested CPU above this percentage of allocatable makes a cluster degraded")
+    memory_critical_threshold: float = setting(
+        90.0, env="MEMORY_CRITICAL_THRESHOLD", check=_percent,
+        help="requested memory above this percentage of allocatable makes a cluster degraded")
+    cpu_warning_threshold: float = setting(
+        85.0, env="CPU_WARNING_THRESHOLD", check=_percent,
+        help="requested CPU above this percentage is named in the status message")
+    memory_warning_threshold: float = setting(
+        85.0, env="MEMORY_WARNING_THRESHOLD", check=_percent,
+        help="requested memory above this percentage is named in the status message")
     # Push mode: the collector agent the hub installs on managed clusters (docs/agent-deploy.md).
     collector_image: str = setting(
         "clusterpulse", help="agent image repository; the tag is spec.collectorVersion or the controller version")
     collector_command: tuple[str, ...] = setting(
         ("clusterpulse", "agent"), help="agent container command (empty = the image's entrypoint)")
+    collector_token_source: str = setting(
+        "hub", env="COLLECTOR_TOKEN_SOURCE", choices=("hub", "credentials"),
+        help="token given to deployed agents: 'hub' = minted per cluster (docs/push-mode.md#collector-tokens); "
+             "'credentials' = the ClusterConnection's credentials token (the Go hub's behaviour)")
     ingester_tls_enabled: bool = setting(
         False, env="INGESTER_TLS_ENABLED", help="the ingester speaks TLS: agents get the TLS variables")
     ingester_tls_use_system_ca: bool = setting(
@@ -61,3 +93,9 @@ class ClusterSettings:
         300.0, help="seconds a deletion waits for an unreachable cluster before leaving the agent behind")
     agent_sweep_interval: float = setting(
         600.0, help="seconds between checks of a cluster for agent objects whose owner is gone")
+
+    def health_thresholds(self) -> HealthThresholds:
+        """The health thresholds these settings give."""
+        return HealthThresholds(self.node_unhealthy_threshold, self.cpu_critical_threshold,
+                                self.memory_critical_threshold, self.cpu_warning_threshold,
+                                self.memory_warning_threshold)

@@ -1,4 +1,4 @@
-"""A ClusterConnection's spec: decoding, validation and the stored record (crds.md §1.2)."""
+"""A ClusterConnection's spec: decoding, validation and the stored record (docs/compatibility.md#crds)."""
 
 from __future__ import annotations
 
@@ -36,11 +36,11 @@ class ClusterConnectionSpec:
 
     @property
     def is_push(self) -> bool:
-        """Only exactly ``push`` selects push mode; anything else is pull (controllers.md §7.2)."""
+        """Only exactly ``push`` selects push mode; anything else is pull (docs/compatibility.md#cluster-reconcile)."""
         return self.collection_mode == PUSH
 
     def record(self) -> ClusterSpecRecord:
-        """What ``cluster:<c>:spec`` holds (redis.md §2.2)."""
+        """What ``cluster:<c>:spec`` holds (docs/compatibility.md#redis-keys)."""
         return ClusterSpecRecord(
             display_name=self.display_name,
             endpoint=self.endpoint,
@@ -81,7 +81,7 @@ def api_url(endpoint: str) -> str:
 
 
 def validate_spec(spec: ClusterConnectionSpec) -> None:
-    """Check what a reconcile needs (required fields, push-mode address, DECISIONS C3)."""
+    """Check what a reconcile needs (required fields, push-mode address, docs/compatibility.md#c3)."""
     if not spec.endpoint.strip():
         raise InvalidSpecError("invalid spec: spec.endpoint is required")
     api_url(spec.endpoint)
@@ -92,17 +92,18 @@ def validate_spec(spec: ClusterConnectionSpec) -> None:
 
 
 def reconcile_interval(default_interval: int, spec_interval: int) -> int:
-    """Seconds between reconciles: the spec's when set (at least 30), else the default (§7.1)."""
+    """Seconds between reconciles: the spec's when set (at least 30), else the default
+    (docs/compatibility.md#cluster-reconcile)."""
     if spec_interval > 0:
         return max(spec_interval, 30)
     return default_interval
 
 
 def error_requeue_seconds(interval: int) -> int:
-    """Seconds before retrying a failed reconcile: ``min(interval, 60)`` (§7.3)."""
+    """Seconds before retrying a failed reconcile: ``min(interval, 60)`` (docs/compatibility.md#cluster-reconcile)."""
     return min(interval, 60)
 
 
 def connect_timeout(default_timeout: int, spec_timeout: int) -> int:
-    """Connection-test timeout: the spec's when positive (no minimum), else the default (crds.md §1.2)."""
+    """Connection-test timeout: the spec's when positive (no minimum), else the default (docs/compatibility.md#crds)."""
     return spec_timeout if spec_timeout > 0 else default_timeout

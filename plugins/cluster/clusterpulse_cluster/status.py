@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from clusterpulse_core.kube.credentials import TransportWarning
-from clusterpulse_core.model import Health
+from clusterpulse_core.model import Health, HealthVerdict
 from clusterpulse_core.model.condition import Condition, condition, ready_condition
 from clusterpulse_core.serde import format_time, unstructure, wire
 
@@ -23,7 +23,7 @@ INSECURE_TRANSPORT = "InsecureTransport"
 @wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
 @attrs.frozen
 class ConnectionStatus:
-    """The status fields a pull reconcile owns (crds.md §1.3); ``collectorStatus`` is left alone."""
+    """The status fields a pull reconcile owns (docs/compatibility.md#crds); ``collectorStatus`` is left alone."""
 
     phase: str
     health: str
@@ -45,21 +45,26 @@ class ConnectionStatus:
 
 def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
               previous: Mapping[str, Any] | None = None, note: str = "",
-              insecure: TransportWarning | None = None) -> ConnectionStatus:
+              verdict: HealthVerdict | None = None, insecure: TransportWarning | None = None) -> ConnectionStatus:
     """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled).
 
-    ``insecure`` (what weakens the transport) adds the ``InsecureTransport`` warning condition.
+    ``health`` and ``message`` are the cluster's health ``verdict`` (docs/readers.md#r7-health);
+    the ``Ready`` condition says the cluster was reached. ``insecure`` (what weakens the transport,
+    docs/security.md) adds the ``InsecureTransport`` warning condition.
     """
-    message = f"{REACHABLE} ({note})" if note else REACHABLE
-    ready = ready_condition(True, PHASE_CONNECTED, message, generation, now, _conditions(previous))
-    return ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, now, nodes, namespaces,
+    def noted(text: str) -> str:
+        return f"{text} ({note})" if note else text
+
+    verdict = verdict or HealthVerdict(Health.HEALTHY.value, REACHABLE)
+    ready = ready_condition(True, PHASE_CONNECTED, noted(REACHABLE), generation, now, _conditions(previous))
+    return ConnectionStatus(PHASE_CONNECTED, verdict.health, noted(verdict.message), now, nodes, namespaces,
                             (ready, *insecure_conditions(insecure, generation, now, previous)))
 
 
 def failed(message: str, now: datetime | None = None, generation: int = 0,
            previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed",
            insecure: TransportWarning | None = None) -> ConnectionStatus:
-    """Status after a failed reconcile (DECISIONS C1), with ``Ready=False`` when ``now`` is given."""
+    """Status after a failed reconcile (docs/compatibility.md#c1), with ``Ready=False`` when ``now`` is given."""
     conditions = () if now is None else (
         ready_condition(False, reason, message, generation, now, _conditions(previous)),
         *insecure_conditions(insecure, generation, now, previous))
@@ -92,20 +97,24 @@ PUSH_ACTIVE = "Collector push active"
 
 
 def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
-                previous: Mapping[str, Any] | None = None,
+                previous: Mapping[str, Any] | None = None, health: str = Health.HEALTHY.value,
                 insecure: TransportWarning | None = None) -> dict[str, Any]:
-    """Status patch of a push-mode cluster whose agent is connected and heard from (§7.2 step 5)."""
+    """Status patch of a push-mode cluster whose agent is connected and heard from
+    (docs/compatibility.md#cluster-reconcile).
+
+    ``health`` is the verdict of the agent's latest stored batch (its reason is in Redis).
+    """
     beat = format_time(last_heartbeat)
     message = f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})"
     ready = ready_condition(True, PHASE_CONNECTED, PUSH_ACTIVE, generation, now, _conditions(previous))
     conditions = (ready, *insecure_conditions(insecure, generation, now, previous))
-    patch = ConnectionStatus(PHASE_CONNECTED, Health.HEALTHY.value, message, conditions=conditions).patch()
+    patch = ConnectionStatus(PHASE_CONNECTED, health, message, conditions=conditions).patch()
     patch["collectorStatus"] = {"connected": True, "version": version, "lastHeartbeat": beat}
     return patch
 
 
 def push_fallback_reason(version: str, last_heartbeat: datetime | None) -> str:
-    """Why a push-mode cluster is being pulled (DECISIONS C3), for the status message."""
+    """Why a push-mode cluster is being pulled (docs/compatibility.md#c3), for the status message."""
     if last_heartbeat is None:
         return "push agent not connected: collecting by pull"
     return f"push agent {version or 'unknown'} silent since {format_time(last_heartbeat)}: collecting by pull"

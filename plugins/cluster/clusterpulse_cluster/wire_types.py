@@ -4,7 +4,7 @@ msgspec skips every other field while parsing, so a 10,000-pod page costs a frac
 a full ``json.loads`` and holds no more than the few values kept per pod. The types are not
 tracked by the garbage collector (``gc=False``: they never form reference cycles), so a page's
 thousands of decoded objects do not set off collections of the controller's whole heap. One pod decode
-serves both the node tallies and the pod summaries of the resource lists (DECISIONS R3).
+serves both the node tallies and the pod summaries of the resource lists (docs/compatibility.md#r3).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from every stored ``cluster:<c>:spec``): a batch without ``api_url`` stores it a
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -65,6 +65,10 @@ class AgentBook:
         self._lock = threading.Lock()
         self._views: dict[str, AgentStatus | None] = {}
         self._endpoints: dict[str, str] = {}
+        self._names: dict[str, str] = {}
+        self._health: dict[str, str] = {}
+        #: Called with a cluster whose stored health changed (the hub then patches its status).
+        self.on_health_change: Callable[[str], None] | None = None
 
     def learn(self, cluster: str, view: AgentStatus | None) -> None:
         """Record the hub's decision for ``cluster`` (``None``: a pull cluster)."""
@@ -81,6 +85,16 @@ class AgentBook:
         with self._lock:
             return self._endpoints.get(cluster, "")
 
+    def display_name(self, cluster: str) -> str:
+        """``cluster``'s ``spec.displayName`` as last stored, or ``""``."""
+        with self._lock:
+            return self._names.get(cluster, "")
+
+    def health(self, cluster: str) -> str:
+        """The health of ``cluster``'s latest stored status (``healthy`` before any)."""
+        with self._lock:
+            return self._health.get(cluster, "healthy")
+
     def status(self, cluster: str, reported_version: str, now: datetime) -> AgentStatus | None:
         """The ``agent`` field for a batch of ``cluster`` received at ``now``."""
         with self._lock:
@@ -93,15 +107,27 @@ class AgentBook:
     def store(self, pieces: Sequence[Piece]) -> None:
         """Follow the ``agent`` of every stored cluster status and every stored spec's endpoint;
         forget deleted clusters."""
+        changed: list[str] = []
         for piece in pieces:
             if isinstance(piece, ClusterStatusPiece):
                 self.learn(piece.cluster, piece.status.agent)
+                with self._lock:
+                    streamed = piece.status.agent is not None and piece.status.agent.connected
+                    if streamed and self._health.get(piece.cluster, "healthy") != piece.status.health:
+                        changed.append(piece.cluster)
+                    self._health[piece.cluster] = piece.status.health
             elif isinstance(piece, ClusterSpecPiece):
                 self.learn_endpoint(piece.cluster, piece.spec.endpoint)
+                with self._lock:
+                    self._names[piece.cluster] = piece.spec.display_name
             elif isinstance(piece, ClusterDeletion):
                 with self._lock:
-                    self._views.pop(piece.cluster, None)
-                    self._endpoints.pop(piece.cluster, None)
+                    for table in (self._views, self._endpoints, self._names, self._health):
+                        table.pop(piece.cluster, None)
+        callback = self.on_health_change
+        if callback is not None:
+            for cluster in dict.fromkeys(changed):
+                callback(cluster)
 
     def ready(self) -> str | None:
         """Always ready: nothing remote."""

@@ -13,15 +13,18 @@ import hmac
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 import attrs
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import decode_secret_data
 from clusterpulse_core.model import AgentStatus
+from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.informer import Informer, Obj
 from clusterpulse_ingester.agents import hub_view
 
@@ -98,36 +101,51 @@ def check_tokens(known: KnownCluster, register_token: str, metadata_token: str) 
 
 
 class _Changed:
-    """Informer handler: every add, update or delete calls ``notify`` (the periodic resync does not)."""
+    """Informer handler: every add, update or delete calls ``notify(obj)`` (the periodic resync does not)."""
 
-    def __init__(self, notify: Callable[[], None]) -> None:
+    def __init__(self, notify: Callable[[Obj], None]) -> None:
         self._notify = notify
 
     def on_add(self, obj: Obj) -> None:
         """A new object."""
-        self._notify()
+        self._notify(obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """A changed object."""
-        self._notify()
+        self._notify(new)
 
     def on_delete(self, obj: Obj) -> None:
         """A deleted object."""
-        self._notify()
+        self._notify(obj)
 
     def on_resync(self, obj: Obj) -> None:
         """Nothing changed."""
 
 
+def token_cluster(secret: Obj) -> str:
+    """The cluster whose hub-minted collector token ``secret`` holds, or ``""`` for any other Secret."""
+    meta = secret.get("metadata") or {}
+    if (meta.get("labels") or {}).get(collector_token.LABEL) != "true":
+        return ""
+    for owner in meta.get("ownerReferences") or ():
+        if isinstance(owner, Mapping) and owner.get("kind") == "ClusterConnection":
+            return str(owner.get("name") or "")
+    name = str(meta.get("name") or "")
+    return name[len(collector_token.PREFIX):] if name.startswith(collector_token.PREFIX) else ""
+
+
 class HubView:
     """The ClusterConnections and Secrets of the hub namespace, watched; answers token look-ups from memory.
 
-    ``on_change`` is called (on an informer thread) after every change, so the caller can check its
-    open streams again. Until both caches have synced every look-up fails with ``not_ready``.
+    ``on_change(obj)`` is called (on an informer thread) after every change, so the caller can check
+    its open streams again. Until both caches have synced every look-up fails with ``not_ready``.
     """
 
-    def __init__(self, hub: KubeClient, core: CoreSettings, on_change: Callable[[], None]) -> None:
+    def __init__(self, hub: KubeClient, core: CoreSettings, on_change: Callable[[Obj], None],
+                 token_source: str = collector_token.HUB, clock: Callable[[], datetime] = utcnow) -> None:
         self.namespace = core.namespace
+        self.token_source = token_source
+        self.clock = clock
         self._connections = Informer.from_settings(hub, CLUSTER_CONNECTION_KIND, self.namespace, core)
         self._secrets = Informer.from_settings(hub, SECRET_KIND, self.namespace, core)
         for watched in (self._connections, self._secrets):
@@ -157,14 +175,17 @@ class HubView:
         agent = hub_view(obj)
         if agent is None:
             raise AuthError("not_push", f"cluster {cluster!r} is not in collectionMode push")
-        namespace, name = token_secret(obj, self.namespace)
+        if self.token_source == collector_token.HUB:
+            namespace, name = self.namespace, collector_token.secret_name(cluster)
+        else:
+            namespace, name = token_secret(obj, self.namespace)
         if namespace != self.namespace:
             raise AuthError("no_token", f"cluster {cluster!r}: its token Secret {namespace}/{name} is outside "
                                         f"the hub namespace {self.namespace}")
         secret = self._secrets.get(namespace, name) if name else None
         if secret is None:
             raise AuthError("no_token", f"cluster {cluster!r}: no Secret {namespace}/{name or '(unnamed)'}")
-        tokens = accepted_tokens(decode_secret_data(secret))
+        tokens = collector_token.accepted(decode_secret_data(secret), self.clock())
         if not tokens:
             raise AuthError("no_token", f"cluster {cluster!r}: Secret {namespace}/{name} has no token")
         endpoint = (obj.get("spec") or {}).get("endpoint")
@@ -172,14 +193,9 @@ class HubView:
 
 
 def token_secret(obj: Mapping[str, Any], namespace: str) -> tuple[str, str]:
-    """``(namespace, name)`` of the Secret holding the collector token of a ClusterConnection."""
+    """``(namespace, name)`` of a ClusterConnection's credentials Secret (for ``collector_token_source =
+    "credentials"``)."""
     spec = obj.get("spec")
     ref = spec.get("credentialsRef") if isinstance(spec, Mapping) else None
     ref = ref if isinstance(ref, Mapping) else {}
     return str(ref.get("namespace") or namespace), str(ref.get("name") or "")
-
-
-def accepted_tokens(data: Mapping[str, str]) -> list[str]:
-    """The tokens a token Secret's data accepts now."""
-    token = data.get("token", "")
-    return [token] if token else []

@@ -1,4 +1,4 @@
-"""MetricsBatch <-> pieces: the one place push data changes shape (collector.proto.md §4, controllers.md §11.2).
+"""MetricsBatch <-> pieces: the one place push data changes shape (docs/compatibility.md#collector-protocol).
 
 The agent turns the pieces its collectors return into a ``MetricsBatch``; the ingester turns
 a batch back into the same pieces a pull reconcile stores, so every storage backend handles
@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import attrs
+
 from clusterpulse_core.model import (
     AgentStatus,
     AggregationResults,
@@ -28,12 +30,13 @@ from clusterpulse_core.model import (
     CollectedResource,
     CustomResourceCollection,
     Health,
+    HealthVerdict,
     NodeMetrics,
     NodeStatus,
     OperatorInfo,
     RelatedObject,
 )
-from clusterpulse_core.model.cluster import usage_percent
+from clusterpulse_core.model.cluster import HEALTHY_MESSAGE, cluster_health, usage_percent
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -50,8 +53,6 @@ from clusterpulse_core.pieces import (
 )
 from clusterpulse_ingester.proto import collector_pb2 as pb
 
-#: Redis status message of a cluster whose data arrives by push (controllers.md §11.2 step 8).
-PUSH_ACTIVE_MESSAGE = "Collector push active"
 #: A ``collected_at`` further in the future than this is not trusted; the receipt time is used.
 MAX_CLOCK_SKEW = timedelta(minutes=5)
 _INFO_OPTIONAL = ("console_url", "channel", "cluster_id")
@@ -180,7 +181,8 @@ def _values_json(values: Mapping[str, Any]) -> bytes:
 
 def batch_from_pieces(cluster: str, pieces: Sequence[Piece], collected_at: datetime,
                       batch_id: str | None = None) -> pb.MetricsBatch:
-    """The MetricsBatch of one agent collection (collector.proto.md §4.1); unknown pieces are left out."""
+    """The MetricsBatch of one agent collection (docs/compatibility.md#collector-protocol); unknown pieces are left
+    out."""
     batch = pb.MetricsBatch(cluster_name=cluster, batch_id=batch_id or str(uuid.uuid4()))
     batch.collected_at.CopyFrom(timestamp_of(collected_at))
     customs: dict[str, pb.CustomResourceBatch] = {}
@@ -241,7 +243,7 @@ _node_totals = operator.attrgetter("pods_pending", "pods_failed", "cpu_allocatab
 
 
 def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics], at: datetime) -> ClusterMetrics:
-    """Cluster totals of a batch (DECISIONS R1): what the proto carries, the rest from its nodes.
+    """Cluster totals of a batch (docs/compatibility.md#r1): what the proto carries, the rest from its nodes.
 
     The same totals as :func:`~clusterpulse_core.model.cluster.cluster_metrics` of pull mode
     (test_convert checks it), summed in one pass. The proto's own totals win over sums of its
@@ -299,7 +301,12 @@ def _resource_values(raw: bytes, where: str) -> dict[str, Any]:
     return values
 
 
-def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: str) -> list[Piece]:
+#: ``aggregate(source_id, resources)``: the hub's aggregations of a source over pushed resources.
+Aggregate = Callable[[str, Sequence[CollectedResource]], AggregationResults | None]
+
+
+def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: str,
+            aggregate: Aggregate | None = None) -> list[Piece]:
     if "/" not in entry.source_id:
         raise BatchError(f"{where}.source_id: expected <namespace>/<name>, got {entry.source_id!r}")
     resources = tuple(
@@ -309,7 +316,13 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
     pieces: list[Piece] = [CustomResourcesPiece(cluster, CustomResourceCollection(
         source_id=entry.source_id, cluster_name=cluster, collected_at=at, resource_count=entry.resource_count,
         truncated=entry.truncated, duration_ms=entry.duration_ms, resources=resources))]
-    if entry.aggregation_values:
+    # The hub aggregates the resources itself, as a pull collection does (grouped results and
+    # every type, whatever the agent computed); the agent's numbers only when it sent none.
+    sent = bool(resources) or entry.resource_count == 0
+    recomputed = aggregate(entry.source_id, resources) if aggregate is not None and sent else None
+    if recomputed is not None:
+        pieces.append(AggregationsPiece(cluster, attrs.evolve(recomputed, computed_at=at)))
+    elif entry.aggregation_values:
         pieces.append(AggregationsPiece(cluster, AggregationResults(
             source_id=entry.source_id, computed_at=at, duration_ms=entry.duration_ms,
             values={k: float(v) for k, v in entry.aggregation_values.items()})))
@@ -317,11 +330,17 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
 
 
 def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
-                      agent: AgentStatus | None = None, endpoint: str = "") -> list[Piece]:
-    """Every piece a batch stores, in the pull write order, then status and event (§11.2).
+                      agent: AgentStatus | None = None, endpoint: str = "", display_name: str = "",
+                      health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health,
+                      aggregate: Aggregate | None = None) -> list[Piece]:
+    """Every piece a batch stores, in the pull write order, then status and event
+    (docs/compatibility.md#collector-protocol).
 
     ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`);
-    ``endpoint`` the ClusterConnection's ``spec.endpoint`` (the ``api_url`` when the batch has none).
+    ``endpoint`` and ``display_name`` the ClusterConnection's (the endpoint is the ``api_url``
+    when the batch has none). The status and event carry ``health(totals)``, the verdict a pull
+    reconcile gives the same totals (docs/readers.md#r7-health). ``aggregate`` recomputes each
+    MetricSource's aggregations from the batch's resources (see :data:`Aggregate`).
 
     Raises :class:`BatchError` (naming the field) for content that cannot be stored; nothing of
     such a batch is stored.
@@ -331,6 +350,7 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
     nodes = tuple([_node(n, at, i) for i, n in enumerate(batch.node_metrics)])
     if nodes:
         pieces.append(NodesPiece(cluster, nodes))
+    metrics: ClusterMetrics | None = None
     if batch.HasField("cluster_metrics"):
         metrics = cluster_metrics_of(batch.cluster_metrics, nodes, at)
         pieces.append(ClusterMetricsPiece(cluster, metrics))
@@ -344,10 +364,14 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
         pieces.append(ClusterOperatorsPiece(cluster, tuple(_cluster_operator(co, at)
                                                            for co in batch.cluster_operators)))
     for i, entry in enumerate(batch.custom_resources):
-        pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]"))
-    pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(Health.HEALTHY.value, PUSH_ACTIVE_MESSAGE,
-                                                                  received, agent)))
+        pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]", aggregate))
+    verdict = health(metrics) if metrics is not None else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE)
+    pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(verdict.health, verdict.message, received, agent)))
+    event: dict[str, Any] = {"health": verdict.health, "source": "collector-push"}
+    if metrics is not None:
+        event.update(nodes=metrics.nodes, nodes_ready=metrics.nodes_ready, namespaces=metrics.namespaces)
+    if display_name:
+        event["display_name"] = display_name
     # The event carries the collection time: a batch replayed after an outage is history of then.
-    pieces.append(EventPiece("cluster.reconciled", cluster,
-                             {"health": Health.HEALTHY.value, "source": "collector-push"}, timestamp=at))
+    pieces.append(EventPiece("cluster.reconciled", cluster, event, timestamp=at))
     return pieces

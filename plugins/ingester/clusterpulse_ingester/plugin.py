@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
 import click
 
 from clusterpulse_core import hookimpl
@@ -59,6 +60,7 @@ class IngesterPlugin:
         if not self.settings.enabled:
             return
         self.server = IngesterServer(self.settings, runtime, self.table, self.book, agents=self.agents)
+        self.agents.on_health_change = self.server.health_changed
         self.server.start()
 
     @hookimpl
@@ -73,7 +75,8 @@ class IngesterPlugin:
         """The agent registered for ``cluster`` on this ingester, if any."""
         if self.server is None:
             return None
-        return self.table.get(cluster)
+        connection = self.table.get(cluster)
+        return None if connection is None else attrs.evolve(connection, health=self.agents.health(cluster))
 
     @hookimpl
     def clusterpulse_add_commands(self, cli: click.Group, plugins: PluginHost) -> None:

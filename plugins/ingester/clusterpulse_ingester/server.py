@@ -1,4 +1,5 @@
-"""The hub's gRPC ingester (controllers.md §11 with DECISIONS C4, C5): a ``grpc.aio`` server in its own thread.
+"""The hub's gRPC ingester (docs/compatibility.md#collector-protocol with docs/compatibility.md#c4, #c5): a
+``grpc.aio`` server in its own thread.
 
 Every stream must register first; the token is checked against the cluster's credentials
 Secret (C4). Each batch becomes the pieces a pull reconcile stores and goes through the same
@@ -15,7 +16,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,14 @@ from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_ingester.agents import AgentBook
-from clusterpulse_ingester.auth import AuthError, HubView, bearer_token, check_tokens
+from clusterpulse_ingester.auth import (
+    AuthError,
+    HubView,
+    bearer_token,
+    check_tokens,
+    token_cluster,
+    valid_cluster_name,
+)
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
@@ -53,6 +61,8 @@ REFUSED = "refused by the ingester; the reason is in the hub's log"
 SERVICE = "clusterpulse.collector.v1.CollectorService"
 #: The kind whose objects' shard owner takes a cluster's agent (the cluster plugin's kind, by name).
 CLUSTER_KIND = "ClusterConnection"
+#: Seconds between two checks of the open streams against the hub's caches (besides every hub change).
+RECHECK_INTERVAL = 0.5
 #: The first wait imposed on a peer address after ``auth_failures_before_backoff`` failures, seconds.
 FIRST_BACKOFF = 0.5
 #: Peer addresses whose failed registrations are remembered (the oldest are forgotten first).
@@ -162,7 +172,7 @@ def _settle(outcomes: Sequence[tuple[asyncio.Future[None], BaseException | None]
 
 
 def server_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
-    """Keepalive (§11.1) and message-size options of the server."""
+    """Keepalive (docs/compatibility.md#collector-protocol) and message-size options of the server."""
     return [
         ("grpc.keepalive_time_ms", int(settings.keepalive_time * 1000)),
         ("grpc.keepalive_timeout_ms", int(settings.keepalive_timeout * 1000)),
@@ -248,7 +258,8 @@ class IngesterServer:
 
     def start(self, timeout: float = 30.0) -> int:
         """Start serving; returns the bound port. Raises :class:`StartError`."""
-        self._hub_view = HubView(self.runtime.hub, self.runtime.config.core, self._hub_changed)
+        self._hub_view = HubView(self.runtime.hub, self.runtime.config.core, self._hub_changed,
+                                 self.settings.collector_token_source, self.clock)
         if not self._hub_view.start(timeout):
             log.warning("ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
                         "asked to retry until they have", timeout)
@@ -282,6 +293,11 @@ class IngesterServer:
             self._hub_view.stop()
             self._hub_view = None
 
+    def health_changed(self, cluster: str) -> None:
+        """A pushed batch changed the cluster's health: the hub reconciles it now to patch its status."""
+        self.runtime.request_resync(f"health of pushed cluster {cluster} changed",
+                                    ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster))
+
     def push_config(self) -> None:
         """Send the current MetricSources to every registered agent (safe from any thread)."""
         loop = self._loop
@@ -291,8 +307,16 @@ class IngesterServer:
             except RuntimeError:
                 pass
 
-    def _hub_changed(self) -> None:
-        """A ClusterConnection or Secret changed (informer thread): check the open streams again."""
+    def _hub_changed(self, obj: Mapping[str, Any]) -> None:
+        """A ClusterConnection or Secret changed (informer thread): check the open streams again.
+
+        A collector token that changed (rotated, minted again) also queues its cluster, whose
+        reconcile gives the agent the new token now rather than at its next interval.
+        """
+        cluster = token_cluster(dict(obj)) if obj.get("kind", "Secret") == "Secret" else ""
+        if cluster and valid_cluster_name(cluster):
+            self.runtime.request_resync(f"collector token of cluster {cluster} changed",
+                                        ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster))
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:
@@ -358,7 +382,13 @@ class IngesterServer:
             self._worker.close()
             return
         ready.set()
-        await self._stop_event.wait()
+        while not self._stop_event.is_set():
+            # A rotation's grace period ends with no hub change to notice: look at the streams again.
+            self._recheck()
+            try:
+                await asyncio.wait_for(self._stop_event.wait(), RECHECK_INTERVAL)
+            except TimeoutError:
+                pass
         self._stopping = True
         deadline = time.monotonic() + self.settings.stop_grace
         while self._inflight and time.monotonic() < deadline:
@@ -602,7 +632,8 @@ class IngesterServer:
                 assert self._worker is not None
                 storing = self._worker.submit(functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
-                    self.agents.endpoint(peer.cluster)))
+                    endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
+                    health=self.runtime.plugins.cluster_health, aggregate=self.runtime.plugins.aggregate_resources))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))

@@ -1,7 +1,8 @@
 """``[plugins.ingester]`` settings: the hub's ingester and the collector agent, with the upstream names.
 
-One section serves both processes: the manager reads the ingester half (controllers.md §2.2),
-``clusterpulse agent`` the agent half (§2.3). Environment variables override the file with the
+One section serves both processes: the manager reads the ingester half (docs/compatibility.md#environment),
+``clusterpulse agent`` the agent half (docs/compatibility.md#environment). Environment variables override the file
+with the
 upstream parsing rules.
 """
 
@@ -41,6 +42,12 @@ class IngesterSettings:
         5, minimum=1, help="ingester: failed registrations from one peer address before it is made to wait")
     auth_backoff_max: float = setting(
         60.0, help="ingester: longest wait imposed on a peer address after failed registrations, s")
+    collector_token_source: str = setting(
+        "hub", env="COLLECTOR_TOKEN_SOURCE", choices=("hub", "credentials"),
+        help="ingester (and the cluster plugin's agent deploy): 'hub' = a token minted per cluster; "
+             "'credentials' = the ClusterConnection's credentials token (the Go hub's behaviour)")
+    token_rotation_grace: float = setting(
+        3600.0, help="agent rotate-token: seconds the previous collector token is still accepted")
     keepalive_time: float = setting(30.0, help="ping a silent peer after this many seconds")
     keepalive_timeout: float = setting(10.0, help="close the connection when a ping is not answered in time")
     min_ping_interval: float = setting(10.0, help="ingester: shortest ping interval allowed from an agent")

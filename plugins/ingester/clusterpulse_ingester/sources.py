@@ -1,4 +1,5 @@
-"""The MetricSource definitions agents get (controllers.md §11.3 with DECISIONS C5, C6).
+"""The MetricSource definitions agents get (docs/compatibility.md#collector-protocol with docs/compatibility.md#c5,
+#c6).
 
 The ingester learns them the way every backend learns state: it receives the store fan-out.
 Each stored ``MetricSourcePiece`` is the compiled definition the hub keeps under

@@ -1,4 +1,5 @@
-"""MetricSources inside the push-mode collector agent (controllers.md §10.4–10.5, DECISIONS C6).
+"""MetricSources inside the push-mode collector agent (docs/compatibility.md#collector-protocol,
+docs/compatibility.md#c6).
 
 The hub sends the compiled definitions as JSON; each is turned back into a :class:`Program`
 here (expressions and namespace patterns compiled from their source text), so the agent

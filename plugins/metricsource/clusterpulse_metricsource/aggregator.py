@@ -1,4 +1,4 @@
-"""Aggregating the records of one cluster (metricsource.md §5 with M9–M11).
+"""Aggregating the records of one cluster (docs/compatibility.md#metricsource-language with M9–M11).
 
 Functions and filter operators come from the :class:`~clusterpulse_metricsource.catalog.Catalog`,
 so a plugin-registered function (``median``) aggregates exactly like a built-in.

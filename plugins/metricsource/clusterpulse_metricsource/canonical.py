@@ -1,4 +1,4 @@
-"""The canonical JSON of a spec and its hash (metricsource.md §2.9).
+"""The canonical JSON of a spec and its hash (docs/compatibility.md#metricsource-wire).
 
 The hash is taken over Go's ``encoding/json`` output of the spec: keys in declaration order
 with the omit-empty rules, no whitespace, ``<`` ``>`` ``&`` U+2028 U+2029 escaped. The omit

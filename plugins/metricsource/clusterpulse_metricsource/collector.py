@@ -1,4 +1,4 @@
-"""Collecting one MetricSource from one cluster (metricsource.md §6).
+"""Collecting one MetricSource from one cluster (docs/compatibility.md#metricsource-wire).
 
 Pages are fetched with ``limit = batchSize`` through :meth:`KubeClient.list_pages`, decoded
 partially (:mod:`clusterpulse_metricsource.decoding`) and turned into records page by page,
@@ -9,7 +9,7 @@ source's ``timeoutSeconds`` deadline.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -134,7 +134,7 @@ class ClusterCollector:
             duration_ms=int((time.monotonic() - started) * 1000),
             resources=tuple(records),
         )
-        aggregations = self._aggregate(records, tally)
+        aggregations = self.aggregate(records, tally)
         errors += [failure.describe() for failure in tally.failures()]
         return ClusterResult(collection, aggregations, tuple(errors), tuple(tally.failures()))
 
@@ -263,8 +263,13 @@ class ClusterCollector:
         except (KubeApiError, CircuitOpenError, msgspec.DecodeError, CollectionError) as exc:
             raise CollectionError(f"{prefix}: {exc}") from exc
 
-    def _aggregate(self, records: list[CollectedResource],
-                   tally: FailureTally | None = None) -> AggregationResults | None:
+    def aggregate(self, records: Sequence[CollectedResource],
+                  tally: FailureTally | None = None) -> AggregationResults | None:
+        """The source's aggregations over ``records`` (``None`` when it declares none).
+
+        The one aggregation path: a pull collection and a pushed batch's resources both go
+        through it, so grouped results and every aggregation type are the same either way.
+        """
         if not self.program.compiled.aggregations:
             return None
         started = time.monotonic()

@@ -1,4 +1,5 @@
-"""The compiled MetricSource as stored and sent to agents (controllers.md §3.6, metricsource.md §2.9).
+"""The compiled MetricSource as stored and sent to agents (docs/compatibility.md#metricsource-wire,
+docs/compatibility.md#metricsource-wire).
 
 Only the wire form lives here; the executable parts (compiled expressions, namespace regexes,
 converters) are in :class:`clusterpulse_metricsource.program.Program`, because readers of the

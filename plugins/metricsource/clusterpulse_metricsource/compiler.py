@@ -1,9 +1,13 @@
-"""Compiling a MetricSource object into a :class:`~clusterpulse_metricsource.program.Program` (§2).
+"""Compiling a MetricSource object into a :class:`~clusterpulse_metricsource.program.Program`
+(docs/compatibility.md#metricsource-wire).
 
-Steps, the first failure ending compilation: read the spec, validate (§2.1), resolve the
-source (§2.2–2.5), split the field paths (§2.4), compile the computed expressions and order
+Steps, the first failure ending compilation: read the spec, validate (docs/compatibility.md#metricsource-wire),
+resolve the
+source (docs/compatibility.md#metricsource-wire), split the field paths (docs/compatibility.md#metricsource-wire),
+compile the computed expressions and order
 them by dependency (M5, M6), check the aggregations (M10), compile the namespace patterns
-(§2.8), apply the collection defaults (§2.6, M13) and hash the canonical spec (§2.9).
+(docs/compatibility.md#metricsource-wire), apply the collection defaults (docs/compatibility.md#metricsource-wire,
+M13) and hash the canonical spec (docs/compatibility.md#metricsource-wire).
 
 Every failure is a :class:`SpecError` (a :class:`~clusterpulse_metricsource.errors.CompileError`)
 whose message is upstream's and whose ``field`` names the offending spec field.
@@ -41,6 +45,7 @@ from clusterpulse_metricsource.paths import compile_steps, split_path
 from clusterpulse_metricsource.program import ComputedStep, Program
 from clusterpulse_metricsource.spec import CollectionSpec, MetricSourceSpec
 
+from clusterpulse_core.config import did_you_mean
 from clusterpulse_core.serde import camel, structure
 
 #: ``discover(group, version, kind)``: the resource plural from API discovery, or None.
@@ -102,9 +107,9 @@ def _structure_problems(exc: Exception) -> list[tuple[str, str]]:
 
 
 def collection_settings(collection: CollectionSpec) -> CompiledCollection:
-    """The compiler's collection defaults (§2.6): positive values override.
+    """The compiler's collection defaults (docs/compatibility.md#metricsource-wire): positive values override.
 
-    ``retryAttempts`` is 3 when absent or negative (M13); an explicit 0 stays 0 (crds.md §3.2).
+    ``retryAttempts`` is 3 when absent or negative (M13); an explicit 0 stays 0 (docs/compatibility.md#crds).
     """
     defaults = CompiledCollection()
 
@@ -131,7 +136,8 @@ def _as_go_hashes(spec: MetricSourceSpec) -> MetricSourceSpec:
 
 
 def validate(spec: MetricSourceSpec) -> None:
-    """The structural checks of §2.1, in order (computed duplicates reported as such, M6)."""
+    """The structural checks of docs/compatibility.md#metricsource-wire, in order (computed duplicates reported as
+    such, M6)."""
     if spec.source.api_version == "":
         raise _validation("source.apiVersion is required", "spec.source.apiVersion")
     if spec.source.kind == "":
@@ -221,10 +227,16 @@ def _computed_steps(fields: Sequence[str], computed_specs: Sequence[Any], catalo
     return tuple(ComputedStep(name, compiled[name], types[name]) for name in order)
 
 
-def _compile_aggregations(spec: MetricSourceSpec) -> tuple[CompiledAggregation, ...]:
-    """Copy the aggregations; a percentile outside 0..100 is an error (M10)."""
+def _compile_aggregations(spec: MetricSourceSpec, catalog: Catalog) -> tuple[CompiledAggregation, ...]:
+    """Copy the aggregations; a percentile outside 0..100 is an error (M10), and so is a function
+    no plugin registered (like an unknown expression function; upstream let it yield null)."""
     out = []
     for i, agg in enumerate(spec.aggregations):
+        if agg.function not in catalog.aggregations:
+            known = sorted(catalog.aggregations)
+            detail = (f"unknown aggregation function '{agg.function}' ({did_you_mean(agg.function, known)}"
+                      f"registered: {', '.join(known)})")
+            raise SpecError(f"aggregation '{agg.name}': {detail}", f"spec.aggregations[{i}].function", detail)
         if agg.function == "percentile" and agg.percentile is not None and not 0 <= agg.percentile <= 100:
             detail = f"percentile must be between 0 and 100, got {agg.percentile}"
             raise SpecError(f"aggregation '{agg.name}': {detail}", f"spec.aggregations[{i}].percentile", detail)
@@ -275,7 +287,7 @@ def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
                                          converted_default(field_type, field.default)))
 
     computed_steps = _compile_computed(spec, catalog)
-    aggregations = _compile_aggregations(spec)
+    aggregations = _compile_aggregations(spec, catalog)
     namespace_filter = None
     if source.namespaces is not None:
         namespace_filter = NamespaceFilter.from_patterns(source.namespaces.include, source.namespaces.exclude)
@@ -304,7 +316,7 @@ def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
 
 
 def program_from_compiled(compiled: CompiledMetricSource, catalog: Catalog | None = None) -> Program:
-    """The Program of an already compiled definition (what a push agent receives, DECISIONS C6).
+    """The Program of an already compiled definition (what a push agent receives, docs/compatibility.md#c6).
 
     Field extractors, computed expressions (compiled from their source text, checked and put in
     dependency order as at compile time), aggregations and namespace patterns are rebuilt, so an

@@ -1,4 +1,4 @@
-"""The MetricSource kind: names, printer columns and ``openAPIV3Schema`` (crds.md §3)."""
+"""The MetricSource kind: names, printer columns and ``openAPIV3Schema`` (docs/compatibility.md#crds)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Extracting one field's value from one object (metricsource.md §3.2 with M8 and M3)."""
+"""Extracting one field's value from one object (docs/compatibility.md#metricsource-wire with M8 and M3)."""
 
 from __future__ import annotations
 

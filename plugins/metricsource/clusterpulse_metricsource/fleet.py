@@ -1,4 +1,4 @@
-"""Collecting one MetricSource from every connected cluster in parallel (controllers.md §9 step 5).
+"""Collecting one MetricSource from every connected cluster in parallel (docs/compatibility.md#metricsource-reconcile).
 
 Only ClusterConnections in the watch namespace whose ``status.phase`` is exactly ``Connected``
 are used, except those a connected push agent serves (it evaluates the sources itself). Each

@@ -1,4 +1,5 @@
-"""Namespace wildcard patterns (§2.8), the include/exclude filter (§6.3) and the list strategy (§6.2)."""
+"""Namespace wildcard patterns (docs/compatibility.md#metricsource-wire), the include/exclude filter
+(docs/compatibility.md#metricsource-wire) and the list strategy (docs/compatibility.md#metricsource-wire)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ class NamespaceFilter:
 
 def uses_cluster_wide_list(include: Sequence[str] | None, exclude: Sequence[str] | None,
                            has_namespaces: bool) -> bool:
-    """Whether a namespaced source is listed cluster-wide and post-filtered (§6.2).
+    """Whether a namespaced source is listed cluster-wide and post-filtered (docs/compatibility.md#metricsource-wire).
 
     True without a namespace selector, with any exclude pattern, or with any include pattern
     holding a wildcard; false for exact include names only (one list per namespace).

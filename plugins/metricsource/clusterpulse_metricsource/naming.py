@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from clusterpulse_metricsource.spec import LabelSelectorSpec
 
-# Irregular plurals kept from upstream (metricsource.md §2.3 rule 1).
+# Irregular plurals kept from upstream (docs/compatibility.md#metricsource-wire).
 _IRREGULAR_PLURALS: Mapping[str, str] = {
     "endpoints": "endpoints",
     "ingress": "ingresses",
@@ -51,7 +51,8 @@ def pluralize(kind: str) -> str:
 
 
 def label_selector_text(selector: LabelSelectorSpec | None) -> str:
-    """A label selector object as the list-call ``labelSelector`` string (§2.5, M12 sorted keys)."""
+    """A label selector object as the list-call ``labelSelector`` string (docs/compatibility.md#metricsource-wire,
+    M12 sorted keys)."""
     if selector is None:
         return ""
     parts = [f"{key}={selector.match_labels[key]}" for key in sorted(selector.match_labels)]

@@ -1,4 +1,5 @@
-"""Field paths: splitting a path into segments (§2.4) and walking an object along them (§3.1).
+"""Field paths: splitting a path into segments (docs/compatibility.md#metricsource-wire) and walking an object along
+them (docs/compatibility.md#metricsource-wire).
 
 Navigation works on plain decoded JSON (dicts and lists) and on the partial msgspec structs
 built by :mod:`clusterpulse_metricsource.decoding`, so the CLI (``json.loads`` of a dump) and

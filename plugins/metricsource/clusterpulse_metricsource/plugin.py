@@ -18,9 +18,10 @@ from clusterpulse_metricsource.settings import MetricSourceSettings
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.hookspecs import ExpressionCompiler, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.model import AggregationResults, CollectedResource
 from clusterpulse_core.plugins import PluginHost
 
 
@@ -82,9 +83,24 @@ class MetricSourcePlugin:
         return self.reconciler.reconcile(obj, ctx)
 
     @hookimpl
+    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The MetricSources storage holds (``metricsources``: ``<ns>/<name>``)."""
+        names = runtime.plugins.stored_names("metricsources")
+        if names is None:
+            return None
+        return [ObjectRef(kind.kind, *name.split("/", 1)) for name in names if "/" in name]
+
+    @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Remove a deleted MetricSource's state."""
         return self.reconciler.forget(ref, ctx)
+
+    @hookimpl
+    def clusterpulse_aggregate_resources(self, source_id: str,
+                                         resources: Sequence[CollectedResource]) -> AggregationResults | None:
+        """A pushed batch's resources aggregated as a pull collection aggregates them (the hub's definition)."""
+        collector = self.reconciler.compiled(source_id)
+        return None if collector is None else collector.aggregate(resources)
 
     @hookimpl
     def clusterpulse_agent_read_types(self) -> Sequence[tuple[str, str]]:

@@ -44,7 +44,7 @@ class ComputedStep:
         """
         try:
             return finite_or_none(coerce_result(self.expression.evaluate(values), self.type))
-        except Exception as exc:  # an evaluation error only empties this field (§4.9)
+        except Exception as exc:  # an evaluation error only empties this field
             if tally is not None:
                 function = exc.function if isinstance(exc, FunctionError) else "expression"
                 tally.add(f'computed field "{self.name}"', function,

@@ -1,4 +1,4 @@
-"""Reconciling one MetricSource (controllers.md §9 with the decisions).
+"""Reconciling one MetricSource (docs/compatibility.md#metricsource-reconcile with the decisions).
 
 compile -> store the compiled definition -> collect from every connected cluster -> store
 per-cluster results -> patch the status -> publish the event -> requeue per spec. An invalid

@@ -1,6 +1,7 @@
-"""The MetricSource ``spec`` as attrs classes (crds.md §3.2, metricsource.md §1).
+"""The MetricSource ``spec`` as attrs classes (docs/compatibility.md#crds, docs/compatibility.md#metricsource-wire).
 
-Attribute order and omit-empty rules follow metricsource.md §1 exactly, because the canonical
+Attribute order and omit-empty rules follow the upstream spec exactly (docs/compatibility.md#metricsource-wire),
+because the canonical
 JSON of the spec (its serialisation through :mod:`clusterpulse_core.serde`) is what the spec
 hash is computed over. Every field has a default so that a partial object structures; the
 compiler reports what is missing.

@@ -1,4 +1,5 @@
-"""The MetricSource status written after a reconcile, and when to come back (controllers.md §9)."""
+"""The MetricSource status written after a reconcile, and when to come back
+(docs/compatibility.md#metricsource-reconcile)."""
 
 from __future__ import annotations
 

@@ -65,6 +65,14 @@ class PolicyPlugin:
         return self.reconciler.reconcile(obj, ctx)
 
     @hookimpl
+    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The policies storage holds (``policies``: ``<ns>/<name>``)."""
+        names = runtime.plugins.stored_names("policies")
+        if kind.kind != MONITOR_ACCESS_POLICY.kind or names is None:
+            return None
+        return [ObjectRef(kind.kind, *name.split("/", 1)) for name in names if "/" in name]
+
+    @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
         """A policy was deleted: remove it from the store and publish ``deleted``."""
         if kind.kind != MONITOR_ACCESS_POLICY.kind:

@@ -1,4 +1,5 @@
-"""ClusterPulse storage backend: current state in Redis, in the layout of spec/redis.md.
+"""ClusterPulse storage backend: current state in Redis, in the Go controller's layout
+(docs/compatibility.md#redis-keys).
 
 :class:`RedisStore` receives the pieces of every reconcile and writes the keys the
 ClusterPulse API and UI read; :class:`RedisPlugin` provides it through the store hook.

@@ -1,4 +1,4 @@
-"""Reading the firing alerts back (``alerts:<c>:<id>`` hashes, DECISIONS.md R4)."""
+"""Reading the firing alerts back (``alerts:<c>:<id>`` hashes, docs/compatibility.md#r4)."""
 
 from __future__ import annotations
 

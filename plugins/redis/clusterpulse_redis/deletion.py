@@ -1,4 +1,4 @@
-"""Removing the state of a deleted cluster, registry or MetricSource (redis.md §12).
+"""Removing the state of a deleted cluster, registry or MetricSource (docs/compatibility.md#deletion).
 
 Deletions read before they write (``SCAN``, the stored definition), so unlike the writers
 they talk to Redis themselves. ``SCAN MATCH`` is acceptable here: deletion is not a hot path.
@@ -29,7 +29,7 @@ from clusterpulse_redis import keys
 from clusterpulse_redis.policies import delete_policy, reset_eval_cache, store_policy, validate_policies
 from clusterpulse_redis.records import delete_record, write_record
 
-#: Keys deleted per pipeline (§12: 1000 for clusters, 100 for registries).
+#: Keys deleted per pipeline (docs/compatibility.md#deletion: 1000 for clusters, 100 for registries).
 CLUSTER_DELETE_BATCH = 1000
 REGISTRY_DELETE_BATCH = 100
 SCAN_COUNT = 100

@@ -1,4 +1,4 @@
-"""Building the stored shapes (and the values §3 to §6 derive) from domain objects."""
+"""Building the stored shapes (and the values docs/compatibility.md#redis-keys, #r3 derive) from domain objects."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from clusterpulse_redis.stored import (
 
 
 def cluster_metrics(metrics: ClusterMetrics) -> StoredClusterMetrics:
-    """The 24 stored totals of DECISIONS R1 (the namespace list is stored under its own key)."""
+    """The 24 stored totals of docs/compatibility.md#r1 (the namespace list is stored under its own key)."""
     return StoredClusterMetrics(
         timestamp=metrics.timestamp,
         nodes=metrics.nodes,
@@ -70,18 +70,19 @@ def cluster_metrics(metrics: ClusterMetrics) -> StoredClusterMetrics:
 
 
 def node_current(node: NodeMetrics) -> NodeMetrics:
-    """The node as stored in ``current``: roles sorted (§13.2)."""
+    """The node as stored in ``current``: roles sorted (docs/compatibility.md#redis-conventions)."""
     roles = tuple(sorted(node.roles))
     return node if roles == node.roles else attrs.evolve(node, roles=roles)
 
 
 def node_conditions(node: NodeMetrics) -> dict[str, bytes]:
-    """The conditions hash (DECISIONS R2): condition type -> the condition's JSON (last one wins)."""
+    """The conditions hash (docs/compatibility.md#r2): condition type -> the condition's JSON (last one wins)."""
     return {condition.type: dumps(condition) for condition in node.conditions}
 
 
 def node_hash_fields(node: NodeMetrics, current_json: bytes, now: datetime) -> NodeHashFields:
-    """The node hash: the JSON plus the flat fields of §3.2 (percentages with two decimals)."""
+    """The node hash: the JSON plus the flat fields of docs/compatibility.md#redis-keys (percentages with two
+    decimals)."""
     return NodeHashFields(
         current=current_json,
         last_update=now,
@@ -93,7 +94,7 @@ def node_hash_fields(node: NodeMetrics, current_json: bytes, now: datetime) -> N
 
 
 def node_sample(node: NodeMetrics) -> NodeSample:
-    """The node's time-series member (§3.4)."""
+    """The node's time-series member."""
     return NodeSample(
         timestamp=node.timestamp,
         cpu_usage=node.cpu_usage_percent,
@@ -107,7 +108,7 @@ def node_sample(node: NodeMetrics) -> NodeSample:
 
 
 def nodes_summary(nodes: Sequence[NodeMetrics], now: datetime) -> NodesSummary:
-    """Counts by status and role, capacity totals and mean usage (§3.5; 0 when no nodes)."""
+    """Counts by status and role, capacity totals and mean usage (docs/compatibility.md#redis-keys; 0 when no nodes)."""
     statuses = Counter(node.status for node in nodes)
     by_role: Counter[str] = Counter(role for node in nodes for role in node.roles)
     count = len(nodes)
@@ -163,7 +164,8 @@ def stored_operator(op: OperatorInfo) -> StoredOperator:
 
 
 def operators_summary(operators: Sequence[OperatorInfo]) -> OperatorsSummary:
-    """Counts by status (empty = ``Unknown``), by namespace (namespace-scoped only) and scope (§4.2)."""
+    """Counts by status (empty = ``Unknown``), by namespace (namespace-scoped only) and scope
+   ."""
     by_status = Counter(op.status or "Unknown" for op in operators)
     by_namespace = Counter(
         op.installed_namespace for op in operators if not op.is_cluster_wide and op.installed_namespace
@@ -183,7 +185,8 @@ def operators_summary(operators: Sequence[OperatorInfo]) -> OperatorsSummary:
 
 def cluster_operators_summary(operators: Sequence[ClusterOperatorInfo],
                               now: datetime) -> ClusterOperatorsSummary:
-    """Condition counts, health flags and one issue line per degraded/unavailable operator (§5.2)."""
+    """Condition counts, health flags and one issue line per degraded/unavailable operator
+   ."""
     total = len(operators)
     available = sum(op.available for op in operators)
     degraded = sum(op.degraded for op in operators)
@@ -206,7 +209,7 @@ def cluster_operators_summary(operators: Sequence[ClusterOperatorInfo],
 
 
 def cluster_operator_state(op: ClusterOperatorInfo, now: datetime) -> ClusterOperatorState:
-    """The per-operator key (§5.3)."""
+    """The per-operator key."""
     return ClusterOperatorState(
         available=op.available,
         degraded=op.degraded,
@@ -221,7 +224,7 @@ def cluster_operator_state(op: ClusterOperatorInfo, now: datetime) -> ClusterOpe
 
 
 def resource_metadata(collection: ResourceCollection) -> ResourceMetadata:
-    """``resource_metadata`` (§6): per-kind counts; ``total_resources`` as collected."""
+    """``resource_metadata`` (docs/compatibility.md#r3): per-kind counts; ``total_resources`` as collected."""
     return ResourceMetadata(
         timestamp=collection.timestamp,
         collection_time_ms=collection.collection_time_ms,
@@ -236,7 +239,7 @@ def resource_metadata(collection: ResourceCollection) -> ResourceMetadata:
 
 
 def custom_resource_meta(collection: CustomResourceCollection) -> CustomResourceMeta:
-    """The per-cluster MetricSource collection meta (§10.5)."""
+    """The per-cluster MetricSource collection meta."""
     return CustomResourceMeta(
         source_id=collection.source_id,
         cluster_name=collection.cluster_name,

@@ -1,4 +1,4 @@
-"""Every Redis key name and channel of the contract (redis.md §1), in one place."""
+"""Every Redis key name and channel of the contract (docs/compatibility.md#redis-keys), in one place."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def node_metrics(cluster_name: str, node_name: str) -> str:
 
 
 def node_conditions(cluster_name: str, node_name: str) -> str:
-    """``cluster:<c>:node:<node>:conditions`` — one field per condition type (DECISIONS R2)."""
+    """``cluster:<c>:node:<node>:conditions`` — one field per condition type (docs/compatibility.md#r2)."""
     return f"cluster:{cluster_name}:node:{node_name}:conditions"
 
 
@@ -81,7 +81,7 @@ _ALERT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 
 def alert(cluster_name: str, alert_id: str) -> str:
-    """``alerts:<c>:<id>`` — one firing alert's hash (DECISIONS.md R4).
+    """``alerts:<c>:<id>`` — one firing alert's hash (docs/compatibility.md#r4).
 
     Both names are checked first: a ``ValueError`` names the one that could break the key
     space (a ``:``, a glob character, whitespace, empty or too long).

@@ -12,16 +12,21 @@ from clusterpulse_core.context import Runtime
 from clusterpulse_core.model import Alert
 from clusterpulse_core.model.policy import StoredPolicy
 from clusterpulse_core.store import StorageBackend
+from clusterpulse_redis import keys
 from clusterpulse_redis.alerts import read_alerts
 from clusterpulse_redis.connection import connect
-from clusterpulse_redis.policies import stored_policies
+from clusterpulse_redis.policies import POLICIES_ALL, stored_policies
 from clusterpulse_redis.restart import RestartWatcher
 from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.store import RedisStore
 
+#: ``clusterpulse_stored_names`` index -> the Redis set holding it.
+STORED_INDEXES = {"clusters": keys.CLUSTERS_ALL, "registries": keys.REGISTRIES_ALL,
+                  "metricsources": keys.METRICSOURCES_ALL, "policies": POLICIES_ALL}
+
 
 class RedisPlugin:
-    """Current state in Redis (the ClusterPulse API contract, spec/redis.md)."""
+    """Current state in Redis (the ClusterPulse API contract, docs/compatibility.md#redis-keys)."""
 
     clusterpulse_api_version = 1
 
@@ -62,6 +67,24 @@ class RedisPlugin:
         for watcher in self.watchers:
             watcher.stop()
         self.watchers.clear()
+
+    @hookimpl
+    def clusterpulse_stored_names(self, index: str) -> Sequence[str] | None:
+        """``clusters:all``, ``registries:all``, ``metricsources:all`` and ``policies:all`` (as
+        ``<ns>/<name>``), read on a short-lived connection; None for another index."""
+        key = STORED_INDEXES.get(index)
+        if key is None:
+            return None
+        client = connect(self.settings or RedisSettings())
+        try:
+            members = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in client.smembers(key))
+        finally:
+            client.close()
+            if isinstance(client, redis.Redis):
+                client.connection_pool.disconnect()
+        if index == "policies":  # policy keys: policy:<ns>:<name>
+            return [m.removeprefix("policy:").replace(":", "/", 1) for m in members if m.startswith("policy:")]
+        return members
 
     @hookimpl
     def clusterpulse_stored_alerts(self) -> Sequence[Alert]:

@@ -1,4 +1,4 @@
-"""The Redis storage backend: pieces in, the keys of spec/redis.md out."""
+"""The Redis storage backend: pieces in, the keys of docs/compatibility.md#redis-keys out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stored shapes that differ from the domain model (redis.md §2 to §10).
+"""Stored shapes that differ from the domain model (docs/compatibility.md#redis-keys).
 
 Each class is one value (or hash) exactly as readers find it in Redis; it is encoded by the
 core converter (:func:`clusterpulse_core.serde.dumps` / ``unstructure``), never by hand.
@@ -19,16 +19,16 @@ from clusterpulse_core.serde import wire
 
 @attrs.frozen
 class ClusterMetaFields:
-    """Hash ``cluster:<c>:meta`` (§2.5)."""
+    """Hash ``cluster:<c>:meta``."""
 
     last_update: datetime
 
 
 @attrs.frozen
 class StoredClusterMetrics:
-    """``cluster:<c>:metrics``: the 24 totals of DECISIONS R1 (overriding §2.7's nine).
+    """``cluster:<c>:metrics``: the 24 totals of docs/compatibility.md#r1 (not the nine the Go controller writes today).
 
-    The namespace list is stored under its own key (§2.8).
+    The namespace list is stored under its own key.
     """
 
     timestamp: datetime
@@ -59,7 +59,7 @@ class StoredClusterMetrics:
 
 @attrs.frozen
 class StoredNamespaces:
-    """``cluster:<c>:namespaces`` (§2.8)."""
+    """``cluster:<c>:namespaces``."""
 
     namespaces: tuple[str, ...]
     count: int
@@ -68,7 +68,7 @@ class StoredNamespaces:
 
 @attrs.frozen
 class ClusterEvent:
-    """One message of channel ``cluster-events`` and list ``events:<name>`` (§2.9)."""
+    """One message of channel ``cluster-events`` and list ``events:<name>``."""
 
     type: str
     cluster: str
@@ -81,7 +81,7 @@ class ClusterEvent:
 
 @attrs.frozen
 class NodeHashFields:
-    """Hash ``cluster:<c>:node:<node>`` (§3.2); ``current`` holds the node JSON, as encoded (UTF-8)."""
+    """Hash ``cluster:<c>:node:<node>``; ``current`` holds the node JSON, as encoded (UTF-8)."""
 
     current: bytes
     last_update: datetime
@@ -93,7 +93,7 @@ class NodeHashFields:
 
 @attrs.frozen
 class NodeSample:
-    """Member of ``cluster:<c>:node:<node>:metrics`` (§3.4)."""
+    """Member of ``cluster:<c>:node:<node>:metrics``."""
 
     timestamp: datetime
     cpu_usage: float
@@ -107,7 +107,7 @@ class NodeSample:
 
 @attrs.frozen
 class NodesSummary:
-    """Field ``data`` of hash ``cluster:<c>:nodes:summary`` (§3.5)."""
+    """Field ``data`` of hash ``cluster:<c>:nodes:summary``."""
 
     total: int
     ready: int
@@ -127,7 +127,7 @@ class NodesSummary:
 @wire(omit_empty=("all_available_namespaces",))
 @attrs.frozen
 class StoredOperator:
-    """One item of ``cluster:<c>:operators`` (§4.1)."""
+    """One item of ``cluster:<c>:operators``."""
 
     name: str
     display_name: str
@@ -157,7 +157,7 @@ class InstallModeCounts:
 
 @attrs.frozen
 class OperatorsSummary:
-    """``cluster:<c>:operators_summary`` (§4.2)."""
+    """``cluster:<c>:operators_summary``."""
 
     total: int
     by_status: dict[str, int]
@@ -168,7 +168,7 @@ class OperatorsSummary:
 @wire(omit_empty=("issues",))
 @attrs.frozen
 class ClusterOperatorsSummary:
-    """``cluster:<c>:cluster_operators_summary`` (§5.2); ``issues`` only when non-empty."""
+    """``cluster:<c>:cluster_operators_summary``; ``issues`` only when non-empty."""
 
     total: int
     available: int
@@ -183,7 +183,7 @@ class ClusterOperatorsSummary:
 
 @attrs.frozen
 class ClusterOperatorState:
-    """``cluster:<c>:cluster_operator:<op>`` (§5.3)."""
+    """``cluster:<c>:cluster_operator:<op>``."""
 
     available: bool
     degraded: bool
@@ -198,7 +198,7 @@ class ClusterOperatorState:
 
 @attrs.frozen
 class ResourceMetadata:
-    """``cluster:<c>:resource_metadata`` (§6)."""
+    """``cluster:<c>:resource_metadata`` (docs/compatibility.md#r3)."""
 
     timestamp: datetime
     collection_time_ms: int
@@ -216,7 +216,7 @@ class ResourceMetadata:
 
 @attrs.frozen
 class RegistryMetaFields:
-    """Hash ``registry:<r>:meta`` (§7.4); ``available`` is ``true``/``false`` as text."""
+    """Hash ``registry:<r>:meta``; ``available`` is ``true``/``false`` as text."""
 
     last_update: datetime
     available: str
@@ -228,7 +228,7 @@ class RegistryMetaFields:
 @wire(case="camel", time="nano")
 @attrs.frozen
 class MetricSourceMetaFields:
-    """Hash ``metricsource:<ns>:<name>:meta`` (§10.2)."""
+    """Hash ``metricsource:<ns>:<name>:meta``."""
 
     compiled_at: datetime
     hash: str
@@ -240,7 +240,7 @@ class MetricSourceMetaFields:
 @wire(case="camel", time="nano", omit_empty=("last_error",))
 @attrs.frozen
 class CustomResourceMeta:
-    """``cluster:<c>:custom:<ns>/<name>:meta`` (§10.5), a JSON string (not a hash)."""
+    """``cluster:<c>:custom:<ns>/<name>:meta``, a JSON string (not a hash)."""
 
     source_id: str
     cluster_name: str
@@ -255,7 +255,7 @@ class CustomResourceMeta:
 @wire(case="camel", time="nano")
 @attrs.frozen
 class MetricSourceEvent:
-    """One message of channel ``metricsource-events`` (§10.7)."""
+    """One message of channel ``metricsource-events``."""
 
     type: str
     source_id: str

@@ -1,4 +1,4 @@
-"""One writer per piece type: the commands that store it, queued on a batch (redis.md §2 to §10).
+"""One writer per piece type: the commands that store it, queued on a batch (docs/compatibility.md#redis-keys).
 
 Writers only queue commands on a :class:`CommandBatch`, which sends them as they pile up;
 :class:`clusterpulse_redis.store.RedisStore` reads the replies. Every value is encoded by the
@@ -87,7 +87,7 @@ def _hash(obj: Any) -> Mapping[str, Arg]:
     return fields
 
 
-# ---------------------------------------------------------------------------- cluster (§2)
+# ---------------------------------------------------------------------------- cluster
 
 
 def write_cluster_spec(batch: CommandBatch, piece: ClusterSpecPiece, ctx: WriteContext) -> None:
@@ -102,7 +102,7 @@ def write_cluster_labels(batch: CommandBatch, piece: ClusterLabelsPiece, ctx: Wr
 
 
 def write_cluster_status(batch: CommandBatch, piece: ClusterStatusPiece, ctx: WriteContext) -> None:
-    """Status batch (§2.4): status, meta ``last_update`` and membership of ``clusters:all``."""
+    """Status batch: status, meta ``last_update`` and membership of ``clusters:all``."""
     batch.set(keys.cluster(piece.cluster, "status"), dumps(piece.status))
     batch.hset(keys.cluster(piece.cluster, "meta"), _hash(ClusterMetaFields(last_update=ctx.now)))
     batch.sadd(keys.CLUSTERS_ALL, piece.cluster)
@@ -115,7 +115,7 @@ def write_cluster_info(batch: CommandBatch, piece: ClusterInfoPiece, ctx: WriteC
 
 def _write_namespaces(batch: CommandBatch, cluster: str, names: tuple[str, ...], timestamp: datetime,
                       ctx: WriteContext) -> None:
-    """§2.8: the JSON list, then the set rebuilt (absent when there are no namespaces)."""
+    """docs/compatibility.md#redis-keys: the JSON list, then the set rebuilt (absent when there are no namespaces)."""
     value = StoredNamespaces(namespaces=names, count=len(names), timestamp=timestamp)
     batch.set(keys.cluster(cluster, "namespaces"), dumps(value), ex=ctx.cache_ttl)
     set_key = keys.cluster(cluster, "namespaces:set")
@@ -126,19 +126,20 @@ def _write_namespaces(batch: CommandBatch, cluster: str, names: tuple[str, ...],
 
 
 def write_cluster_metrics(batch: CommandBatch, piece: ClusterMetricsPiece, ctx: WriteContext) -> None:
-    """``cluster:<c>:metrics`` (fixed 300 s) and the namespaces from its list (§2.7, §13.1)."""
+    """``cluster:<c>:metrics`` (fixed 300 s) and the namespaces from its list (docs/compatibility.md#redis-keys,
+    #redis-conventions)."""
     stored = derive.cluster_metrics(piece.metrics)
     batch.set(keys.cluster(piece.cluster, "metrics"), dumps(stored), ex=keys.CLUSTER_METRICS_TTL)
     _write_namespaces(batch, piece.cluster, piece.metrics.namespace_list, ctx.now, ctx)
 
 
 def write_namespaces(batch: CommandBatch, piece: NamespacesPiece, ctx: WriteContext) -> None:
-    """``cluster:<c>:namespaces`` and ``:namespaces:set`` on their own (§2.8)."""
+    """``cluster:<c>:namespaces`` and ``:namespaces:set`` on their own."""
     _write_namespaces(batch, piece.cluster, piece.namespaces, piece.timestamp, ctx)
 
 
 def write_event(batch: CommandBatch, piece: EventPiece, ctx: WriteContext) -> None:
-    """Publish an event; cluster/registry events also go to ``events:<name>`` (§2.9, §10.7)."""
+    """Publish an event; cluster/registry events also go to ``events:<name>``."""
     if piece.channel == keys.METRICSOURCE_EVENTS_CHANNEL:
         event = MetricSourceEvent(type=piece.type, source_id=piece.target, timestamp=piece.timestamp,
                                   data=piece.data)
@@ -153,13 +154,14 @@ def write_event(batch: CommandBatch, piece: EventPiece, ctx: WriteContext) -> No
     batch.expire(events_key, keys.EVENTS_TTL)
 
 
-# ---------------------------------------------------------------------------- nodes (§3)
+# ---------------------------------------------------------------------------- nodes
 
 
 def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> None:
-    """Node hashes, conditions and time series, then the node set, then the summary (one batch, §3).
+    """Node hashes, conditions and time series, then the node set, then the summary (one batch,
+    docs/compatibility.md#redis-keys).
 
-    The conditions hash (DECISIONS R2) is rewritten whole with its node: deleted, then
+    The conditions hash (docs/compatibility.md#r2) is rewritten whole with its node: deleted, then
     filled when the node has conditions, with the node hash's TTL. Nodes whose name is not a
     DNS-1123 subdomain are skipped (counted, never written). The node set is rewritten to the
     current nodes, and the keys of nodes no longer there are deleted.
@@ -200,11 +202,11 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
     batch.expire(summary_key, cache_ttl)
 
 
-# ---------------------------------------------------------------------------- operators (§4, §5)
+# ---------------------------------------------------------------------------- operators
 
 
 def write_operators(batch: CommandBatch, piece: OperatorsPiece, ctx: WriteContext) -> None:
-    """OLM operators and their summary (§4); nothing when the scan found none."""
+    """OLM operators and their summary; nothing when the scan found none."""
     if not piece.operators:
         return
     stored = [derive.stored_operator(op) for op in piece.operators]
@@ -214,7 +216,7 @@ def write_operators(batch: CommandBatch, piece: OperatorsPiece, ctx: WriteContex
 
 
 def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, ctx: WriteContext) -> None:
-    """ClusterOperators list, summary and per-operator keys (§5); nothing when there are none."""
+    """ClusterOperators list, summary and per-operator keys; nothing when there are none."""
     operators = piece.cluster_operators
     if not operators:
         return
@@ -228,11 +230,11 @@ def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, c
                  dumps(derive.cluster_operator_state(op, ctx.now)), ex=ctx.cache_ttl)
 
 
-# ---------------------------------------------------------------------------- resources (§6)
+# ---------------------------------------------------------------------------- resources (docs/compatibility.md#r3)
 
 
 def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiece, ctx: WriteContext) -> None:
-    """Each non-empty workload list and the collection metadata (§6).
+    """Each non-empty workload list and the collection metadata (docs/compatibility.md#r3).
 
     An empty list's key is deleted, so a list that emptied does not linger until it expires.
     """
@@ -253,7 +255,7 @@ def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiec
              dumps(derive.resource_metadata(collection)), ex=ctx.cache_ttl)
 
 
-# ---------------------------------------------------------------------------- registries (§7)
+# ---------------------------------------------------------------------------- registries
 
 
 def write_registry_spec(batch: CommandBatch, piece: RegistrySpecPiece, ctx: WriteContext) -> None:
@@ -262,7 +264,7 @@ def write_registry_spec(batch: CommandBatch, piece: RegistrySpecPiece, ctx: Writ
 
 
 def write_registry_status(batch: CommandBatch, piece: RegistryStatusPiece, ctx: WriteContext) -> None:
-    """Status batch (§7.1, §7.3, §7.4)."""
+    """Status batch."""
     status = piece.status
     batch.set(keys.registry(piece.registry, "status"), dumps(status), ex=ctx.cache_ttl)
     meta = RegistryMetaFields(last_update=ctx.now, available="true" if status.available else "false")
@@ -271,7 +273,7 @@ def write_registry_status(batch: CommandBatch, piece: RegistryStatusPiece, ctx: 
 
 
 def write_registry_metrics(batch: CommandBatch, piece: RegistryMetricsPiece, ctx: WriteContext) -> None:
-    """One sample in the trimmed time series plus ``:metrics:latest`` (§7.5).
+    """One sample in the trimmed time series plus ``:metrics:latest``.
 
     The score is the sample's ``timestamp``, or the store time when the sample has none.
     """
@@ -283,11 +285,11 @@ def write_registry_metrics(batch: CommandBatch, piece: RegistryMetricsPiece, ctx
     batch.set(keys.registry(piece.registry, "metrics:latest"), sample, ex=ctx.cache_ttl)
 
 
-# ---------------------------------------------------------------------------- MetricSource (§10)
+# ---------------------------------------------------------------------------- MetricSource
 
 
 def write_metricsource(batch: CommandBatch, piece: MetricSourcePiece, ctx: WriteContext) -> None:
-    """Definition, index sets and meta hash (§10.1 to §10.3), no expiry."""
+    """Definition, index sets and meta hash, no expiry."""
     source_id = piece.source_id
     batch.set(keys.metricsource(piece.namespace, piece.name), dumps(piece.compiled))
     batch.sadd(keys.METRICSOURCES_ALL, source_id)
@@ -301,7 +303,7 @@ def write_metricsource(batch: CommandBatch, piece: MetricSourcePiece, ctx: Write
 
 
 def write_custom_resources(batch: CommandBatch, piece: CustomResourcesPiece, ctx: WriteContext) -> None:
-    """One cluster's collection of one MetricSource and its meta (§10.4, §10.5)."""
+    """One cluster's collection of one MetricSource and its meta."""
     collection = piece.collection
     batch.set(keys.custom(piece.cluster, collection.source_id, "resources"), dumps(collection),
              ex=ctx.cache_ttl)
@@ -310,7 +312,7 @@ def write_custom_resources(batch: CommandBatch, piece: CustomResourcesPiece, ctx
 
 
 def write_aggregations(batch: CommandBatch, piece: AggregationsPiece, ctx: WriteContext) -> None:
-    """One cluster's aggregation results of one MetricSource (§10.6)."""
+    """One cluster's aggregation results of one MetricSource."""
     batch.set(keys.custom(piece.cluster, piece.results.source_id, "aggregations"), dumps(piece.results),
              ex=ctx.cache_ttl)
 

@@ -39,7 +39,7 @@ class Credentials:
 
     @property
     def complete(self) -> bool:
-        """Both parts are set (only then are they sent, controllers.md §8.1)."""
+        """Both parts are set (only then are they sent, docs/compatibility.md#registry-checks)."""
         return bool(self.username and self.password)
 
     def __repr__(self) -> str:

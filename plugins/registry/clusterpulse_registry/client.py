@@ -1,4 +1,5 @@
-"""A Docker Registry HTTP API v2 client: the ``/v2/`` health check and the catalog (controllers.md §8.1).
+"""A Docker Registry HTTP API v2 client: the ``/v2/`` health check and the catalog
+(docs/compatibility.md#registry-checks).
 
 One :class:`RegistryClient` (one ``requests`` session, so one connection pool) serves one
 registry for as long as its connection settings stay the same.
@@ -33,7 +34,7 @@ from clusterpulse_registry.transport import describe_failure, failure_kind
 
 Log = logging.Logger | logging.LoggerAdapter
 
-#: Idle connections kept per registry (controllers.md §8.1: max 10 idle connections).
+#: Idle connections kept per registry (docs/compatibility.md#registry-checks: max 10 idle connections).
 POOL_SIZE = 10
 #: Catalog pages followed at most through ``Link`` headers.
 MAX_CATALOG_PAGES = 50

@@ -1,4 +1,4 @@
-"""Registry credentials from the Secret a RegistryConnection references (controllers.md §8.3 step 2)."""
+"""Registry credentials from the Secret a RegistryConnection references (docs/compatibility.md#registry-checks)."""
 
 from __future__ import annotations
 

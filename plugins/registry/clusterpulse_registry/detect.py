@@ -1,4 +1,4 @@
-"""Registry facts read from the response headers of ``GET /v2/`` (controllers.md §8.1 step 4)."""
+"""Registry facts read from the response headers of ``GET /v2/`` (docs/compatibility.md#registry-checks)."""
 
 from __future__ import annotations
 

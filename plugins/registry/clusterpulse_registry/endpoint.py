@@ -1,4 +1,4 @@
-"""Registry URLs and the Basic authorization header (controllers.md §8.1)."""
+"""Registry URLs and the Basic authorization header (docs/compatibility.md#registry-checks)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ def normalise_endpoint(endpoint: str, insecure: bool = False) -> str:
     """The registry base URL: a scheme added when missing, one trailing ``/`` removed.
 
     Without a scheme, ``https://`` is assumed, or ``http://`` when the registry is declared
-    ``insecure`` (plain HTTP, DECISIONS C9). An explicit scheme is always kept.
+    ``insecure`` (plain HTTP, docs/compatibility.md#c9). An explicit scheme is always kept.
     """
     if not endpoint.startswith(("http://", "https://")):
         endpoint = ("http://" if insecure else "https://") + endpoint

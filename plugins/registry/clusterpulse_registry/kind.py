@@ -1,4 +1,4 @@
-"""The RegistryConnection custom resource kind (crds.md §0 and §2)."""
+"""The RegistryConnection custom resource kind (docs/compatibility.md#crds)."""
 
 from __future__ import annotations
 

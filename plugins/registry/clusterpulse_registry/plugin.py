@@ -39,6 +39,14 @@ class RegistryPlugin:
         return self.reconciler.reconcile(obj, ctx)
 
     @hookimpl
+    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The registries storage holds (``registries``), in the watch namespace."""
+        names = runtime.plugins.stored_names("registries")
+        if kind.kind != REGISTRY_CONNECTION.kind or names is None:
+            return None
+        return [ObjectRef(kind.kind, runtime.namespace, name) for name in names]
+
+    @hookimpl
     def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
         """A RegistryConnection was deleted: remove its stored state and publish ``registry.deleted``."""
         if kind.kind != REGISTRY_CONNECTION.kind:

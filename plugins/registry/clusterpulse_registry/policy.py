@@ -1,6 +1,6 @@
 """The reconcile rules that are plain functions: timing, health, message and when to write status.
 
-controllers.md §8.2 and §8.3 steps 5–7, with DECISIONS C9 (a failing registry is ``Error``).
+docs/compatibility.md#registry-checks, with docs/compatibility.md#c9 (a failing registry is ``Error``).
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def classify_health(available: bool, response_time_ms: int) -> str:
 
 
 def phase_for(result: HealthCheckResult) -> str:
-    """``Connected`` when the registry is available, ``Error`` when not (DECISIONS C9)."""
+    """``Connected`` when the registry is available, ``Error`` when not (docs/compatibility.md#c9)."""
     return PHASE_CONNECTED if result.available else PHASE_ERROR
 
 
 def health_message(health: str, result: HealthCheckResult) -> str:
-    """The status message, in the exact texts of controllers.md §8.3 step 6."""
+    """The status message, in the exact texts of docs/compatibility.md#registry-checks."""
     if not result.available:
         return f"Registry unavailable: {result.error}" if result.error else "Registry is not available"
     if health == HEALTHY:
@@ -69,7 +69,8 @@ def health_message(health: str, result: HealthCheckResult) -> str:
 
 def should_update_status(old: RegistryConnectionStatus, result: HealthCheckResult, health: str,
                          message: str) -> bool:
-    """Whether the new check differs enough from the stored status to write it (§8.3 step 7)."""
+    """Whether the new check differs enough from the stored status to write it
+    (docs/compatibility.md#registry-checks)."""
     if old.phase != phase_for(result) or old.health != health or old.available != result.available:
         return True
     if old.message != message or old.version != result.version:
@@ -88,7 +89,8 @@ def should_update_status(old: RegistryConnectionStatus, result: HealthCheckResul
 
 def desired_status(result: HealthCheckResult, health: str, message: str,
                    checked_at: datetime) -> RegistryConnectionStatus:
-    """The status a check leads to (§8.3 step 7, "Written fields"), phase per DECISIONS C9."""
+    """The status a check leads to (docs/compatibility.md#registry-checks, "Written fields"), phase per
+    docs/compatibility.md#c9."""
     return RegistryConnectionStatus(
         phase=phase_for(result),
         health=health,

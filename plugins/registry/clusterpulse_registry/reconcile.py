@@ -1,4 +1,5 @@
-"""The RegistryConnection reconcile and deletion (controllers.md §8.3, §8.4; redis.md §7)."""
+"""The RegistryConnection reconcile and deletion (docs/compatibility.md#registry-checks;
+docs/compatibility.md#redis-keys)."""
 
 from __future__ import annotations
 
@@ -67,14 +68,14 @@ def state_pieces(name: str, spec: RegistryConnectionSpec, result: HealthCheckRes
 
 def reconciled_event(name: str, spec: RegistryConnectionSpec, result: HealthCheckResult, health: str,
                      now: datetime) -> EventPiece:
-    """The ``registry.reconciled`` event (redis.md §7.6)."""
+    """The ``registry.reconciled`` event (docs/compatibility.md#redis-keys)."""
     data = {"health": health, "available": result.available, "response_time": result.response_time_ms,
             "display_name": spec.display_name, "type": spec.type}
     return EventPiece(type=EVENT_RECONCILED, target=name, data=data, timestamp=now)
 
 
 def _store(ctx: ReconcileContext, *pieces: Piece) -> str:
-    """Store pieces; a storage failure is logged and returned, not raised (controllers.md §8.3 step 4)."""
+    """Store pieces; a storage failure is logged and returned, not raised (docs/compatibility.md#registry-checks)."""
     try:
         ctx.store(*pieces)
     except StoreError as exc:

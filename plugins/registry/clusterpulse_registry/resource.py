@@ -1,4 +1,4 @@
-"""The RegistryConnection object as read from the hub: spec and status (crds.md §2.2, §2.3)."""
+"""The RegistryConnection object as read from the hub: spec and status (docs/compatibility.md#crds)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def parse_status(obj: Mapping[str, Any]) -> RegistryConnectionStatus:
 
 
 def spec_record(spec: RegistryConnectionSpec) -> RegistrySpecRecord:
-    """``registry:<r>:spec`` (redis.md §7.2): the raw spec values, snake_case."""
+    """``registry:<r>:spec`` (docs/compatibility.md#redis-keys): the raw spec values, snake_case."""
     ref = spec.credentials_ref
     return RegistrySpecRecord(
         display_name=spec.display_name,

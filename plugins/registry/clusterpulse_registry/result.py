@@ -1,4 +1,4 @@
-"""The outcome of one registry health check (controllers.md §8.1, "Result JSON keys")."""
+"""The outcome of one registry health check (docs/compatibility.md#registry-checks, "Result JSON keys")."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import attrs
 
 from clusterpulse_core.serde import wire
 
-#: Catalogs longer than this are counted but not listed (controllers.md §8.1).
+#: Catalogs longer than this are counted but not listed (docs/compatibility.md#registry-checks).
 MAX_LISTED_REPOSITORIES = 20
 
 

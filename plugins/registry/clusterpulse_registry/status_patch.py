@@ -1,4 +1,4 @@
-"""The merge patch that brings a RegistryConnection's status to a new value (DECISIONS C10).
+"""The merge patch that brings a RegistryConnection's status to a new value (docs/compatibility.md#c10).
 
 A JSON merge patch (RFC 7386) only adds and replaces keys, so a field the new status leaves
 out (an empty ``version``, a feature no longer detected) is removed explicitly with ``null``.

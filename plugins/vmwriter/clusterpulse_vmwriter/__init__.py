@@ -2,7 +2,7 @@
 
 The public pure functions (:func:`format_line`, :func:`float_text`, :func:`custom_resource_line`,
 :func:`operator_lines`, :func:`cluster_lines`, :func:`node_lines`) build the Prometheus text lines
-of controllers.md §12 with DECISIONS.md C11; :class:`VMWriterBackend` ships them off the
+of docs/compatibility.md#victoriametrics with docs/compatibility.md#c11; :class:`VMWriterBackend` ships them off the
 reconcile's critical path.
 """
 

@@ -1,7 +1,8 @@
-"""The series of each kind of state (controllers.md §12 metric table), as text lines.
+"""The series of each kind of state (docs/compatibility.md#victoriametrics), as text lines.
 
 Every function here is pure: domain objects plus a millisecond timestamp in, lines out, in
-the order §12 gives. ``extra`` label pairs (the configured ``extra_labels``) follow the
+the Go writer's order (docs/compatibility.md#victoriametrics). ``extra`` label pairs (the configured
+``extra_labels``) follow the
 built-in labels of every series.
 """
 

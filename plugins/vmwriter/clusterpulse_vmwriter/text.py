@@ -1,4 +1,4 @@
-"""The Prometheus text exposition format as VictoriaMetrics imports it (controllers.md §12, C11).
+"""The Prometheus text exposition format as VictoriaMetrics imports it (docs/compatibility.md#victoriametrics, C11).
 
 One line per sample: ``<metric>{<labels>} <value> <timestamp_ms>``. Values are rendered as
 Go's ``%v`` renders them (the upstream writer's text), metric names are sanitised and label

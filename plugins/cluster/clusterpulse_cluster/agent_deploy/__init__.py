@@ -1,1 +1,2 @@
-"""Push mode: the hub installs, upgrades and removes the collector agent on managed clusters (§7.6)."""
+"""Push mode: the hub installs, upgrades and removes the collector agent on managed clusters
+(docs/compatibility.md#agent-deployment)."""

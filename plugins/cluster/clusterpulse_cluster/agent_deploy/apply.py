@@ -1,4 +1,4 @@
-"""Create-or-update of the agent objects, comparing only the fields the hub sets (DECISIONS C12).
+"""Create-or-update of the agent objects, comparing only the fields the hub sets (docs/compatibility.md#c12).
 
 A live object carries fields the API server filled in (``imagePullPolicy``, ``uid``,
 ``terminationMessagePath`` ...) and labels others added. :func:`covers` checks that every
@@ -38,7 +38,8 @@ REMOTE_ERRORS = (KubeApiError, CircuitOpenError)
 
 
 class AgentDeployError(Exception):
-    """One step failed; the message starts with the step's §7.6 prefix and names the object."""
+    """One step failed; the message starts with the step's docs/compatibility.md#agent-deployment prefix and names
+    the object."""
 
 
 def covers(live: Any, desired: Any) -> bool:

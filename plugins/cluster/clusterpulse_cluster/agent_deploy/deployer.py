@@ -1,8 +1,9 @@
 """Installs, upgrades and removes the collector agent of push-mode ClusterConnections.
 
-* A push-mode ClusterConnection gets the finalizer :data:`FINALIZER`, then the §7.6 objects
+* A push-mode ClusterConnection gets the finalizer :data:`FINALIZER`, then the
+docs/compatibility.md#agent-deployment objects
   on its cluster. While its agent is not connected every reconcile checks them (reads only
-  when nothing changed, DECISIONS C12) and a failure is the reconcile's error; while it is
+  when nothing changed, docs/compatibility.md#c12) and a failure is the reconcile's error; while it is
   connected they are re-applied only when what the hub wants changed (image tag, token,
   MetricSource resource types, TLS), so a version change rolls the Deployment even under a
   running agent, and a failure is only logged.
@@ -31,6 +32,7 @@ from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import ClusterConnectionSpec, api_url, connect_timeout
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
 from clusterpulse_core.kube.credentials import ClusterCredentials, CredentialsError, cluster_credentials
 from clusterpulse_core.model import AgentStatus
@@ -138,8 +140,8 @@ class AgentDeployer:
                 return
             try:
                 credentials, client = self._client(ctx, name, namespace, spec)
-                self._deploy(ctx, client, self._plan(ctx, owner, spec, credentials.token, tag), connection, spec,
-                             current)
+                token = self._collector_token(ctx, obj, name, credentials.token)
+                self._deploy(ctx, client, self._plan(ctx, owner, spec, token, tag), connection, spec, current)
             except AgentDeployError as exc:
                 # A connected agent runs: the hub failing to reach the API server (a reason to use
                 # push mode at all) must not turn a working cluster into an error.
@@ -212,6 +214,18 @@ class AgentDeployer:
                 ctx.log.info("agent: %s %s", prefix, outcome)
         with self._lock:
             self._applied[plan.cluster_name] = wire_form
+
+    def _collector_token(self, ctx: ReconcileContext, obj: Mapping[str, Any], cluster: str, credentials: str) -> str:
+        """The token the agent presents: minted by the hub for this cluster (its hub Secret created, or created
+        again when deleted), or with ``collector_token_source = "credentials"`` the hub's own credential."""
+        if self.settings.collector_token_source == collector_token.CREDENTIALS:
+            return credentials
+        try:
+            return collector_token.ensure(ctx.hub, ctx.runtime.namespace, cluster, obj,
+                                          timeout=float(self.settings.connect_timeout))
+        except KubeApiError as exc:
+            raise AgentDeployError(f"collector token: Secret {ctx.runtime.namespace}/"
+                                   f"{collector_token.secret_name(cluster)}: {exc}") from exc
 
     def _plan(self, ctx: ReconcileContext, owner: Owner, spec: ClusterConnectionSpec, token: str,
               tag: str) -> AgentPlan:

@@ -1,6 +1,6 @@
 """The Kubernetes objects of a collector agent, as frozen attrs classes (their wire form is serde's).
 
-Names follow controllers.md §7.6; every object also carries the owner labels and annotation
+Names follow docs/compatibility.md#agent-deployment; every object also carries the owner labels and annotation
 (:func:`owner_meta`) so the hub can tell its own objects, and whose they are, on a shared cluster.
 """
 

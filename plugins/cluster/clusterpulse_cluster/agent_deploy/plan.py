@@ -1,8 +1,10 @@
-"""What the hub wants on a managed cluster for one push-mode ClusterConnection (controllers.md §7.6)."""
+"""What the hub wants on a managed cluster for one push-mode ClusterConnection
+(docs/compatibility.md#agent-deployment)."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 from importlib import metadata
 
@@ -57,7 +59,8 @@ def controller_version() -> str:
 
 
 def image_tag(collector_version: str, build_version: str) -> str:
-    """§7.6: ``spec.collectorVersion``, else the controller's version; ``latest`` for a dev build."""
+    """docs/compatibility.md#agent-deployment: ``spec.collectorVersion``, else the controller's version; ``latest``
+    for a dev build."""
     tag = collector_version.strip() or build_version.strip()
     if not tag or _DEV.search(tag):
         return "latest"
@@ -69,9 +72,14 @@ def image_ref(image: str, tag: str) -> str:
     return image if "@" in image else f"{image}:{tag}"
 
 
+#: Pod template annotation: a digest of the collector token (not the token), so a rotation rolls the agent.
+TOKEN_ANNOTATION = "clusterpulse.io/collector-token-sha256"
+
+
 @attrs.frozen
 class AgentPlan:
-    """The inputs of one agent installation; :meth:`objects` turns them into the §7.6 objects."""
+    """The inputs of one agent installation; :meth:`objects` turns them into the
+    docs/compatibility.md#agent-deployment objects."""
 
     owner: Owner
     cluster_name: str
@@ -88,7 +96,7 @@ class AgentPlan:
     read_types: tuple[tuple[str, str], ...] = ()
 
     def objects(self) -> list[tuple[str, AgentObject]]:
-        """``(error prefix, object)`` in creation order (§7.6 table)."""
+        """``(error prefix, object)`` in creation order (docs/compatibility.md#agent-deployment)."""
         meta = self._meta
         steps: list[tuple[str, AgentObject]] = [
             ("namespace", Namespace(meta(AGENT_NAMESPACE))),
@@ -108,7 +116,7 @@ class AgentPlan:
         return owner_meta(self.owner, name, namespace, labels)
 
     def env(self) -> tuple[EnvVar, ...]:
-        """The container environment, in §7.6 order."""
+        """The container environment, in docs/compatibility.md#agent-deployment order."""
         env = [
             EnvVar("CLUSTER_NAME", self.cluster_name),
             EnvVar("INGESTER_ADDRESS", self.ingester_address),
@@ -138,6 +146,8 @@ class AgentPlan:
             self._meta(AGENT_NAME, AGENT_NAMESPACE, DEPLOYMENT_LABELS),
             DeploymentSpec(
                 selector=LabelSelector({"app.kubernetes.io/name": AGENT_NAME}),
-                template=PodTemplate(ObjectMeta(labels=dict(DEPLOYMENT_LABELS)), pod),
+                # A new token (rotation) changes the pod template, so the agent restarts with it.
+                template=PodTemplate(ObjectMeta(labels=dict(DEPLOYMENT_LABELS), annotations={
+                    TOKEN_ANNOTATION: hashlib.sha256(self.token.encode()).hexdigest()[:16]}), pod),
             ),
         )

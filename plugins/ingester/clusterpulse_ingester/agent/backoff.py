@@ -1,4 +1,4 @@
-"""Reconnect backoff of the agent (DECISIONS C7): 1 s doubling to 5 min, with jitter, reset on register."""
+"""Reconnect backoff of the agent (docs/compatibility.md#c7): 1 s doubling to 5 min, with jitter, reset on register."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The agent's bounded FIFO of batches waiting for the ingester (controllers.md §10.2)."""
+"""The agent's bounded FIFO of batches waiting for the ingester (docs/compatibility.md#collector-protocol)."""
 
 from __future__ import annotations
 

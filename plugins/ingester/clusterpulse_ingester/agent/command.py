@@ -83,16 +83,66 @@ def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
 def make_agent_command(config: Callable[[], Config | None], host: PluginHost) -> click.Command:
     """The ``agent`` command over the loaded plugins (``config`` gives the validated configuration)."""
 
-    @click.command("agent")
-    @click.option("--kubeconfig", default="", help="collect this cluster instead of the in-cluster service account")
-    def agent_command(kubeconfig: str) -> None:
-        """Run the push-mode collector agent: collect this cluster, stream it to the hub's ingester."""
+    def loaded_config() -> Config:
+        from clusterpulse_core.cliutils import fail
         from clusterpulse_core.logs import configure_logging
 
         loaded = config()
         if loaded is None:
-            raise click.ClickException("the ingester plugin was not configured")
+            fail("the ingester plugin was not configured")
         configure_logging(loaded.core.log_level)
-        sys.exit(run_agent(loaded, host, kubeconfig))
+        return loaded
+
+    @click.group("agent", invoke_without_command=True)
+    @click.option("--kubeconfig", default="", help="collect this cluster instead of the in-cluster service account")
+    @click.pass_context
+    def agent_command(ctx: click.Context, kubeconfig: str) -> None:
+        """Run the push-mode collector agent: collect this cluster, stream it to the hub's ingester."""
+        if ctx.invoked_subcommand is None:
+            sys.exit(run_agent(loaded_config(), host, kubeconfig))
+
+    @agent_command.command("rotate-token")
+    @click.argument("cluster")
+    @click.option("--grace", type=float, default=None,
+                  help="seconds the current token is still accepted (default: token_rotation_grace)")
+    def rotate_token_command(cluster: str, grace: float | None) -> None:
+        """On the hub: give CLUSTER's agent a new collector token; the current one stays valid for the grace."""
+        sys.exit(rotate_token(loaded_config(), cluster, grace))
 
     return agent_command
+
+
+def rotate_token(config: Config, cluster: str, grace: float | None) -> int:
+    """Rotate the hub-minted collector token of ``cluster`` (with the hub's kubeconfig); returns the exit code."""
+    from datetime import timedelta
+
+    from clusterpulse_core.cliutils import fail
+    from clusterpulse_core.kube import collector_token
+    from clusterpulse_core.kube.client import KubeApiError, NotFoundError
+    from clusterpulse_core.kube.hub import hub_client
+    from clusterpulse_core.model.time import utcnow
+    from clusterpulse_ingester.auth import valid_cluster_name
+
+    settings = config.plugin("ingester") or IngesterSettings()
+    if not valid_cluster_name(cluster):
+        fail(f"CLUSTER: {cluster[:80]!r} is not a valid ClusterConnection name")
+    if settings.collector_token_source != collector_token.HUB:
+        fail('collector_token_source is "credentials": the agents use the ClusterConnection\'s credentials '
+             "token; rotate that Secret instead")
+    seconds = settings.token_rotation_grace if grace is None else grace
+    if seconds < 0:
+        fail(f"--grace: must be >= 0, got {seconds:g}")
+    namespace = config.core.namespace
+    name = collector_token.secret_name(cluster)
+    try:
+        hub = hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
+        until = collector_token.rotate(hub, namespace, cluster, timedelta(seconds=seconds), utcnow(),
+                                       timeout=config.core.request_timeout)
+    except NotFoundError:
+        fail(f"no collector token Secret {namespace}/{name}: is {cluster!r} a push-mode cluster the hub deployed?")
+    except (KubeApiError, OSError) as exc:
+        fail(f"rotating {namespace}/{name}: {exc}")
+    click.echo(f"rotated the collector token of {cluster} (Secret {namespace}/{name}); the previous token is "
+               f"accepted until {until.strftime('%Y-%m-%dT%H:%M:%SZ')}; the hub gives the agent the new one at "
+               "its next reconcile")
+    return 0

@@ -1,4 +1,4 @@
-"""The collector agent's loops (controllers.md §10 with DECISIONS C5–C7).
+"""The collector agent's loops (docs/compatibility.md#collector-protocol with docs/compatibility.md#c5–#c7).
 
 Collection and delivery are separate: the collect loop runs the plugins' collectors every
 ``collect_interval`` seconds and puts each batch in the bounded buffer, whether or not the
@@ -44,7 +44,8 @@ class SessionEnded(Exception):
 
 
 def channel_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
-    """Keepalive (§10.1: ping every 30 s, 10 s timeout, without streams too) and message size."""
+    """Keepalive (docs/compatibility.md#collector-protocol: ping every 30 s, 10 s timeout, without streams too) and
+    message size."""
     options: list[tuple[str, Any]] = [
         ("grpc.keepalive_time_ms", int(settings.keepalive_time * 1000)),
         ("grpc.keepalive_timeout_ms", int(settings.keepalive_timeout * 1000)),
@@ -113,7 +114,7 @@ class Agent:
         self.version = version
         self.clock = clock
         # On the agent no collector is critical: a failed node listing leaves those fields unset
-        # and the rest of the batch is still sent (§10.3).
+        # and the rest of the batch is still sent (docs/compatibility.md#collector-protocol).
         self.collectors: Sequence[Collector] = [attrs.evolve(c, critical=False)
                                                 for c in host.collectors(where="agent")]
         self.client = client

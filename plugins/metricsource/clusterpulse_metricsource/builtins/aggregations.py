@@ -1,4 +1,5 @@
-"""Built-in aggregation functions: count, sum, avg, min, max, percentile, distinct (§5.2, M10, M11).
+"""Built-in aggregation functions: count, sum, avg, min, max, percentile, distinct
+(docs/compatibility.md#metricsource-language, M10, M11).
 
 Each function receives the non-null field values of the matching resources (for ``count``,
 which needs no field, one entry per matching resource) and the aggregation spec. Only ints

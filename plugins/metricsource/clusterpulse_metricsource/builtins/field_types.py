@@ -1,4 +1,5 @@
-"""Built-in field types: string, integer, float, boolean, quantity, timestamp, arrayLength (§3.3–3.5, M8, Q2)."""
+"""Built-in field types: string, integer, float, boolean, quantity, timestamp, arrayLength
+(docs/compatibility.md#metricsource-wire, M8, Q2)."""
 
 from __future__ import annotations
 

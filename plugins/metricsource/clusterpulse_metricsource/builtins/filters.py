@@ -1,4 +1,4 @@
-"""Built-in aggregation filter operators (§5.4).
+"""Built-in aggregation filter operators (docs/compatibility.md#metricsource-language).
 
 A predicate receives the resource's field value (never ``None``: a missing or null field fails
 every operator before the predicate is called) and the filter's ``value`` string.

@@ -1,4 +1,4 @@
-"""The MetricSource expression language (computed fields, metricsource.md §4).
+"""The MetricSource expression language (computed fields, docs/compatibility.md#metricsource-language).
 
 ``compile_expression(text, functions)`` parses and checks an expression once;
 ``CompiledExpression.evaluate(values)`` runs it against one resource's values;

@@ -1,6 +1,7 @@
 """A plain tree-walking interpreter: the reference the compiled evaluator is tested against.
 
-It reads like the specification (metricsource.md §4.4 with DECISIONS.md M1–M3) and is slow on
+It reads like the specification (docs/compatibility.md#metricsource-language with docs/compatibility.md#m1–#m3) and
+is slow on
 purpose: it dispatches on the node type at every step. Production code uses
 :mod:`.compiler`. Function names and arities are assumed checked (see ``check_functions``).
 """

@@ -1,4 +1,4 @@
-"""Parsing expressions into trees (metricsource.md §4.2, strict per DECISIONS.md M4).
+"""Parsing expressions into trees (docs/compatibility.md#metricsource-language, strict per docs/compatibility.md#m4).
 
 Precedence climbing over the levels in :data:`~.nodes.BINARY_LEVELS`; all binary operators
 are left-associative and the prefix operators ``!`` and ``-`` bind tighter than any of them.

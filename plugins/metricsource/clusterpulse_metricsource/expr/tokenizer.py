@@ -1,4 +1,5 @@
-"""Lexical analysis of computed-field expressions (metricsource.md §4.1 with DECISIONS.md M4).
+"""Lexical analysis of computed-field expressions (docs/compatibility.md#metricsource-language with
+docs/compatibility.md#m4).
 
 The input is scanned as UTF-8 bytes, as the original does: an identifier byte at or above
 0x80 must be a letter when read as Latin-1. Strictness follows M4: any character outside

@@ -1,4 +1,4 @@
-"""Conversion built-ins: ``toString``, ``toNumber``, ``formatBytes`` (§4.5)."""
+"""Conversion built-ins: ``toString``, ``toNumber``, ``formatBytes`` (docs/compatibility.md#metricsource-language)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Logic built-ins: ``coalesce`` (§4.5)."""
+"""Logic built-ins: ``coalesce`` (docs/compatibility.md#metricsource-language)."""
 
 from __future__ import annotations
 

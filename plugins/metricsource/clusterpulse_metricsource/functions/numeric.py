@@ -1,4 +1,5 @@
-"""Numeric built-ins: ``round``, ``floor``, ``ceil``, ``abs``, ``min``, ``max`` (§4.5).
+"""Numeric built-ins: ``round``, ``floor``, ``ceil``, ``abs``, ``min``, ``max``
+(docs/compatibility.md#metricsource-language).
 
 Arguments go through ``toFloat`` (numeric strings are parsed, M2); a NaN or infinite
 result is nil (M3).

@@ -1,5 +1,5 @@
 """String built-ins: ``concat``, ``lower``, ``upper``, ``len``, ``substr``, ``contains``,
-``startsWith``, ``endsWith`` (§4.5).
+``startsWith``, ``endsWith`` (docs/compatibility.md#metricsource-language).
 
 Arguments go through ``toString``. Lengths and offsets count UTF-8 bytes, as the original
 does; case mapping is per character (``upper('straße')`` is ``STRAßE``).

@@ -1,4 +1,4 @@
-"""Time built-ins: ``now``, ``age`` (§4.5).
+"""Time built-ins: ``now``, ``age`` (docs/compatibility.md#metricsource-language).
 
 ``age`` accepts what Go's ``time.Parse(time.RFC3339, s)`` accepts: upper-case ``T`` and
 ``Z``, an optional fraction of a second (``.`` or ``,``), ``Z`` or ``±hh:mm``, every field in
