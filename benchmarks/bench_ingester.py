@@ -50,6 +50,7 @@ from clusterpulse_ingester.convert import NODE_FIELDS, pieces_from_batch
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 
+from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
@@ -194,9 +195,11 @@ def hub_with_clusters(streams: int) -> KubeAPI:
     objects: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
     for i in range(streams):
         name = cluster(i)
+        # The hub's credential stays on the hub; the agent presents the collector token the hub minted.
         objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-token",
                                                                             "namespace": NAMESPACE},
-                        "data": {"token": base64.b64encode(f"token-{name}".encode()).decode()}})
+                        "data": {"token": base64.b64encode(f"hub-credential-{name}".encode()).decode()}})
+        objects.append(collector_token.secret_object(NAMESPACE, name, {collector_token.TOKEN_KEY: f"token-{name}"}))
         objects.append({"apiVersion": kind.api_version, "kind": kind.kind,
                         "metadata": {"name": name, "namespace": NAMESPACE},
                         "spec": {"endpoint": "https://unreachable", "credentialsRef": {"name": f"{name}-token"},
@@ -353,7 +356,9 @@ def main() -> None:
     config_file = Path(f"/tmp/bench-ingester-{port}.toml")
     config_file.write_text(f'[clusterpulse]\nplugins = ["ingester"]\nnamespace = "{NAMESPACE}"\n'
                            f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
-                           f'[plugins.ingester]\nbind_address = "127.0.0.1"\nport = {port}\n')
+                           f'[plugins.ingester]\nbind_address = "127.0.0.1"\nport = {port}\n'
+                           # Every simulated agent connects from 127.0.0.1 at once: one peer address.
+                           f'max_streams_per_peer = {args.streams}\nmax_unregistered_streams = {args.streams}\n')
     try:
         config, host = load(str(config_file), env={}, extra_plugins={"discard": BackendPlugin(discard)})
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))

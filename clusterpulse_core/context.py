@@ -18,6 +18,7 @@ from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, hub_unreachable
 from clusterpulse_core.kube.credentials import SecretCache
 from clusterpulse_core.kube.events import EventRecorder
+from clusterpulse_core.logs import clip
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import Store
 
@@ -122,6 +123,24 @@ class Runtime:
         return ReconcileContext(self, kind, ref, ObjectLogger(logger, {"object": str(ref)}))
 
 
+#: Longest ``message`` written into a status (its own and its conditions'), characters.
+MAX_STATUS_MESSAGE = 1024
+
+
+def clip_messages(status: Mapping[str, Any]) -> dict[str, Any]:
+    """``status`` with its ``message`` and each condition's ``message`` clipped to
+    :data:`MAX_STATUS_MESSAGE` characters (they quote spec fields and remote errors)."""
+    out = dict(status)
+    if isinstance(out.get("message"), str):
+        out["message"] = clip(out["message"], MAX_STATUS_MESSAGE)
+    conditions = out.get("conditions")
+    if isinstance(conditions, list):
+        out["conditions"] = [
+            {**c, "message": clip(c["message"], MAX_STATUS_MESSAGE)}
+            if isinstance(c, Mapping) and isinstance(c.get("message"), str) else c for c in conditions]
+    return out
+
+
 class ObjectLogger(logging.LoggerAdapter):  # type: ignore[type-arg, unused-ignore]
     """Prefixes every message with the object's kind, namespace and name."""
 
@@ -177,6 +196,7 @@ class ReconcileContext:
         suffix = "/status" if self.kind.status_subresource else ""
         fence = self.runtime.fence
         fence.check("status patch")
+        status = clip_messages(status)
         try:
             with deadline.within(fence.remaining()):
                 result = self.hub.merge_patch(path + suffix, {"status": dict(status)})

@@ -39,6 +39,9 @@ class ApiAccess:
     resource_names: tuple[str, ...] = ()
     non_resource_urls: tuple[str, ...] = ()
     other_namespaces: bool = False
+    #: Managed-cluster push access confined to one namespace: ``clusterpulse rbac --managed --push``
+    #: grants it with a Role (and RoleBinding) there instead of the ClusterRole.
+    namespace: str = ""
 
 
 #: ``get`` on the Secrets a ``credentialsRef`` names (in the object's namespace, or in the one the

@@ -14,13 +14,43 @@ def level_for(name: str) -> int:
     return _LEVELS.get(name.strip().lower(), logging.INFO)
 
 
+#: Longest logged message, characters: a spec field or a remote error can be megabytes long.
+MAX_LOG_MESSAGE = 4096
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    marker = f"...[{len(text) - limit} more characters truncated]"
+    return text[:max(limit - len(marker), 0)] + marker
+
+
+class ClipFilter(logging.Filter):
+    """Cuts every record's message to ``limit`` characters (strings from specs and remote errors)."""
+
+    def __init__(self, limit: int = MAX_LOG_MESSAGE) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Replace an over-long message by its clipped text (always logs the record)."""
+        message = record.getMessage()
+        if len(message) > self.limit:
+            record.msg, record.args = clip(message, self.limit), None
+        return True
+
+
 def configure_logging(name: str) -> None:
-    """Log to stderr at the level ``name`` gives, one line per record with the logger name."""
+    """Log to stderr at the level ``name`` gives, one line per record with the logger name,
+    every message clipped to :data:`MAX_LOG_MESSAGE` characters."""
     logging.basicConfig(
         level=level_for(name),
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         force=True,
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(ClipFilter())
 
 
 class TracebackOnce:

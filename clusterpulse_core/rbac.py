@@ -135,16 +135,23 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
     """The read-only ClusterRole, ServiceAccount, binding and token Secret for one managed cluster.
 
     ``push``: the cluster is collected in push mode, so the hub also installs the collector agent
-    there with these credentials: the kinds' ``managed_push_access`` (writes) is added.
+    there with these credentials: the kinds' ``managed_push_access`` (writes) is added, in the
+    ClusterRole, or for an access confined to a namespace in a Role (and RoleBinding) there, with
+    that Namespace.
     """
     accesses = [a for kind in kinds for a in kind.managed_access] + list(extra)
     for access in accesses:
         if set(access.verbs) - {"get", "list", "watch"}:
             raise ValueError(f"managed-cluster access must be read-only, got {sorted(access.verbs)} "
                              f"on {access.resources or access.non_resource_urls}")
+    scoped: dict[str, list[ApiAccess]] = {}
     if push:
-        accesses += [a for kind in kinds for a in kind.managed_push_access]
-    return [
+        for access in (a for kind in kinds for a in kind.managed_push_access):
+            if access.namespace:
+                scoped.setdefault(access.namespace, []).append(access)
+            else:
+                accesses.append(access)
+    docs: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)},
         {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": _meta(name), "rules": rules(accesses)},
@@ -157,6 +164,14 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
                          "annotations": {"kubernetes.io/service-account.name": name}},
         },
     ]
+    # Push access confined to one namespace (the agent's): the Namespace, a Role there and its binding.
+    for where, granted in sorted(scoped.items()):
+        if where != namespace:
+            docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(where)})
+        docs.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(name, where),
+                     "rules": rules(granted)})
+        docs.append(_binding("RoleBinding", name, where, "Role", namespace, name))
+    return docs
 
 
 #: The API group of every resource a Kubernetes (1.30) API server serves by itself, by plural

@@ -21,7 +21,7 @@ esac
 
 # The plugins `clusterpulse demo` enables (clusterpulse_core/demo/run.py DEMO_PLUGINS, checked by
 # tests/test_packaging.py).
-DEMO_PLUGINS=(redis cluster registry metricsource alerts ingester)
+DEMO_PLUGINS=(redis cluster registry metricsource policy alerts ingester)
 
 apt_packages=(redis-server)
 [ "$mode" = test ] && apt_packages+=(victoria-metrics docker-registry)

@@ -12,7 +12,7 @@ import yaml
 
 REPO = Path(__file__).parent.parent
 CONTAINERFILE = REPO / "Containerfile"
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+VERSION = (REPO / "VERSION").read_text().strip()  # the one version source (tests/test_versions.py)
 IMAGE = f"clusterpulse:{VERSION}"
 
 

@@ -37,11 +37,12 @@ from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import free_port, redis_process
 
-PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester")
+PLUGINS = ("redis", "cluster", "registry", "metricsource", "policy", "alerts", "ingester")
 #: What the default ``system:discovery`` ClusterRole grants every authenticated user (a Role cannot
 #: grant non-resource URLs, so the hub relies on it for discovery).
 SYSTEM_DISCOVERY = {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
 CC_API = "clusterpulse.io/v1alpha1"
+AGENT_NS = "clusterpulse-system"
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -139,6 +140,9 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
                             source="test")
             config = finish_config(raw, host.settings_classes(), env={})
             host.configure(config)
+            for cluster in _push_clusters(fleet):
+                # As `clusterpulse rbac --managed --push` creates it: the hub uses it, never removes it.
+                cluster.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}})
             manager = Manager(build_runtime(config, host), identity="rbac-test")
             agents: list[subprocess.Popen[bytes]] = []
             manager.start()
@@ -194,15 +198,35 @@ def test_the_managed_cluster_role_allows_every_call_and_is_read_only(fleet_calls
 
 
 def test_the_push_cluster_role_allows_installing_the_agent(fleet_calls: Any) -> None:
-    """A push-mode cluster: the hub installs the agent there (docs/agent-deploy.md), with --push rules."""
+    """A push-mode cluster: the hub installs the agent there (docs/agent-deploy.md), with --push rules:
+    every call allowed, every push rule used, writes confined to the agent's namespace and names."""
     kinds, _settings, _hub, _managed, pushed = fleet_calls
-    rules = _role_rules(rbac.managed_manifests(kinds, push=True), "ClusterRole")
-    denied = {c for c in pushed if not allowed(c, rules)}
-    assert not denied, f"the push-mode ClusterRole lacks: {sorted(map(str, denied))}"
-    assert Call("create", "apps", "deployments", "clusterpulse-system") in pushed
+    docs = rbac.managed_manifests(kinds, push=True)
+    cluster_rules = _role_rules(docs, "ClusterRole")
+    role = next(d for d in docs if d["kind"] == "Role")
+    where = role["metadata"]["namespace"]
+    assert where == AGENT_NS and {"kind": "Namespace", "name": AGENT_NS} in [
+        {"kind": d["kind"], "name": d["metadata"]["name"]} for d in docs]
+
+    def granted(call: Call) -> bool:
+        return allowed(call, cluster_rules) or (call.namespace == where and allowed(call, role["rules"]))
+
+    denied = {c for c in pushed if not granted(c)}
+    assert not denied, f"the push-mode roles lack: {sorted(map(str, denied))}"
+    assert Call("create", "apps", "deployments", AGENT_NS) in pushed
     assert Call("create", "rbac.authorization.k8s.io", "clusterroles") in pushed
     read_only = _role_rules(rbac.managed_manifests(kinds), "ClusterRole")
     assert any(not allowed(c, read_only) for c in pushed), "installing the agent needs more than reading"
+    push_only = [r for r in cluster_rules if r not in read_only]
+    for rule in [*push_only, *role["rules"]]:
+        assert any(allowed(c, [rule]) for c in pushed), f"push rule never used installing the agent: {rule}"
+    # No Secret access outside the agent's namespace, no wildcard, names wherever the verb allows one.
+    for rule in cluster_rules:
+        assert "secrets" not in rule.get("resources", ()) and "*" not in rule.get("verbs", ())
+        assert "*" not in rule.get("resources", ()) and "*" not in rule.get("apiGroups", ())
+    for rule in [*push_only, *role["rules"]]:
+        if set(rule["verbs"]) & {"patch", "update", "delete"}:
+            assert rule.get("resourceNames"), f"a push rule without resourceNames: {rule}"
 
 
 def test_without_a_rule_the_call_is_denied(fleet_calls: Any) -> None:

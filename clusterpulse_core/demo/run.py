@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import io
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
+import click
 import redis
 
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
@@ -37,7 +40,10 @@ from clusterpulse_core.testing.servers import ServerUnavailable, docker_registry
 
 #: What the demo enables: storage first, then the kinds it has sample objects for, then alerts and
 #: the ingester (push-mode clusters of the fleet are streamed by a ``clusterpulse agent`` process).
-DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource", "alerts", "ingester")
+DEMO_PLUGINS = ("redis", "cluster", "registry", "metricsource", "policy", "alerts", "ingester")
+#: Who the access summary asks about (the groups of hub/monitoraccesspolicies.yaml), and what.
+DEMO_PRINCIPALS = (("alice", "platform-admins"), ("bob", "staging-team"), ("carol", "nobody"))
+DEMO_RESOURCES = (None, "nodes", "pods")
 #: Plugin sections of the demo: alerts fire at once (a demo runs for seconds, not the rules' ``for``).
 DEMO_SETTINGS: dict[str, dict[str, object]] = {"alerts": {"default_for": 0.0}}
 CYCLE_TIMEOUT = 120.0
@@ -206,7 +212,8 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
         try:
             summary = "\n\n".join(part for part in (
                 format_fleet(read_fleet(client)), format_registries(read_registries(client)),
-                format_alerts(read_alerts(client)), format_sources(read_sources(client))) if part)
+                format_alerts(read_alerts(client)), format_sources(read_sources(client)),
+                access_summary(host, [c.name for c in fleet.clusters])) if part)
             keys = key_patterns(client)
         finally:
             client.close()
@@ -217,6 +224,30 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
     for pattern, count in keys:
         echo(f"  {pattern}" + (f"  x{count}" if count > 1 else ""))
     return DemoResult(summary, keys)
+
+
+def access_summary(host: PluginHost, clusters: Sequence[str]) -> str:
+    """Who sees what, asked through ``clusterpulse policy can-i`` (empty when no plugin adds the command)."""
+    group = click.Group("clusterpulse")
+    host.pm.hook.clusterpulse_add_commands(cli=group, plugins=host)
+    command = group.commands.get("policy")
+    if command is None:
+        return ""
+    header = ("USER (GROUP)", "CLUSTER", *(resource or "cluster" for resource in DEMO_RESOURCES))
+    rows = [header]
+    for user, group_name in DEMO_PRINCIPALS:
+        for cluster in clusters:
+            answers = []
+            for resource in DEMO_RESOURCES:
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    command.main(["can-i", cluster, *([resource] if resource else []), "--user", user,
+                                  "--group", group_name, "--json"], standalone_mode=False)
+                answers.append(str(json.loads(out.getvalue())["decision"]))
+            rows.append((f"{user} ({group_name})", cluster, *answers))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "Access (clusterpulse policy can-i):\n" + "\n".join(f"  {line}" for line in lines)
 
 
 def _run_cycles(manager: Manager, fleet: Fleet, cycles: int, echo: Callable[[str], None]) -> None:

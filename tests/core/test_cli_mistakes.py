@@ -114,6 +114,7 @@ BAD_CONFIG_PROBLEMS = [
     "kubeconfig, leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, "
     "shard_dead_after, metrics_bind_address, health_probe_bind_address, resync_period, watch_timeout, "
     "watch_silence_limit, queue_base_delay, queue_max_delay, queue_qps, queue_burst, shutdown_grace, "
+    "ghost_sweep_interval, "
     "request_timeout, max_response_bytes, reconcile_timeout, event_interval, cluster_max_in_flight, "
     "client_max_idle, workers)",
     "clusterpulse.queue_qps: expected a value > 0, got -1.0",

@@ -56,8 +56,8 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     lines: list[str] = []
     result = run_demo(2, redis_url, echo=lines.append)
     assert [line.split(":")[0] for line in lines if line.startswith("cycle ")] == ["cycle 1", "cycle 2"]
-    # Three ClusterConnections, the docker-registry's RegistryConnection and the MetricSource.
-    assert any(line.startswith("cycle 2: reconciled 5 objects") for line in lines)
+    # Three ClusterConnections, the docker-registry's RegistryConnection, the MetricSource and two policies.
+    assert any(line.startswith("cycle 2: reconciled 7 objects") for line in lines)
     # edge-lab is push mode: a `clusterpulse agent` process streams it (both modes side by side).
     assert any(line.startswith("push: edge-lab (agent ") and "connected" in line for line in lines)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
@@ -96,6 +96,14 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     assert f"Alerts ({len(expected_alerts)} firing):" in result.summary
     assert "NodeNotReady node/" in result.summary
     assert "MetricSource clusterpulse/pod-phases:" in result.summary
+    # hub/monitoraccesspolicies.yaml: admins see everything, the staging team only k8s-staging and not its pods
+    access = result.summary.split("Access (clusterpulse policy can-i):\n")[1].splitlines()
+    table = {tuple(line.split()[0:1] + line.split()[2:3]): line.split()[3:] for line in access[1:]}
+    for cluster in rows:
+        assert table[("alice", cluster)] == ["allow", "allow", "allow"]
+        assert table[("bob", cluster)] == (["allow", "partial", "deny"] if cluster == "k8s-staging" else ["deny"] * 3)
+        assert table[("carol", cluster)] == ["deny"] * 3
+    assert client.smembers("policy:group:staging-team") == {"policy:clusterpulse:staging-team"}
     patterns = dict(result.keys)
     assert patterns["clusters:all"] == 1
     assert patterns["cluster:<cluster>:status"] == len(rows)
@@ -116,7 +124,7 @@ def test_demo_command_with_redis_url(redis_url: str, tmp_path: Path) -> None:
                              "demo", "--cycles", "1", "--redis-url", redis_url], cwd=tmp_path,
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr
-    assert "cycle 1: reconciled 5 objects" in result.stdout
+    assert "cycle 1: reconciled 7 objects" in result.stdout
     assert "Redis keys written" in result.stdout
     assert redis.Redis.from_url(redis_url).scard("clusters:all") == len(_cluster_names())
 
@@ -127,5 +135,5 @@ def test_demo_without_docker_registry_says_it_skipped_registries(redis_url: str,
     lines: list[str] = []
     run_demo(1, redis_url, echo=lines.append)
     assert any("docker-registry is not installed, skipped registries" in line for line in lines)
-    assert any(line.startswith("cycle 1: reconciled 4 objects") for line in lines)
+    assert any(line.startswith("cycle 1: reconciled 6 objects") for line in lines)
     assert not redis.Redis.from_url(redis_url).exists("registries:all")

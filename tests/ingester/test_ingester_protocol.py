@@ -374,7 +374,10 @@ def test_tls_with_a_private_ca_and_a_server_name_override(
 
     made = make_certificates(tmp_path, "clusterpulse-ingester.clusterpulse.svc")
     ca, cert, key = made.ca_file, made.cert_file, made.key_file
+    plain, _ = start_ingester()
+    assert _sample(plain, "clusterpulse_ingester_plaintext") == 1  # and a start-up warning
     runtime, _ = start_ingester(tls_enabled=True, tls_cert=str(cert), tls_key=str(key))
+    assert _sample(runtime, "clusterpulse_ingester_plaintext") == 0
     port = _port(runtime)
 
     async def register(settings: IngesterSettings) -> pb.ConnectResponse:

@@ -94,14 +94,25 @@ AGENT_HUB_ACCESS = (
     # The collector token minted per push cluster (docs/push-mode.md#collector-tokens).
     ApiAccess("", ("secrets",), ("create",)),
 )
-_AGENT_OBJECTS = (("", "namespaces"), ("", "serviceaccounts"), ("", "secrets"), ("", "configmaps"),
-                  ("apps", "deployments"), ("rbac.authorization.k8s.io", "clusterroles"),
-                  ("rbac.authorization.k8s.io", "clusterrolebindings"))
-#: Push mode: what the hub does on the managed cluster to install the agent (agent_deploy/), plus
+_AGENT_NS, _AGENT, _AGENT_TOKEN, _AGENT_CA = ("clusterpulse-system", "clusterpulse-collector",
+                                              "clusterpulse-collector-token", "ingester-ca")
+_RBAC = "rbac.authorization.k8s.io"
+#: Push mode: what the hub does on the managed cluster to install and remove the agent (agent_deploy/),
+#: scoped to the agent's namespace (a Role there) and to the agent objects' names wherever Kubernetes
+#: allows (``create`` cannot be narrowed by name); no Secret access outside that namespace. The
+#: Namespace itself is created with these manifests (the hub uses it and never removes it). Plus
 #: everything the agent's ClusterRole grants (Kubernetes lets a role be created only by someone who
 #: holds what it grants). MetricSource types are added with ``clusterpulse rbac --managed --read``.
 AGENT_MANAGED_ACCESS = (
-    *(ApiAccess(group, (resource,), ("create", "get", "patch", "delete")) for group, resource in _AGENT_OBJECTS),
+    ApiAccess("", ("namespaces",), ("get",), resource_names=(_AGENT_NS,)),
+    ApiAccess(_RBAC, ("clusterroles", "clusterrolebindings"), ("create",)),
+    ApiAccess(_RBAC, ("clusterroles", "clusterrolebindings"), ("get", "patch", "delete"), resource_names=(_AGENT,)),
+    ApiAccess("", ("serviceaccounts", "secrets", "configmaps"), ("create",), namespace=_AGENT_NS),
+    ApiAccess("apps", ("deployments",), ("create",), namespace=_AGENT_NS),
+    ApiAccess("", ("serviceaccounts",), ("get", "patch", "delete"), resource_names=(_AGENT,), namespace=_AGENT_NS),
+    ApiAccess("", ("secrets",), ("get", "patch", "delete"), resource_names=(_AGENT_TOKEN,), namespace=_AGENT_NS),
+    ApiAccess("", ("configmaps",), ("get", "patch", "delete"), resource_names=(_AGENT_CA,), namespace=_AGENT_NS),
+    ApiAccess("apps", ("deployments",), ("get", "patch", "delete"), resource_names=(_AGENT,), namespace=_AGENT_NS),
     ApiAccess("", ("namespaces", "nodes", "persistentvolumeclaims", "pods", "services"), ("get", "list", "watch")),
     ApiAccess("apps", ("daemonsets", "deployments", "statefulsets"), ("get", "list", "watch")),
     ApiAccess("config.openshift.io", ("clusteroperators",), ("get", "list", "watch")),

@@ -19,6 +19,7 @@ class IngesterMetrics:
     streams_rejected: Counter
     config_updates: Counter
     unregistered: Gauge
+    plaintext: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> IngesterMetrics:
@@ -44,4 +45,6 @@ class IngesterMetrics:
             unregistered=Gauge("clusterpulse_ingester_unregistered_streams",
                                "Streams open and not registered yet (bounded by max_unregistered_streams)",
                                registry=registry),
+            plaintext=Gauge("clusterpulse_ingester_plaintext",
+                            "1 while the ingester serves without TLS (INGESTER_TLS_ENABLED=false)", registry=registry),
         )

@@ -273,6 +273,11 @@ class IngesterServer:
             raise StartError(str(errors[0])) from errors[0]
         log.info("ingester listening on %s:%d (TLS %s)", self.settings.bind_address, self.port,
                  "on" if self.settings.tls_enabled else "off")
+        self.metrics.plaintext.set(0 if self.settings.tls_enabled else 1)
+        if not self.settings.tls_enabled:
+            log.warning("ingester TLS is off (INGESTER_TLS_ENABLED=false): collector tokens, batches and "
+                        "ConfigUpdates travel in plaintext and can be read or changed on the way "
+                        "(docs/push-mode.md#running-the-ingester)")
         return self.port
 
     def stop(self) -> None:

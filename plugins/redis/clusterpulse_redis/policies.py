@@ -35,7 +35,6 @@ from clusterpulse_core.pieces import (
     PolicyValidation,
 )
 from clusterpulse_core.serde import dumps, loads, unstructure
-from clusterpulse_redis.keys import glob_literal
 from clusterpulse_redis.resp import CommandBatch
 from clusterpulse_redis.stored import PolicyChange, PolicyEvent, PolicyHashFields
 
@@ -46,7 +45,10 @@ POLICIES_ENABLED = "policies:enabled"
 POLICIES_BY_PRIORITY = "policies:by:priority"
 POLICY_CHANGES_CHANNEL = "policy-changes"
 POLICY_EVENTS_CHANNEL = "policy-events"
-SCAN_COUNT = 100
+#: Keys examined per SCAN step (the caches are looked for in the whole keyspace).
+SCAN_COUNT = 1000
+#: Keys per multi-key DEL of stale caches.
+DELETE_BATCH = 1000
 #: Index kinds and the compiled field each is built from.
 INDEX_KINDS = (("user", "users"), ("group", "groups"), ("sa", "service_accounts"),
                ("customtype", "custom_resource_types"))
@@ -149,39 +151,51 @@ def group_cache_hit(suffix: str, groups: set[str]) -> bool:
     return any(item in groups for segment in suffix.split(":") for item in segment.split(","))
 
 
+def _names_principal(rest: str, principals: set[str]) -> bool:
+    """Whether ``rest`` starts with ``<principal>:`` for one of ``principals`` (names may hold ``:``)."""
+    index = rest.find(":")
+    while index != -1:
+        if rest[:index] in principals:
+            return True
+        index = rest.find(":", index + 1)
+    return False
+
+
 def stale_cache_keys(client: Any, subjects: tuple[set[str], set[str], set[str]]) -> list[bytes | str]:
-    """Every API cache key of the given users, groups and service accounts."""
+    """Every API cache key of the given users, groups and service accounts.
+
+    The keys the Go controller deletes: ``policy:eval:<u>:*``, ``user:permissions:<u>``,
+    ``rbac:decision:<u>:*`` and ``rbac:custom:<u>:*`` per user (the same but ``user:permissions``
+    per service account), the ``rbac:*`` keys whose suffix names a group in any ``:`` segment
+    (split on ``,``) and ``policy:eval:*:group:<g>:*``. Found with two ``SCAN`` passes whatever the
+    number of subjects (the Go controller scans once per subject), matched here.
+    """
     users, groups, accounts = subjects
-    found: list[bytes | str] = []
-    for user in sorted(users):
-        name = glob_literal(user)
-        found += _scan(client, f"policy:eval:{name}:*")
-        found.append(f"user:permissions:{user}")
-        found += _scan(client, f"rbac:decision:{name}:*")
-        found += _scan(client, f"rbac:custom:{name}:*")
-    for account in sorted(accounts):
-        name = glob_literal(account)
-        for prefix in ("policy:eval", "rbac:decision", "rbac:custom"):
-            found += _scan(client, f"{prefix}:{name}:*")
-    if groups:
+    principals = users | accounts
+    if not principals and not groups:
+        return []
+    found: list[bytes | str] = [f"user:permissions:{user}" for user in sorted(users)]
+    group_marks = [f":group:{group}:" for group in sorted(groups)]
+    for key in _scan(client, "policy:eval:*"):
+        rest = _text(key)[len("policy:eval:"):]
+        if _names_principal(rest, principals) or any(mark in rest for mark in group_marks):
+            found.append(key)
+    for key in _scan(client, "rbac:*"):
+        text = _text(key)
         for prefix in ("rbac:decision:", "rbac:custom:"):
-            for key in _scan(client, prefix + "*"):
-                if group_cache_hit(_text(key)[len(prefix):], groups):
+            if text.startswith(prefix):
+                rest = text[len(prefix):]
+                if _names_principal(rest, principals) or (groups and group_cache_hit(rest, groups)):
                     found.append(key)
-        for group in sorted(groups):
-            found += _scan(client, f"policy:eval:*:group:{glob_literal(group)}:*")
+                break
     return found
 
 
 def invalidate(client: Any, subjects: tuple[set[str], set[str], set[str]]) -> None:
-    """Delete the API caches of the subjects (one pipeline)."""
+    """Delete the API caches of the subjects (multi-key ``DEL``s of at most :data:`DELETE_BATCH` keys)."""
     stale = stale_cache_keys(client, subjects)
-    if not stale:
-        return
-    pipe = client.pipeline(transaction=False)
-    for key in stale:
-        pipe.delete(key)
-    pipe.execute()
+    for start in range(0, len(stale), DELETE_BATCH):
+        client.delete(*stale[start:start + DELETE_BATCH])
 
 
 def delete_policy(client: Any, piece: PolicyDeletion) -> None:
@@ -266,11 +280,8 @@ def validate_policies(client: Any, piece: PolicyValidation) -> None:
 def reset_eval_cache(client: Any, _piece: PolicyEvalCacheReset) -> None:
     """Delete every ``policy:eval:*`` key."""
     stale = list(_scan(client, "policy:eval:*"))
-    for start in range(0, len(stale), 1000):
-        pipe = client.pipeline(transaction=False)
-        for key in stale[start:start + 1000]:
-            pipe.delete(key)
-        pipe.execute()
+    for start in range(0, len(stale), DELETE_BATCH):
+        client.delete(*stale[start:start + DELETE_BATCH])
 
 
 def stored_policies(client: Any, user: str, groups: Iterable[str], service_account: bool) -> list[StoredPolicy]:
