@@ -315,8 +315,13 @@ def run_cmd(ctx: click.Context, once: bool, metrics_bind_address: str | None, he
 @click.option("--cycles", type=click.IntRange(min=1), default=3, show_default=True,
               help="reconcile cycles to run before printing the summary and exiting")
 @click.option("--redis-url", default=None, help="use this Redis instead of starting a private redis-server")
-def demo_cmd(cycles: int, redis_url: str | None) -> None:
-    """Run the real manager and plugins on an emulated demo fleet, then summarise Redis."""
+@click.pass_context
+def demo_cmd(ctx: click.Context, cycles: int, redis_url: str | None) -> None:
+    """Run the real manager and plugins on an emulated demo fleet, then summarise Redis.
+
+    With ``--config FILE``, the plugins that file enables run too, beside the demo's (a
+    third-party backend or kind); the demo's own plugins keep the demo's settings.
+    """
     try:
         from clusterpulse_core.demo.run import DemoError, run_demo
     except ImportError as exc:
@@ -325,7 +330,7 @@ def demo_cmd(cycles: int, redis_url: str | None) -> None:
 
     configure_logging("warn")
     try:
-        run_demo(cycles, redis_url, echo=click.echo)
+        run_demo(cycles, redis_url, echo=click.echo, config_file=ctx.ensure_object(_State).config_file)
     except (DemoError, PluginError, ConfigError) as exc:
         fail(str(exc))
 

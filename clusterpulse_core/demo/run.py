@@ -20,7 +20,7 @@ import attrs
 import click
 import redis
 
-from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
+from clusterpulse_core.config import CoreSettings, RawConfig, finish_config, read_config
 from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, ManagedCluster, running_fleet
 from clusterpulse_core.demo.summary import (
     format_alerts,
@@ -155,30 +155,48 @@ class DemoResult:
     keys: list[tuple[str, int]]
 
 
+def demo_plan(config_file: str | None) -> tuple[tuple[str, ...], dict[str, dict[str, object]]]:
+    """The demo's plugins and sections, with those a config file adds (``demo --config FILE``).
+
+    The file's plugins not among the demo's come after them, with their ``[plugins.<name>]``
+    sections; the demo's own plugins keep the demo's settings (its Redis, its ingester port).
+    The file is read and checked as ``run`` reads it (:class:`ConfigError` naming the key).
+    """
+    if config_file is None:
+        return DEMO_PLUGINS, {}
+    raw = read_config(Path(config_file), env={})
+    added = tuple(name for name in (raw.core.plugins or ()) if name not in DEMO_PLUGINS)
+    return DEMO_PLUGINS + added, {name: dict(raw.plugin_sections.get(name, {})) for name in added}
+
+
 def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = print,
-             fleet_dir: Path = FLEET_DIR, push_agents: bool = True) -> DemoResult:
+             fleet_dir: Path = FLEET_DIR, push_agents: bool = True, config_file: str | None = None) -> DemoResult:
     """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys.
 
     With ``push_agents`` every push-mode cluster of the fleet gets its ``clusterpulse agent``
     process; without, those clusters are collected by pull (docs/compatibility.md#c3).
+    ``config_file`` adds that file's plugins (a third-party backend or kind beside the demo's).
     """
-    host = PluginHost(DEMO_PLUGINS)
+    plugins, added_sections = demo_plan(config_file)
+    host = PluginHost(plugins)
     kinds = [kind for _owner, kind in host.kinds.values()]
     with redis_for_demo(redis_url) as url, registry_for_demo(echo) as registry_url, \
             running_fleet(kinds, fleet_dir, registry_url) as fleet, \
             tempfile.TemporaryDirectory(prefix="clusterpulse-demo-") as tmp:
         kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
-        core = CoreSettings(plugins=DEMO_PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
+        core = CoreSettings(plugins=plugins, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                             metrics_bind_address="0", health_probe_bind_address="0")
         ingester_port = free_port()
-        sections: dict[str, dict[str, object]] = {"redis": {"url": url}, **DEMO_SETTINGS,
+        sections: dict[str, dict[str, object]] = {**added_sections, "redis": {"url": url}, **DEMO_SETTINGS,
                     "ingester": {"bind_address": "127.0.0.1", "port": ingester_port}}
         raw = RawConfig(core=core, plugin_sections=sections, source="demo")
         config = finish_config(raw, host.settings_classes(), env={})
         host.configure(config)
         echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
              f"({', '.join(c.name for c in fleet.clusters)}), redis {url}"
-             + (f", registry {registry_url}" if registry_url else ""))
+             + (f", registry {registry_url}" if registry_url else "")
+             + (f"; plugins from {config_file}: {', '.join(plugins[len(DEMO_PLUGINS):]) or 'none new'}"
+                if config_file else ""))
         pushed = _push_clusters(fleet) if push_agents else []
         agents: list[subprocess.Popen[bytes]] = []
         manager = Manager(build_runtime(config, host), identity="demo")

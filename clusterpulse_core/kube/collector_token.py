@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
-from clusterpulse_core.kube.credentials import decode_secret_data
+from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError, hub_unreachable
+from clusterpulse_core.kube.credentials import SecretCache, decode_secret_data
 
 TOKEN_KEY = "token"
 PREVIOUS_KEY = "previous-token"
@@ -93,20 +93,32 @@ def secret_object(namespace: str, cluster: str, data: Mapping[str, str],
 
 
 def ensure(hub: KubeClient, namespace: str, cluster: str, owner: Mapping[str, Any] | None = None,
-           timeout: float | None = None) -> str:
+           timeout: float | None = None, cache: SecretCache | None = None) -> str:
     """The current token of ``cluster``, minting it (and creating the Secret) when there is none.
 
     A deleted Secret is created again with a new token: deleting it rotates without grace. A Secret
-    without a token is an error (delete it to have a new one minted).
+    without a token is an error (delete it to have a new one minted). With ``cache``, a hub that
+    cannot be reached gets the last good read (a hub outage must not stop a push cluster's reconcile).
     """
+    name = secret_name(cluster)
     try:
-        found = hub.get(_path(namespace, secret_name(cluster)), timeout=timeout)
+        found = hub.get(_path(namespace, name), timeout=timeout)
     except NotFoundError:
         token = mint()
         hub.request("POST", _path(namespace), body=secret_object(namespace, cluster, {TOKEN_KEY: token}, owner),
                     timeout=timeout)
+        if cache is not None:
+            cache.put(namespace, name, {TOKEN_KEY: token})
         return token
-    token = decode_secret_data(found).get(TOKEN_KEY, "")
+    except KubeApiError as exc:
+        cached = cache.fallback(namespace, name, exc) if cache is not None and hub_unreachable(exc) else None
+        if cached is None or not cached.get(TOKEN_KEY):
+            raise
+        return cached[TOKEN_KEY]
+    data = decode_secret_data(found)
+    if cache is not None:
+        cache.put(namespace, name, data)
+    token = data.get(TOKEN_KEY, "")
     if not token:
         raise KubeApiError(0, f'no key "{TOKEN_KEY}" (delete the Secret to mint a new token)')
     return token

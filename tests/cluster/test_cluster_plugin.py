@@ -210,9 +210,9 @@ def test_reconciles_share_one_collector_pool(make_harness: Callable[..., Harness
     assert len(pool._threads) <= len(harness.runtime.plugins.collectors())  # type: ignore[attr-defined]
 
 
-def test_the_agent_collects_only_what_a_batch_can_carry(kube_api: Callable[..., Any]) -> None:
-    # A MetricsBatch has no field for services, statefulsets, daemonsets, PVCs or resource
-    # lists: the agent variant of the collectors does not ask the API server for them.
+def test_the_agent_collects_what_the_protocol_extension_carries(kube_api: Callable[..., Any]) -> None:
+    # Services, statefulsets, daemonsets, PVCs and the resource lists travel in the protocol
+    # extension (docs/push-mode.md#protocol-extension): the agent collects them as the hub does.
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}], "capacity": {"cpu": "4"}}}
     services = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "default"}}
@@ -235,7 +235,7 @@ def test_the_agent_collects_only_what_a_batch_can_carry(kube_api: Callable[..., 
     finally:
         client.close()
     assert set(counted) <= seen["hub"]
-    assert not set(counted) & seen["agent"]
+    assert set(counted) <= seen["agent"]
     assert "/apis/apps/v1/deployments" in seen["agent"] and "/api/v1/nodes" in seen["agent"]
-    assert (metrics["hub"].services, metrics["agent"].services) == (3, 0)
+    assert (metrics["hub"].services, metrics["agent"].services) == (3, 3)
     assert metrics["agent"].nodes == metrics["hub"].nodes == 1

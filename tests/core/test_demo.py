@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +139,47 @@ def test_demo_without_docker_registry_says_it_skipped_registries(redis_url: str,
     assert any("docker-registry is not installed, skipped registries" in line for line in lines)
     assert any(line.startswith("cycle 1: reconciled 6 objects") for line in lines)
     assert not redis.Redis.from_url(redis_url).exists("registries:all")
+
+
+def test_demo_config_adds_the_files_plugins_beside_the_demos(redis_url: str, tmp_path: Path) -> None:
+    (tmp_path / "extra.toml").write_text('[clusterpulse]\nplugins = ["redis", "example"]\n\n'
+                                         '[plugins.example]\ngreeting = "hi from the file"\n')
+    result = subprocess.run([sys.executable, "-c", "from clusterpulse_core.cli import main; main()",
+                             "demo", "--cycles", "1", "--redis-url", redis_url, "--config", "extra.toml"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.endswith("; plugins from extra.toml: example"), first
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    labelled = {name: client.get(f"cluster:{name}:labels") for name in _cluster_names()}
+    # The example plugin's hub collector labels every pulled cluster with its configured greeting
+    # (a push-mode cluster is collected by its agent, which runs the agent-side collectors).
+    greeted = sorted(name for name, labels in labelled.items()
+                     if labels and json.loads(labels).get("greeted") == "hi from the file")
+    assert greeted == ["k8s-staging", "ocp-prod-east"], labelled
+
+
+def _sample_lines() -> list[str]:
+    """The lines of docs/demo.md's sample output (its first ``` block)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "demo.md").read_text()
+    return text.split("```\n", 2)[1].splitlines()
+
+
+def _shape(line: str) -> re.Pattern[str]:
+    """``line`` with every number (ports, timings, counts) free: the shape a run must show."""
+    parts = re.split(r"\d+(?:\.\d+)?", line)
+    return re.compile(r"\d+(?:\.\d+)?".join(re.escape(part) for part in parts))
+
+
+def test_the_documented_sample_matches_a_run(redis_url: str) -> None:
+    lines: list[str] = []
+    run_demo(1, redis_url, echo=lambda text: lines.extend(text.splitlines() or [""]))
+    position = 0
+    for expected in _sample_lines():
+        if expected == "...":
+            continue
+        shape = _shape(expected)
+        found = next((i for i in range(position, len(lines)) if shape.fullmatch(lines[i])), None)
+        assert found is not None, f"docs/demo.md shows {expected!r}, the run printed no such line after line " \
+                                  f"{position}:\n" + "\n".join(lines)
+        position = found + 1

@@ -67,7 +67,8 @@ def test_round_trip_keeps_what_the_proto_carries() -> None:
     got = nodes.nodes[0]
     assert got.timestamp == AT  # the batch's collected_at, not the receipt time
     assert (got.name, got.cpu_capacity, got.labels, got.internal_ip) == ("n1", 4.0, {"a": "b"}, "10.0.0.1")
-    assert got.conditions == () and got.external_ip == ""  # not in the proto
+    assert got.external_ip == ""  # not in the proto
+    assert got.conditions == (NodeCondition(type="Ready", status="True"),)  # in the protocol extension
     assert got.creation_timestamp is None  # unknown, so left out of the stored value (not the zero time)
     assert "creation_timestamp" not in unstructure(got)
     got_metrics = back[1]

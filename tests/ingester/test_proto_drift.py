@@ -32,7 +32,23 @@ def test_proto_is_the_spec_listing() -> None:
     spec = SPEC_LISTING.read_text()
     listing = re.search(r"## 3\. Complete interface listing\n\n```proto\n(.*?)```", spec, re.S)
     assert listing is not None
-    assert (ROOT / "proto" / protogen.PROTO_FILE).read_text() == listing.group(1)
+    text = (ROOT / "proto" / protogen.PROTO_FILE).read_text()
+    # Upstream fields unchanged, additions only: without the marked extension blocks, byte for byte.
+    assert protogen.upstream_part(text) == listing.group(1)
+    assert len(protogen.extension_blocks(text)) == 2  # the field in MetricsBatch, the messages at the end
+
+
+def test_the_extension_uses_its_own_numbers_and_names() -> None:
+    """The one field added to an upstream message is in the extension range, not reserved, not upstream's."""
+    upstream = {name for name in pb.DESCRIPTOR.message_types_by_name if not name.startswith(("ClusterPulse",
+                                                                                               "Extension"))}
+    added = [f for f in pb.MetricsBatch.DESCRIPTOR.fields if f.number not in range(1, 100)]
+    assert [(f.name, f.number) for f in added] == [("clusterpulse", 1000)]
+    assert all(f.number in protogen.EXTENSION_NUMBERS for f in added)
+    for name in upstream - {"MetricsBatch"}:  # no extension field inside any other upstream message
+        assert all(f.number < 100 for f in pb.DESCRIPTOR.message_types_by_name[name].fields), name
+    reserved = re.findall(r"reserved ([^;]*);", SPEC_LISTING.read_text())
+    assert not any("1000" in r or "clusterpulse" in r for r in reserved)
 
 
 def test_descriptor_names_are_upstream() -> None:

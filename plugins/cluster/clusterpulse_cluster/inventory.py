@@ -107,10 +107,6 @@ def count_objects(target: ClusterTarget, what: str, path: str) -> int:
         return 0
 
 
-#: The counts the push agent takes: a MetricsBatch has a field for deployments only.
-AGENT_COUNTED: tuple[str, ...] = ("deployments",)
-
-
 def object_counts(target: ClusterTarget, counted: Sequence[str] = tuple(COUNTED_PATHS)) -> ObjectCounts:
     """The cluster-wide counts named in ``counted`` (keys of :data:`COUNTED_PATHS`); the others stay 0."""
     return ObjectCounts(**{what: count_objects(target, what, COUNTED_PATHS[what]) for what in counted})

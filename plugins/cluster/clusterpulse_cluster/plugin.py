@@ -9,7 +9,7 @@ from typing import Any
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.info import ClusterInfoCollector
-from clusterpulse_cluster.inventory import AGENT_COUNTED, COUNTED_PATHS, InventoryCollector
+from clusterpulse_cluster.inventory import COUNTED_PATHS, InventoryCollector
 from clusterpulse_cluster.olm import OperatorsCollector
 from clusterpulse_cluster.reconcile import NODES_COLLECTOR, ClusterReconciler
 from clusterpulse_cluster.resources import ResourceLists
@@ -71,16 +71,15 @@ class ClusterPlugin:
 
         The resource lists (docs/compatibility.md#r3) are made by the nodes collector, from its own pod
         sweep; their failure fails nothing. Inside the push agent (``where == "agent"``) OLM
-        operators follow the agent's rules, and what the proto has no field for is not
-        collected: the resource lists and every cluster-wide count but deployments.
+        operators follow the agent's rules; the counts and resource lists the upstream proto has
+        no field for travel in the protocol extension (docs/push-mode.md#protocol-extension).
         """
         agent = where == "agent"
         settings = self.settings
-        resources = ResourceLists(settings, self.now) if settings.resource_collection_enabled and not agent else None
+        resources = ResourceLists(settings, self.now) if settings.resource_collection_enabled else None
         return [
             Collector(NODES_COLLECTOR, InventoryCollector(settings.page_size, self.now, settings.max_annotation_bytes,
-                                                        AGENT_COUNTED if agent else tuple(COUNTED_PATHS),
-                                                        resources),
+                                                        tuple(COUNTED_PATHS), resources),
                       critical=True),
             Collector("cluster_info", ClusterInfoCollector()),
             Collector("operators", OperatorsCollector(self.settings.operator_scan_interval, self.now,

@@ -31,6 +31,7 @@ from clusterpulse_core.model import (
     CustomResourceCollection,
     Health,
     HealthVerdict,
+    NodeCondition,
     NodeMetrics,
     NodeStatus,
     OperatorInfo,
@@ -50,7 +51,10 @@ from clusterpulse_core.pieces import (
     NodesPiece,
     OperatorsPiece,
     Piece,
+    ResourceCollection,
+    ResourceCollectionPiece,
 )
+from clusterpulse_core.serde import dumps, loads, structure
 from clusterpulse_ingester.proto import collector_pb2 as pb
 
 #: A ``collected_at`` further in the future than this is not trusted; the receipt time is used.
@@ -128,6 +132,18 @@ def _add_node(nodes: Any, node: NodeMetrics) -> None:
                                                                strict=True)))
 
 
+def _add_node_extension(nodes: Any, node: NodeMetrics) -> None:
+    # The protocol extension (docs/push-mode.md#protocol-extension): conditions and creation time.
+    ext = nodes.add(name=node.name, conditions=[
+        pb.ExtensionNodeCondition(type=c.type, status=c.status, reason=c.reason, message=c.message)
+        for c in node.conditions])
+    for sent, condition in zip(ext.conditions, node.conditions, strict=True):
+        if condition.last_transition_time != ZERO_TIME:
+            sent.last_transition_time.CopyFrom(timestamp_of(condition.last_transition_time))
+    if node.creation_timestamp is not None:
+        ext.creation_timestamp.CopyFrom(timestamp_of(node.creation_timestamp))
+
+
 def _metrics_proto(metrics: ClusterMetrics) -> pb.ClusterMetrics:
     return pb.ClusterMetrics(
         nodes=metrics.nodes, nodes_ready=metrics.nodes_ready, namespaces=metrics.namespaces,
@@ -190,8 +206,14 @@ def batch_from_pieces(cluster: str, pieces: Sequence[Piece], collected_at: datet
         if isinstance(piece, NodesPiece):
             for node in piece.nodes:
                 _add_node(batch.node_metrics, node)
+                _add_node_extension(batch.clusterpulse.nodes, node)
         elif isinstance(piece, ClusterMetricsPiece):
             batch.cluster_metrics.CopyFrom(_metrics_proto(piece.metrics))
+            m = piece.metrics
+            batch.clusterpulse.counts.CopyFrom(pb.ExtensionCounts(
+                services=m.services, statefulsets=m.statefulsets, daemonsets=m.daemonsets, pvcs=m.pvcs))
+        elif isinstance(piece, ResourceCollectionPiece):
+            batch.clusterpulse.resource_collection_json = dumps(piece.collection)
         elif isinstance(piece, ClusterInfoPiece):
             batch.cluster_info.CopyFrom(_info_proto(piece.info))
         elif isinstance(piece, OperatorsPiece):
@@ -263,6 +285,32 @@ def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics],
         memory_allocatable=memory_allocatable, memory_requested=memory_requested,
         memory_usage_percent=usage_percent(memory_requested, memory_allocatable), storage_capacity=storage,
         deployments=metrics.deployments)
+
+
+def _with_node_extension(nodes: tuple[NodeMetrics, ...], extensions: Any) -> tuple[NodeMetrics, ...]:
+    """Nodes with the conditions and creation times the protocol extension carries (matched by name)."""
+    by_name = {ext.name: ext for ext in extensions}
+    out = []
+    for node in nodes:
+        ext = by_name.get(node.name)
+        if ext is None:
+            out.append(node)
+            continue
+        conditions = tuple(NodeCondition(
+            type=c.type, status=c.status, reason=c.reason, message=c.message,
+            last_transition_time=c.last_transition_time.ToDatetime(tzinfo=UTC)
+            if c.HasField("last_transition_time") else ZERO_TIME) for c in ext.conditions)
+        created = ext.creation_timestamp.ToDatetime(tzinfo=UTC) if ext.HasField("creation_timestamp") else None
+        out.append(attrs.evolve(node, conditions=conditions, creation_timestamp=created))
+    return tuple(out)
+
+
+def _resource_collection(raw: bytes) -> ResourceCollection:
+    where = "clusterpulse.resource_collection_json"
+    try:
+        return structure(loads(raw), ResourceCollection)
+    except Exception as exc:
+        raise BatchError(f"{where}: not a resource collection: {type(exc).__name__}: {exc}") from exc
 
 
 def _operator(op: pb.OperatorInfo, at: datetime) -> OperatorInfo:
@@ -350,14 +398,24 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
     nodes = tuple([_node(n, at, i) for i, n in enumerate(batch.node_metrics)])
     if nodes:
         pieces.append(NodesPiece(cluster, nodes))
+    extension = batch.clusterpulse if batch.HasField("clusterpulse") else None
+    if extension is not None and extension.nodes:
+        nodes = _with_node_extension(nodes, extension.nodes)
+        pieces[:] = [NodesPiece(cluster, nodes)] if nodes else []
     metrics: ClusterMetrics | None = None
     if batch.HasField("cluster_metrics"):
         metrics = cluster_metrics_of(batch.cluster_metrics, nodes, at)
+        if extension is not None and extension.HasField("counts"):
+            c = extension.counts
+            metrics = attrs.evolve(metrics, services=c.services, statefulsets=c.statefulsets,
+                                   daemonsets=c.daemonsets, pvcs=c.pvcs)
         pieces.append(ClusterMetricsPiece(cluster, metrics))
         if metrics.namespace_list:
             pieces.append(NamespacesPiece(cluster, metrics.namespace_list, timestamp=at))
     if batch.HasField("cluster_info"):
         pieces.append(ClusterInfoPiece(cluster, cluster_info_map(batch.cluster_info, endpoint)))
+    if extension is not None and extension.resource_collection_json:
+        pieces.append(ResourceCollectionPiece(cluster, _resource_collection(extension.resource_collection_json)))
     if batch.operators:
         pieces.append(OperatorsPiece(cluster, tuple(_operator(op, at) for op in batch.operators)))
     if batch.cluster_operators:

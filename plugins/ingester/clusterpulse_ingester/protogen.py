@@ -4,7 +4,8 @@ The stubs are generated with ``grpcio-tools`` and committed in ``clusterpulse_in
 ``python -m clusterpulse_ingester.protogen`` rewrites them, and the drift test regenerates them
 into memory and compares. The .proto keeps its upstream path (``clusterpulse/collector/v1/``) so
 the descriptors carry the upstream file name; only the import line of the service module is
-rewritten to point at this package.
+rewritten to point at this package. Our additions sit in marked blocks (:func:`upstream_part`
+removes them and leaves the upstream listing byte for byte).
 """
 
 from __future__ import annotations
@@ -23,6 +24,25 @@ _UPSTREAM_IMPORT = "from clusterpulse.collector.v1 import collector_pb2 as"
 _LOCAL_IMPORT = "from clusterpulse_ingester.proto import collector_pb2 as"
 #: Lines that name the generator's version: they are allowed to differ between grpcio-tools releases.
 _VERSION_LINE = re.compile(r"(Protobuf Python Version|GRPC_GENERATED_VERSION =|^\s*\d+,\s*$|_runtime_version\.)")
+
+
+#: One marked block of the ClusterPulse extension (docs/push-mode.md#protocol-extension), with the
+#: blank line that separates a top-level block from what precedes it.
+_EXTENSION_BLOCK = re.compile(
+    r"(?:^\n)?^[ \t]*// ---- clusterpulse extension begin.*?^[ \t]*// ---- clusterpulse extension end ----\n",
+    re.S | re.M)
+#: Field numbers the extension may use (upstream's are below 100).
+EXTENSION_NUMBERS = range(1000, 2000)
+
+
+def upstream_part(text: str) -> str:
+    """The .proto text without the marked extension blocks: the upstream listing, byte for byte."""
+    return _EXTENSION_BLOCK.sub("", text)
+
+
+def extension_blocks(text: str) -> list[str]:
+    """The marked extension blocks of the .proto text, in order."""
+    return [match.group(0) for match in _EXTENSION_BLOCK.finditer(text)]
 
 
 def default_proto_root() -> Path:

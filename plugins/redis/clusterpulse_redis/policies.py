@@ -225,9 +225,8 @@ def delete_policy(client: Any, piece: PolicyDeletion) -> None:
 
 
 def _publish(client: Any, piece: PolicyEventPiece) -> None:
-    pipe = client.pipeline(transaction=False)
-    _queue_event(pipe, piece)
-    pipe.execute()
+    """Publish one event on both channels (outside a pipeline: a Redis Cluster pipeline refuses PUBLISH)."""
+    _queue_event(client, piece)
 
 
 def _queue_event(target: Any, piece: PolicyEventPiece) -> None:
@@ -269,12 +268,10 @@ def validate_policies(client: Any, piece: PolicyValidation) -> None:
         not_before, not_after = data.get("not_before"), data.get("not_after")
         state, message = policy_state(enabled, not_before if isinstance(not_before, str) else None,
                                       not_after if isinstance(not_after, str) else None, piece.now)
-        pipe = client.pipeline(transaction=False)
-        pipe.hset(member, "status", dumps(PolicyValidatedRecord(state, message, piece.now)))
+        client.hset(member, "status", dumps(PolicyValidatedRecord(state, message, piece.now)))
         if state == EXPIRED:
             log.info("policy %s/%s has expired", *parsed)
-            _queue_event(pipe, PolicyEventPiece("expired", parsed[0], parsed[1], piece.now))
-        pipe.execute()
+            _publish(client, PolicyEventPiece("expired", parsed[0], parsed[1], piece.now))
 
 
 def reset_eval_cache(client: Any, _piece: PolicyEvalCacheReset) -> None:

@@ -222,7 +222,7 @@ class AgentDeployer:
             return credentials
         try:
             return collector_token.ensure(ctx.hub, ctx.runtime.namespace, cluster, obj,
-                                          timeout=float(self.settings.connect_timeout))
+                                          timeout=float(self.settings.connect_timeout), cache=ctx.runtime.secrets)
         except KubeApiError as exc:
             raise AgentDeployError(f"collector token: Secret {ctx.runtime.namespace}/"
                                    f"{collector_token.secret_name(cluster)}: {exc}") from exc

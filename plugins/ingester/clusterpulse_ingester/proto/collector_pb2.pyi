@@ -38,7 +38,7 @@ class RegisterRequest(_message.Message):
     def __init__(self, cluster_name: _Optional[str] = ..., token: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class MetricsBatch(_message.Message):
-    __slots__ = ("cluster_name", "batch_id", "collected_at", "cluster_metrics", "node_metrics", "custom_resources", "operators", "cluster_operators", "cluster_info")
+    __slots__ = ("cluster_name", "batch_id", "collected_at", "cluster_metrics", "node_metrics", "custom_resources", "operators", "cluster_operators", "cluster_info", "clusterpulse")
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     COLLECTED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +48,7 @@ class MetricsBatch(_message.Message):
     OPERATORS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_OPERATORS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_INFO_FIELD_NUMBER: _ClassVar[int]
+    CLUSTERPULSE_FIELD_NUMBER: _ClassVar[int]
     cluster_name: str
     batch_id: str
     collected_at: _timestamp_pb2.Timestamp
@@ -57,7 +58,8 @@ class MetricsBatch(_message.Message):
     operators: _containers.RepeatedCompositeFieldContainer[OperatorInfo]
     cluster_operators: _containers.RepeatedCompositeFieldContainer[ClusterOperatorInfo]
     cluster_info: ClusterInfo
-    def __init__(self, cluster_name: _Optional[str] = ..., batch_id: _Optional[str] = ..., collected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cluster_metrics: _Optional[_Union[ClusterMetrics, _Mapping]] = ..., node_metrics: _Optional[_Iterable[_Union[NodeMetrics, _Mapping]]] = ..., custom_resources: _Optional[_Iterable[_Union[CustomResourceBatch, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[OperatorInfo, _Mapping]]] = ..., cluster_operators: _Optional[_Iterable[_Union[ClusterOperatorInfo, _Mapping]]] = ..., cluster_info: _Optional[_Union[ClusterInfo, _Mapping]] = ...) -> None: ...
+    clusterpulse: ClusterPulseExtension
+    def __init__(self, cluster_name: _Optional[str] = ..., batch_id: _Optional[str] = ..., collected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cluster_metrics: _Optional[_Union[ClusterMetrics, _Mapping]] = ..., node_metrics: _Optional[_Iterable[_Union[NodeMetrics, _Mapping]]] = ..., custom_resources: _Optional[_Iterable[_Union[CustomResourceBatch, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[OperatorInfo, _Mapping]]] = ..., cluster_operators: _Optional[_Iterable[_Union[ClusterOperatorInfo, _Mapping]]] = ..., cluster_info: _Optional[_Union[ClusterInfo, _Mapping]] = ..., clusterpulse: _Optional[_Union[ClusterPulseExtension, _Mapping]] = ...) -> None: ...
 
 class ClusterMetrics(_message.Message):
     __slots__ = ("nodes", "nodes_ready", "namespaces", "namespace_list", "pods", "pods_running", "cpu_capacity", "memory_capacity", "deployments")
@@ -332,3 +334,49 @@ class Ack(_message.Message):
     success: bool
     error: str
     def __init__(self, batch_id: _Optional[str] = ..., success: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ClusterPulseExtension(_message.Message):
+    __slots__ = ("nodes", "counts", "resource_collection_json")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_COLLECTION_JSON_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[ExtensionNode]
+    counts: ExtensionCounts
+    resource_collection_json: bytes
+    def __init__(self, nodes: _Optional[_Iterable[_Union[ExtensionNode, _Mapping]]] = ..., counts: _Optional[_Union[ExtensionCounts, _Mapping]] = ..., resource_collection_json: _Optional[bytes] = ...) -> None: ...
+
+class ExtensionNode(_message.Message):
+    __slots__ = ("name", "creation_timestamp", "conditions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    creation_timestamp: _timestamp_pb2.Timestamp
+    conditions: _containers.RepeatedCompositeFieldContainer[ExtensionNodeCondition]
+    def __init__(self, name: _Optional[str] = ..., creation_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[ExtensionNodeCondition, _Mapping]]] = ...) -> None: ...
+
+class ExtensionNodeCondition(_message.Message):
+    __slots__ = ("type", "status", "reason", "message", "last_transition_time")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_transition_time: _timestamp_pb2.Timestamp
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ExtensionCounts(_message.Message):
+    __slots__ = ("services", "statefulsets", "daemonsets", "pvcs")
+    SERVICES_FIELD_NUMBER: _ClassVar[int]
+    STATEFULSETS_FIELD_NUMBER: _ClassVar[int]
+    DAEMONSETS_FIELD_NUMBER: _ClassVar[int]
+    PVCS_FIELD_NUMBER: _ClassVar[int]
+    services: int
+    statefulsets: int
+    daemonsets: int
+    pvcs: int
+    def __init__(self, services: _Optional[int] = ..., statefulsets: _Optional[int] = ..., daemonsets: _Optional[int] = ..., pvcs: _Optional[int] = ...) -> None: ...
