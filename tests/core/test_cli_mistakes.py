@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from importlib.metadata import version
 from pathlib import Path
 
@@ -315,3 +316,32 @@ def test_an_aggregation_naming_an_unregistered_function_is_a_compile_error(tmp_p
     assert (result.returncode, result.stdout, result.stderr) == (
         1, "", "error: median.yaml:9: spec.aggregations[0].function: unknown aggregation function 'median' "
                "(did you mean 'min'? registered: avg, count, distinct, max, min, percentile, sum)\n")
+
+
+def test_run_names_a_missing_crd_in_its_retries(tmp_path: Path) -> None:
+    request_timeout = 5.0
+    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example"]\nmetrics_bind_address = "0"\n'
+                                         f'health_probe_bind_address = "0"\nrequest_timeout = {request_timeout}\n')
+    expected = ("list/watch of Greeting failed: kind Greeting is not served by the hub: its CRD "
+                "greetings.example.clusterpulse.io is not installed (clusterpulse crds | kubectl apply -f -)")
+    with KubeAPI() as hub:
+        hub.write_kubeconfig(tmp_path / "kubeconfig")
+        env = {k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS}
+        env["KUBECONFIG"] = str(tmp_path / "kubeconfig")
+        proc = subprocess.Popen([*CLI, "run"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # The first list fails at once; bound the wait by a few API calls' deadline plus start-up.
+        stopper = threading.Timer(12 * request_timeout, proc.terminate)
+        stopper.start()
+        try:
+            assert proc.stderr is not None
+            seen: list[str] = []
+            for line in proc.stderr:
+                seen.append(line)
+                if expected in line:
+                    break
+            assert any(expected in line for line in seen), "".join(seen)
+        finally:
+            stopper.cancel()
+            proc.terminate()
+            proc.communicate(timeout=60)
