@@ -17,11 +17,12 @@ import base64
 import logging
 import threading
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import attrs
 
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError, hub_unreachable
+from clusterpulse_core.names import is_dns1123_label, is_dns1123_subdomain
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +127,15 @@ class SecretCache:
 def read_secret(hub: KubeClient, namespace: str, name: str, cache: SecretCache | None = None) -> dict[str, str]:
     """The Secret's ``data`` decoded from base64 (and ``stringData`` if present) as text.
 
-    With a ``cache``, a hub that cannot be reached answers from the last good read.
+    With a ``cache``, a hub that cannot be reached answers from the last good read. ``name`` must
+    be a DNS-1123 subdomain and ``namespace`` a DNS-1123 label (they become a URL path), else
+    :class:`CredentialsError` before any request.
     """
+    if not is_dns1123_label(namespace):
+        raise CredentialsError(f"invalid credentialsRef.namespace {namespace[:100]!r}: not a DNS-1123 label")
+    if not is_dns1123_subdomain(name):
+        raise CredentialsError(f"invalid credentialsRef.name {name[:100]!r}: not a DNS-1123 subdomain")
+    namespace, name = quote(namespace, safe=""), quote(name, safe="")
     try:
         secret = hub.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
     except NotFoundError as exc:
