@@ -153,7 +153,9 @@ def write_objects(folder: Path, nodes: int, pods: int, services: int = 0) -> Non
                                 "schema": {"openAPIV3Schema": dict(kind.schema)}}]}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big-token", "namespace": NAMESPACE},
-         "data": {"token": base64.b64encode(b"bench").decode()}},
+         "data": {"token": base64.b64encode(b"bench").decode(),
+                  # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
+                  "insecure-allow-http": base64.b64encode(b"true").decode()}},
     ]
     namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{i}"}} for i in range(40)]
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": hub + namespaces}))

@@ -107,7 +107,9 @@ def write_hub(folder: Path, urls: list[str], count: int) -> None:
                                 "subresources": {"status": {}}, "schema": {"openAPIV3Schema": dict(kind.schema)}}]}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token", "namespace": NAMESPACE},
-         "data": {"token": base64.b64encode(b"bench").decode()}},
+         "data": {"token": base64.b64encode(b"bench").decode(),
+                  # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
+                  "insecure-allow-http": base64.b64encode(b"true").decode()}},
     ]
     items += [{"apiVersion": kind.api_version, "kind": kind.kind,
                "metadata": {"name": f"c{i:04d}", "namespace": NAMESPACE},

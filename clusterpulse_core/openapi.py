@@ -35,6 +35,12 @@ CONDITIONS: Mapping[str, Any] = {
 }
 
 
+#: A DNS-1123 label (a namespace name), as the API server checks it.
+DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: A DNS-1123 subdomain (most object names), as the API server checks it.
+DNS1123_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
 def secret_ref(description: str, namespace_description: str) -> Schema:
     """A ``{name, namespace}`` reference to a Secret; ``name`` is required."""
     return {
@@ -42,8 +48,10 @@ def secret_ref(description: str, namespace_description: str) -> Schema:
         "description": description,
         "required": ["name"],
         "properties": {
-            "name": {**STRING, "description": "Secret name."},
-            "namespace": {**STRING, "description": namespace_description},
+            "name": {**STRING, "description": "Secret name (a DNS-1123 subdomain).", "maxLength": 253,
+                     "pattern": DNS1123_SUBDOMAIN_PATTERN},
+            "namespace": {**STRING, "description": namespace_description, "maxLength": 63,
+                          "pattern": DNS1123_LABEL_PATTERN},
         },
     }
 

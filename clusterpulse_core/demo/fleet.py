@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import string
 from collections.abc import Iterator, Sequence
@@ -14,8 +15,16 @@ import yaml
 from clusterpulse_core.crds import crd_manifest
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.testing.kube_api import KubeAPI
+from clusterpulse_core.testing.tls import loopback_ca
 
 FLEET_DIR = Path(__file__).parent / "fleet"
+#: The ``${...}`` placeholder of the hub Secrets' ``ca.crt``: the base64 of the emulators' CA.
+CA_VARIABLE = "CLUSTER_CA_CRT"
+
+
+def ca_variables() -> dict[str, str]:
+    """The hub samples' CA placeholder filled with this process's loopback CA (what ``KubeAPI(tls=True)`` serves)."""
+    return {CA_VARIABLE: base64.b64encode(loopback_ca().ca_pem.encode()).decode()}
 
 
 @attrs.frozen
@@ -56,22 +65,23 @@ def running_fleet(kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR,
                   registry_url: str | None = None) -> Iterator[Fleet]:
     """Start one emulator per managed cluster and a hub with the kinds' CRDs and the samples.
 
-    Each managed cluster requires its own bearer token; the ClusterConnection endpoints in
-    the hub samples are the clusters' emulator URLs. With ``registry_url`` the hub also gets
-    the sample RegistryConnections, pointing at it.
+    Each managed cluster serves HTTPS and requires its own bearer token; the ClusterConnection
+    endpoints in the hub samples are the clusters' emulator URLs, and their Secrets carry the
+    emulators' CA as ``ca.crt`` (verified TLS, as against real clusters). With ``registry_url``
+    the hub also gets the sample RegistryConnections, pointing at it.
     """
     spec = yaml.safe_load((fleet_dir / "fleet.yaml").read_text())
     started: list[KubeAPI] = []
     try:
         clusters = []
-        variables: dict[str, str] = {}
+        variables = ca_variables()
         for entry in spec["clusters"]:
-            api = KubeAPI(version=entry.get("version"), require_token=entry.get("token")).start()
+            api = KubeAPI(version=entry.get("version"), require_token=entry.get("token"), tls=True).start()
             started.append(api)
             api.seed(_folder(fleet_dir / entry["objects"], {}))
             clusters.append(ManagedCluster(entry["name"], api, str(entry.get("token") or "")))
             variables[entry["urlVariable"]] = api.url
-        hub = KubeAPI().start()
+        hub = KubeAPI(tls=True).start()
         started.append(hub)
         hub.seed([crd_manifest(kind) for kind in kinds])
         hub.seed(_folder(fleet_dir / spec["hub"]["objects"], variables))

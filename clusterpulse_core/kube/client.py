@@ -112,20 +112,21 @@ def decode(data: bytes) -> Any:
         return _decoder.decode(data)
 
 
-def make_api_client(host: str, token: str = "", ca_file: str | None = None, verify: bool = False) -> ApiClient:
-    """An ApiClient for ``host`` with a bearer token; with no CA file, TLS verification is off
-    (docs/compatibility.md#cluster-collection)."""
+def make_api_client(host: str, token: str = "", ca_pem: str = "", verify: bool = True) -> ApiClient:
+    """An ApiClient for ``host`` with a bearer token.
+
+    TLS is verified against ``ca_pem`` when given, else against the system trust store;
+    ``verify=False`` (an explicit opt-out, docs/security.md) turns verification off.
+    """
     config = Configuration()
     config.host = host.rstrip("/")
     config.retries = False
     if token:
         config.api_key = {"BearerToken": token}
         config.api_key_prefix = {"BearerToken": "Bearer"}
-    if ca_file:
-        config.ssl_ca_cert = ca_file
-        config.verify_ssl = True
-    else:
-        config.verify_ssl = verify
+    config.verify_ssl = verify
+    if verify and ca_pem:
+        config.ca_cert_data = ca_pem
     return ApiClient(config)
 
 

@@ -4,6 +4,11 @@ Reads go through a :class:`SecretCache` of the last good answer: while the hub c
 reached (transport failure, timeout, 5xx, 429) the cached credentials are used, so a hub outage
 does not make every managed cluster look unhealthy. A Secret the hub says is gone (404) is
 dropped from the cache and reported. Secret values are never logged.
+
+A managed cluster's TLS is verified (the Secret's ``ca.crt``, else the system trust store)
+unless its Secret says ``insecure-skip-tls-verify: "true"``, and its token never travels over
+plain ``http://`` unless the Secret says ``insecure-allow-http: "true"`` (docs/security.md,
+docs/compatibility.md#c13).
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ import base64
 import logging
 import threading
 from collections.abc import Mapping
+from urllib.parse import quote, urlsplit
 
 import attrs
 
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError, hub_unreachable
+from clusterpulse_core.names import is_dns1123_label, is_dns1123_subdomain
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +31,64 @@ class CredentialsError(Exception):
     """A referenced Secret is missing, unreadable or lacks a required key; names the Secret."""
 
 
+#: Secret key (as in a kubeconfig cluster): ``"true"`` turns TLS certificate verification off.
+SKIP_TLS_VERIFY_KEY = "insecure-skip-tls-verify"
+#: Secret key: ``"true"`` lets the bearer token be sent to an ``http://`` endpoint.
+ALLOW_HTTP_KEY = "insecure-allow-http"
+
+
+class InsecureTransportError(CredentialsError):
+    """The token would travel over plain ``http://`` and its Secret does not allow that."""
+
+
+@attrs.frozen
+class TransportWarning:
+    """Why a token is not protected by verified TLS: ``reason`` (``PlainHTTP``, ``TLSVerificationSkipped``)."""
+
+    reason: str
+    message: str
+
+
 @attrs.frozen
 class ClusterCredentials:
-    """How to reach a managed cluster: endpoint, bearer token and optional CA bundle."""
+    """How to reach a managed cluster: endpoint, bearer token, CA bundle and the opt-outs of verified TLS.
+
+    ``skip_tls_verify`` and ``allow_http`` come from the Secret's :data:`SKIP_TLS_VERIFY_KEY` and
+    :data:`ALLOW_HTTP_KEY`; :attr:`insecure` says what they weakened (the ClusterConnection shows it).
+    """
 
     endpoint: str
     token: str
     ca_pem: str = ""
+    skip_tls_verify: bool = False
+    allow_http: bool = False
+    #: ``namespace/name`` of the Secret (for messages).
+    source: str = ""
+
+    @property
+    def plain_http(self) -> bool:
+        """Whether the endpoint is ``http://``."""
+        return urlsplit(self.endpoint).scheme.lower() == "http"
+
+    @property
+    def insecure(self) -> TransportWarning | None:
+        """Why the token is not protected by verified TLS, or None when it is."""
+        where = f" in secret {self.source}" if self.source else ""
+        if self.plain_http:
+            return TransportWarning("PlainHTTP", f"the bearer token is sent over plain http:// to {self.endpoint} "
+                                                 f"({ALLOW_HTTP_KEY} is set{where})")
+        if self.skip_tls_verify:
+            return TransportWarning("TLSVerificationSkipped", f"TLS certificate verification of {self.endpoint} "
+                                                              f"is off ({SKIP_TLS_VERIFY_KEY} is set{where})")
+        return None
+
+    def check_transport(self) -> None:
+        """Raise :class:`InsecureTransportError` when the token would go over ``http://`` unallowed."""
+        if self.plain_http and not self.allow_http:
+            where = f"secret {self.source}" if self.source else "the credentials Secret"
+            raise InsecureTransportError(
+                f"refusing to send the bearer token over plain http:// to {self.endpoint}: use https://, or set "
+                f'{ALLOW_HTTP_KEY}: "true" in {where} (docs/security.md)')
 
 
 class SecretCache:
@@ -69,8 +127,15 @@ class SecretCache:
 def read_secret(hub: KubeClient, namespace: str, name: str, cache: SecretCache | None = None) -> dict[str, str]:
     """The Secret's ``data`` decoded from base64 (and ``stringData`` if present) as text.
 
-    With a ``cache``, a hub that cannot be reached answers from the last good read.
+    With a ``cache``, a hub that cannot be reached answers from the last good read. ``name`` must
+    be a DNS-1123 subdomain and ``namespace`` a DNS-1123 label (they become a URL path), else
+    :class:`CredentialsError` before any request.
     """
+    if not is_dns1123_label(namespace):
+        raise CredentialsError(f"invalid credentialsRef.namespace {namespace[:100]!r}: not a DNS-1123 label")
+    if not is_dns1123_subdomain(name):
+        raise CredentialsError(f"invalid credentialsRef.name {name[:100]!r}: not a DNS-1123 subdomain")
+    namespace, name = quote(namespace, safe=""), quote(name, safe="")
     try:
         secret = hub.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
     except NotFoundError as exc:
@@ -101,11 +166,31 @@ def decode_secret_data(secret: Mapping[str, object]) -> dict[str, str]:
     return out
 
 
+def secret_flag(data: Mapping[str, str], key: str, where: str) -> bool:
+    """A ``"true"``/``"false"`` key of a Secret (absent or empty is false); anything else is an error."""
+    value = data.get(key, "").strip().lower()
+    if value in ("", "false"):
+        return False
+    if value == "true":
+        return True
+    raise CredentialsError(f'secret {where}: key {key} must be "true" or "false", got {data[key]!r}')
+
+
 def cluster_credentials(hub: KubeClient, endpoint: str, namespace: str, name: str,
                         cache: SecretCache | None = None) -> ClusterCredentials:
-    """Token (required, key ``token``) and CA (optional, key ``ca.crt``) from a Secret."""
+    """Token (required, key ``token``), CA (optional, key ``ca.crt``) and the TLS opt-outs from a Secret.
+
+    The token is refused for an ``http://`` endpoint unless the Secret allows it
+    (:class:`InsecureTransportError`).
+    """
     data = read_secret(hub, namespace, name, cache)
+    where = f"{namespace}/{name}"
     token = data.get("token", "")
     if not token:
-        raise CredentialsError(f"no token found in secret {namespace}/{name}")
-    return ClusterCredentials(endpoint=endpoint, token=token, ca_pem=data.get("ca.crt", ""))
+        raise CredentialsError(f"no token found in secret {where}")
+    credentials = ClusterCredentials(
+        endpoint=endpoint, token=token, ca_pem=data.get("ca.crt", ""),
+        skip_tls_verify=secret_flag(data, SKIP_TLS_VERIFY_KEY, where),
+        allow_http=secret_flag(data, ALLOW_HTTP_KEY, where), source=where)
+    credentials.check_transport()
+    return credentials

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +12,7 @@ import attrs
 
 from clusterpulse_core.breaker import CircuitBreaker
 from clusterpulse_core.kube.client import DEFAULT_MAX_RESPONSE_BYTES, KubeClient, make_api_client
-from clusterpulse_core.kube.credentials import ClusterCredentials
+from clusterpulse_core.kube.credentials import ClusterCredentials, TransportWarning
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +22,6 @@ class _Entry:
     client: KubeClient
     credentials: ClusterCredentials
     last_used: float
-    ca_file: str = ""
 
 
 class ClusterBusyError(Exception):
@@ -64,17 +61,21 @@ class ClientPool:
                 entry.last_used = self._clock()
                 return entry.client
             if entry is not None:
+                del self._entries[name]
                 self._close(entry)
+            credentials.check_transport()
             breaker = self._breakers.setdefault(name, self._breaker_factory())
-            ca_file = ""
-            if credentials.ca_pem:
-                fd, ca_file = tempfile.mkstemp(prefix="clusterpulse-ca-", suffix=".crt")
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(credentials.ca_pem)
-            api = make_api_client(credentials.endpoint, credentials.token, ca_file=ca_file or None)
+            api = make_api_client(credentials.endpoint, credentials.token, ca_pem=credentials.ca_pem,
+                                  verify=not credentials.skip_tls_verify)
             client = KubeClient(api, name=name, timeout=self.timeout, breaker=breaker, max_bytes=self.max_bytes)
-            self._entries[name] = _Entry(client, credentials, self._clock(), ca_file)
+            self._entries[name] = _Entry(client, credentials, self._clock())
             return client
+
+    def insecure(self, name: str) -> TransportWarning | None:
+        """What weakens the transport of cluster ``name``'s pooled client (None: verified TLS, or no client)."""
+        with self._lock:
+            entry = self._entries.get(name)
+            return entry.credentials.insecure if entry is not None else None
 
     @contextmanager
     def in_flight(self, name: str) -> Iterator[None]:
@@ -140,8 +141,3 @@ class ClientPool:
             entry.client.close()
         except Exception:
             log.debug("closing client %s failed", entry.client.name, exc_info=True)
-        if entry.ca_file:
-            try:
-                os.unlink(entry.ca_file)
-            except OSError:
-                pass

@@ -26,15 +26,21 @@ class Condition:
     observed_generation: int = 0
 
 
+def condition(kind: str, status: bool, reason: str, message: str, generation: int, now: datetime,
+              previous: Sequence[Mapping[str, Any]] | None) -> Condition:
+    """Condition ``kind``; ``lastTransitionTime`` stays the previous one unless the status flips."""
+    text = "True" if status else "False"
+    since = now
+    for found in previous or ():
+        if isinstance(found, Mapping) and found.get("type") == kind and found.get("status") == text:
+            try:
+                since = parse_time(str(found.get("lastTransitionTime")))
+            except ValueError:
+                since = now
+    return Condition(kind, text, reason, message[:32768], since, generation)
+
+
 def ready_condition(ready: bool, reason: str, message: str, generation: int, now: datetime,
                     previous: Sequence[Mapping[str, Any]] | None) -> Condition:
     """The ``Ready`` condition; ``lastTransitionTime`` stays the previous one unless the status flips."""
-    status = "True" if ready else "False"
-    since = now
-    for condition in previous or ():
-        if isinstance(condition, Mapping) and condition.get("type") == READY and condition.get("status") == status:
-            try:
-                since = parse_time(str(condition.get("lastTransitionTime")))
-            except ValueError:
-                since = now
-    return Condition(READY, status, reason, message[:32768], since, generation)
+    return condition(READY, ready, reason, message, generation, now, previous)

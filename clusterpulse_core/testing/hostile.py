@@ -7,7 +7,9 @@ Usage::
         proxy.drip(r"^/api/v1/nodes", bytes_per_second=1)
         ...  # point a ClusterConnection's endpoint at proxy.url
 
-Every other request is forwarded to ``upstream`` unchanged. Behaviours:
+Every other request is forwarded to ``upstream`` unchanged (an ``https://`` upstream is verified
+against this process's loopback CA). The proxy serves HTTPS with that CA too unless ``tls=False``,
+so a ClusterConnection pointed at it verifies TLS as against a real API server. Behaviours:
 
 * ``drip``: answer 200 with headers at once, then the upstream body one byte at a time;
 * ``stall_headers``: send the status line, then one header byte per second, never finishing;
@@ -19,7 +21,9 @@ Every other request is forwarded to ``upstream`` unchanged. Behaviours:
 from __future__ import annotations
 
 import re
+import socket
 import socketserver
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -29,22 +33,34 @@ from typing import Any, Self
 
 import urllib3
 
+from clusterpulse_core.testing.tls import loopback_ca
+
 HOST = "127.0.0.1"
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    tls: ssl.SSLContext | None = None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        if self.tls is not None:
+            # The handshake happens on the handler's thread (first read), never on the accept loop.
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
 
 
 class HostileProxy:
     """The proxy; thread-safe behaviour table keyed by path regex (first match wins)."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, tls: bool = True) -> None:
         self.upstream = upstream.rstrip("/")
         self._lock = threading.Lock()
         self._rules: list[tuple[re.Pattern[str], str, dict[str, Any]]] = []
-        self._http = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(total=30))
+        certificates = loopback_ca()
+        self._http = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(total=30),
+                                         ca_certs=str(certificates.ca_file))
         self._stop = threading.Event()
         proxy = self
 
@@ -60,12 +76,22 @@ class HostileProxy:
                 pass
 
         self._server = _Server((HOST, 0), Handler)
+        if tls:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(str(certificates.cert_file), str(certificates.key_file))
+            self._server.tls = context
         self._thread = threading.Thread(target=self._server.serve_forever, name="hostile-proxy", daemon=True)
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://{HOST}:{self._server.server_address[1]}"
+        """``https://127.0.0.1:<port>`` (``http://`` with ``tls=False``)."""
+        scheme = "https" if self._server.tls is not None else "http"
+        return f"{scheme}://{HOST}:{self._server.server_address[1]}"
+
+    @property
+    def ca_pem(self) -> str:
+        """The CA its certificate chains to (a credentials Secret's ``ca.crt``; empty without TLS)."""
+        return loopback_ca().ca_pem if self._server.tls is not None else ""
 
     def start(self) -> Self:
         """Serve in the background."""
@@ -157,7 +183,7 @@ class HostileProxy:
                 data = b'{"items":' + b"[" * depth + b"]" * depth + b"}"
                 self._send_head(request, 200, len(data))
                 request.wfile.write(data)
-        except (TimeoutError, BrokenPipeError, ConnectionResetError, OSError):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError, OSError, ssl.SSLError):
             request.close_connection = True
 
     def _fetch(self, request: BaseHTTPRequestHandler, body: bytes | None) -> tuple[int, bytes]:

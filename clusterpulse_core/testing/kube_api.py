@@ -47,6 +47,7 @@ from .kube_api_http import (
 )
 from .kube_api_store import CRD_GROUP, ObjectStore
 from .kube_api_util import ApiError
+from .tls import loopback_ca
 
 __all__ = ["ApiError", "KubeAPI", "SeedError", "seed_checked", "serve"]
 
@@ -100,6 +101,8 @@ class KubeAPI:
     resourceVersion counter starts, so serving the same data again later never goes back.
     ``tls_cert``/``tls_key`` (PEM files) serve HTTPS instead of HTTP, as a real API server does;
     ``tls_ca`` is the CA file the client helpers (:meth:`api_client`, :meth:`kubeconfig`) trust.
+    ``tls=True`` serves HTTPS with this process's loopback CA (:func:`~clusterpulse_core.testing.tls.loopback_ca`,
+    whose PEM is :attr:`ca_pem`): what a managed cluster's credentials Secret puts in ``ca.crt``.
 
     The test helpers (:meth:`create`, :meth:`get`, ...) work whether or not the server runs; while it
     runs they execute on its loop thread, so they emit watch events exactly like HTTP writes.
@@ -117,8 +120,12 @@ class KubeAPI:
         tls_cert: str | pathlib.Path | None = None,
         tls_key: str | pathlib.Path | None = None,
         tls_ca: str | pathlib.Path | None = None,
+        tls: bool = False,
     ) -> None:
         self._port = port
+        if tls and tls_cert is None:
+            certificates = loopback_ca()
+            tls_cert, tls_key, tls_ca = certificates.cert_file, certificates.key_file, certificates.ca_file
         self._ssl: ssl.SSLContext | None = None
         if tls_cert is not None:
             self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -148,6 +155,11 @@ class KubeAPI:
     def url(self) -> str:
         """``http://127.0.0.1:PORT`` (``https://`` when serving TLS)."""
         return f"{'https' if self._ssl is not None else 'http'}://{HOST}:{self._port}"
+
+    @property
+    def ca_pem(self) -> str:
+        """The PEM of the CA this server's certificate chains to (empty when it serves plain HTTP)."""
+        return pathlib.Path(self._tls_ca).read_text() if self._tls_ca is not None and self._ssl is not None else ""
 
     @property
     def running(self) -> bool:

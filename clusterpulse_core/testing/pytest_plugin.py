@@ -99,13 +99,16 @@ def kube_api() -> Iterator[Any]:
     """A factory of Kubernetes API emulators: ``kube_api(objects=[...])`` (keyword arguments go to ``KubeAPI``).
 
     Each call starts one emulated cluster on a free loopback port; all are stopped after
-    the test. The real ``kubernetes`` client talks to them over HTTP.
+    the test. The real ``kubernetes`` client talks to them over HTTPS with this process's
+    loopback CA (``api.ca_pem``, what a credentials Secret's ``ca.crt`` holds), as to a real API
+    server; ``tls=False`` serves plain HTTP.
     """
     from clusterpulse_core.testing.kube_api import KubeAPI
 
     started: list[KubeAPI] = []
 
     def factory(objects: Any = (), **kwargs: Any) -> KubeAPI:
+        kwargs.setdefault("tls", True)
         api = KubeAPI(**kwargs).start()
         started.append(api)
         if objects:

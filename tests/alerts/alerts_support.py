@@ -20,6 +20,7 @@ from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
 from clusterpulse_core.testing.polling import eventually
+from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
 TOKEN = "alerts-token"
@@ -66,9 +67,10 @@ def managed_objects(*extra: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def secret(name: str) -> dict[str, Any]:
-    """The hub Secret holding the managed cluster's token."""
+    """The hub Secret holding the managed cluster's token and the CA of the emulators' HTTPS."""
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NAMESPACE},
-            "data": {"token": base64.b64encode(TOKEN.encode()).decode()}}
+            "data": {"token": base64.b64encode(TOKEN.encode()).decode(),
+                     "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}}
 
 
 def cluster_connection(name: str, endpoint: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:

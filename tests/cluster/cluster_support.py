@@ -14,6 +14,7 @@ from clusterpulse_cluster.plugin import ClusterPlugin
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.runtime.bootstrap import Outcome, reconcile_object
 from clusterpulse_core.serde import loads
+from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 
@@ -43,8 +44,9 @@ class FakeClock:
 
 
 def secret(name: str, token: str | None, namespace: str = HUB_NAMESPACE, **extra: str) -> dict[str, Any]:
-    """A hub Secret holding ``token`` (no ``token`` key when None) and any extra keys."""
-    data = dict(extra)
+    """A hub Secret holding ``token`` (no ``token`` key when None), the CA of the emulators' HTTPS
+    (``ca.crt``, unless given) and any extra keys."""
+    data = {"ca.crt": loopback_ca().ca_pem, **extra}
     if token is not None:
         data["token"] = token
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},

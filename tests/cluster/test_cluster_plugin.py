@@ -20,6 +20,7 @@ import clusterpulse_core
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import ClusterTarget, Collector
 from clusterpulse_core.config import build_settings
+from clusterpulse_core.demo.fleet import ca_variables
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
@@ -122,7 +123,7 @@ def test_a_third_party_collector_adds_a_piece_to_every_cluster(make_harness: Cal
 def load_fleet(kube_api: Callable[..., Any], harness: Harness) -> dict[str, Any]:
     """Serve every fleet cluster from its folder and apply the hub objects with the URLs filled in."""
     fleet = yaml.safe_load((FLEET / "fleet.yaml").read_text())
-    urls = {}
+    urls = ca_variables()
     for cluster in fleet["clusters"]:
         api = kube_api(version=cluster["version"], require_token=cluster["token"])
         api.load_dir(FLEET / cluster["objects"])

@@ -204,18 +204,20 @@ def test_cluster_example(example: dict[str, Any], harness: Harness, kube_api: Ca
     if operation["op"] == "reconcile_cluster_connection":
         cc = args["cluster_connection"]
         name, spec = cc["metadata"]["name"], dict(cc["spec"])
+        managed_ca = ""
         if args["managed_cluster"] is not None:
             managed = kube_api(objects=managed_objects(args["managed_cluster"]),
                                version=args["managed_cluster"]["version"], require_token="example-token")
             replacements[spec["endpoint"]] = managed.url
             replacements[derive_console_url(spec["endpoint"])] = managed.url
             spec["endpoint"] = managed.url
+            managed_ca = managed.ca_pem
         if args.get("secret_exists", True):
             ref = spec["credentialsRef"]
             harness.hub.create({"apiVersion": "v1", "kind": "Secret",
                                 "metadata": {"name": ref["name"], "namespace": ref.get("namespace") or cc[
                                     "metadata"]["namespace"]},
-                                "stringData": {"token": "example-token"}})
+                                "stringData": {"token": "example-token", "ca.crt": managed_ca}})
         harness.hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
                             "metadata": cc["metadata"], "spec": spec})
     else:

@@ -37,6 +37,7 @@ from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import RedisClusterProcesses
+from clusterpulse_core.testing.tls import loopback_ca
 
 CLUSTERS = 12
 
@@ -329,6 +330,7 @@ def replica_main(hub_url: str, redis_url: str, identity: str, config_dir: str) -
     plugin.clusterpulse_configure(config, attrs.evolve(plugin.settings, reconciliation_interval=int(INTERVAL)))
     configuration = kubernetes.client.Configuration()
     configuration.host = hub_url
+    configuration.ssl_ca_cert = str(loopback_ca().ca_file)  # the parent's (inherited through the environment)
     runtime = build_runtime(config, host, hub=KubeClient(kubernetes.client.ApiClient(configuration)))
     return Manager(runtime, identity).run()
 

@@ -37,6 +37,7 @@ from clusterpulse_core.runtime.informer import Informer
 from clusterpulse_core.runtime.manager import Manager, kind_workers
 from clusterpulse_core.runtime.probes import parse_bind_address
 from clusterpulse_core.testing.polling import eventually
+from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
 GROUP = "test.clusterpulse.io"
@@ -618,6 +619,7 @@ def child_main(url: str, marker_dir: str) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout)
     configuration = kubernetes.client.Configuration()
     configuration.host = url
+    configuration.ssl_ca_cert = str(loopback_ca().ca_file)  # the parent's (inherited through the environment)
     plugin = WidgetPlugin(marker_dir=marker_dir, sleep=1.0)
     manager = make_manager(kubernetes.client.ApiClient(configuration), {"widgets": plugin})
     return manager.run()

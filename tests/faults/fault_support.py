@@ -17,6 +17,7 @@ from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.testing.polling import eventually
+from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 TOKEN = "fault-token"
@@ -86,8 +87,8 @@ def make_hub(kube_api: Callable[..., Any], *crds: Any) -> Any:
 
 
 def add_cluster(hub: Any, name: str, endpoint: str, **spec: Any) -> None:
-    """A token Secret and a ClusterConnection for ``endpoint``."""
-    hub.create(secret(f"{name}-token", {"token": TOKEN}))
+    """A token Secret (with the CA of the emulators' and proxies' HTTPS) and a ClusterConnection for ``endpoint``."""
+    hub.create(secret(f"{name}-token", {"token": TOKEN, "ca.crt": loopback_ca().ca_pem}))
     hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
                 "metadata": {"name": name, "namespace": HUB_NAMESPACE},
                 "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}, **spec}})

@@ -41,7 +41,7 @@ def _timed(call: Callable[[], Any]) -> tuple[float, BaseException]:
 
 
 def test_a_dripping_body_and_stalled_headers_are_cut_off_at_the_timeout(proxy: HostileProxy) -> None:
-    client = KubeClient(make_api_client(proxy.url), timeout=1.0)
+    client = KubeClient(make_api_client(proxy.url, ca_pem=proxy.ca_pem), timeout=1.0)
     assert client.get("/api/v1/namespaces")["kind"] == "NamespaceList"
     body_after, body_error = _timed(lambda: client.get("/api/v1/nodes"))
     headers_after, headers_error = _timed(lambda: client.get("/api/v1/pods"))
@@ -58,7 +58,7 @@ def test_a_dripping_body_and_stalled_headers_are_cut_off_at_the_timeout(proxy: H
 
 
 def test_an_answer_over_max_bytes_is_refused_early(proxy: HostileProxy) -> None:
-    client = KubeClient(make_api_client(proxy.url), timeout=30.0, max_bytes=4 * 1024 * 1024)
+    client = KubeClient(make_api_client(proxy.url, ca_pem=proxy.ca_pem), timeout=30.0, max_bytes=4 * 1024 * 1024)
     after, error = _timed(lambda: client.get("/api/v1/secrets"))
     print(f"\n50 MiB answer refused after {after:.2f}s: {error}")
     assert isinstance(error, ResponseTooLargeError)
@@ -96,7 +96,7 @@ def test_a_transport_timeout_past_the_deadline_is_the_deadline_even_before_the_w
 def test_cancelling_one_owners_calls_leaves_another_owners_calls_running(proxy: HostileProxy) -> None:
     """Two managers in one process: the one stopping cuts its own hung calls, not the other's."""
     stopping, surviving = deadline.Watchdog(), deadline.Watchdog()
-    client = KubeClient(make_api_client(proxy.url), timeout=60.0)
+    client = KubeClient(make_api_client(proxy.url, ca_pem=proxy.ca_pem), timeout=60.0)
     outcome: dict[str, BaseException | None] = {}
 
     def call(name: str, watchdog: deadline.Watchdog) -> None:

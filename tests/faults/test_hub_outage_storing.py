@@ -49,7 +49,7 @@ def test_push_fallback_registry_and_metricsource_keep_storing_while_the_hub_is_d
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client(), timeout=2.0))
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     start_plugins(runtime)
-    with HostileProxy(kube_api().url) as registry:
+    with HostileProxy(kube_api().url, tls=False) as registry:
         registry.respond(r"^/v2/$")
         hub.create({"apiVersion": RC_API, "kind": "RegistryConnection",
                     "metadata": {"name": "images", "namespace": HUB_NAMESPACE},

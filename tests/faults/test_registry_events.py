@@ -19,7 +19,7 @@ def test_registry_health_changes_record_events_and_the_ready_condition(
         kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
     hub = make_hub(kube_api, REGISTRY_CONNECTION)
     api = f"{REGISTRY_CONNECTION.group}/{REGISTRY_CONNECTION.version}"
-    with HostileProxy(kube_api().url) as registry:
+    with HostileProxy(kube_api().url, tls=False) as registry:
         registry.respond(r"^/v2/$")
         hub.create({"apiVersion": api, "kind": "RegistryConnection",
                     "metadata": {"name": "images", "namespace": HUB_NAMESPACE},

@@ -19,6 +19,7 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 
 from clusterpulse_core.config import CoreSettings
+from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 CC_API = "clusterpulse.io/v1alpha1"
@@ -83,9 +84,10 @@ def managed_objects() -> list[dict[str, Any]]:
 
 
 def secret(name: str, token: str) -> dict[str, Any]:
-    """A hub Secret with ``token``."""
+    """A hub Secret with ``token`` and the CA of the emulators' HTTPS."""
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": HUB_NAMESPACE},
-            "data": {"token": base64.b64encode(token.encode()).decode()}}
+            "data": {"token": base64.b64encode(token.encode()).decode(),
+                     "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}}
 
 
 def collector_secret(cluster: str, token: str) -> dict[str, Any]:
@@ -181,41 +183,6 @@ class AgentProcess:
     def output(self) -> str:
         """The agent's log so far."""
         return self.log.read_text()
-
-
-def make_certificates(directory: Path, server_name: str, ip: str | None = None) -> tuple[Path, Path, Path]:
-    """A private CA and a server certificate for ``server_name`` (and ``ip`` when given): CA, cert, key paths."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    def name(common: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(name("push test CA")).issuer_name(name("push test CA"))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=7))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    cert = (x509.CertificateBuilder().subject_name(name(server_name)).issuer_name(ca.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=7))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName(server_name), *([x509.IPAddress(ipaddress.ip_address(ip))] if ip else [])]),
-                critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    paths = directory / "ca.crt", directory / "tls.crt", directory / "tls.key"
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return paths
 
 
 class Stream:

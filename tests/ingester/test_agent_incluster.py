@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from push_support import TOKEN, AgentProcess, make_certificates, managed_objects, write_config
+from push_support import TOKEN, AgentProcess, managed_objects, write_config
 
 from clusterpulse_core.serde import loads
 from clusterpulse_core.testing.polling import eventually
 from clusterpulse_core.testing.servers import free_port
+from clusterpulse_core.testing.tls import make_certificates
 
 SA_TOKEN = "eyJhbGciOiJSUzI1NiJ9.service-account-token"
 
@@ -28,7 +29,8 @@ def test_agent_in_a_pod_uses_the_service_account_over_tls(
     port = runtime.plugins.plugin("ingester").server.port
     certs = tmp_path / "certs"
     certs.mkdir()
-    ca, cert, key = make_certificates(certs, "kubernetes.default.svc", ip="127.0.0.1")
+    made = make_certificates(certs, "kubernetes.default.svc", ip="127.0.0.1")
+    ca, cert, key = made.ca_file, made.cert_file, made.key_file
     cluster = kube_api(objects=managed_objects(), require_token=SA_TOKEN, tls_cert=cert, tls_key=key)
     assert cluster.url.startswith("https://")
 

@@ -369,9 +369,11 @@ def test_tls_with_a_private_ca_and_a_server_name_override(
         start_ingester: Callable[..., tuple[Runtime, Any]], tmp_path: Path) -> None:
     from clusterpulse_ingester.agent.runner import open_channel
     from clusterpulse_ingester.settings import IngesterSettings
-    from push_support import make_certificates
 
-    ca, cert, key = make_certificates(tmp_path, "clusterpulse-ingester.clusterpulse.svc")
+    from clusterpulse_core.testing.tls import make_certificates
+
+    made = make_certificates(tmp_path, "clusterpulse-ingester.clusterpulse.svc")
+    ca, cert, key = made.ca_file, made.cert_file, made.key_file
     plain, _ = start_ingester()
     assert _sample(plain, "clusterpulse_ingester_plaintext") == 1  # and a start-up warning
     runtime, _ = start_ingester(tls_enabled=True, tls_cert=str(cert), tls_key=str(key))

@@ -22,6 +22,7 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import Outcome, build_runtime, reconcile_object
 from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
+from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
 CUSTOM_GROUP = "botany.example.io"
@@ -30,7 +31,8 @@ CUSTOM_API_VERSION = f"{CUSTOM_GROUP}/v1"
 
 def _secret(name: str, token: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NAMESPACE},
-            "data": {"token": base64.b64encode(token.encode()).decode()}}
+            "data": {"token": base64.b64encode(token.encode()).decode(),
+                     "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}}
 
 
 def _connection(name: str, endpoint: str, phase: str) -> dict[str, Any]:

@@ -99,6 +99,7 @@ def routed_registry(pki: Pki, monkeypatch: pytest.MonkeyPatch
         started.extend([proxy, registry])
         for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
             monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the hub emulator (HTTPS too) is reached directly
         monkeypatch.setenv("HTTPS_PROXY", proxy.url)
         monkeypatch.setenv("https_proxy", proxy.url)
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(pki.ca_cert))

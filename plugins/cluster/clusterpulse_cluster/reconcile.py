@@ -29,7 +29,7 @@ from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollecto
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
-from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
+from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
 from clusterpulse_core.model import (
     HEALTHY_MESSAGE,
@@ -175,8 +175,9 @@ class ClusterReconciler:
         )
         for stored in target.after_store:
             stored()
+        insecure = self._insecure(ctx, name, current, obj)
         self._patch_status(ctx, current, connection_status.connected(
-            now, node_count, namespace_count, _generation(obj), current, fallback, verdict))
+            now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure))
         previous_phase = current.get("phase")
         if previous_phase != connection_status.PHASE_CONNECTED:
             recovered = previous_phase == connection_status.PHASE_ERROR
@@ -198,7 +199,7 @@ class ClusterReconciler:
         age = (now - agent.last_heartbeat).total_seconds() if agent is not None else 0.0
         if agent is not None and age <= self.settings.agent_silence_limit:
             patch = connection_status.push_active(agent.version, agent.last_heartbeat, now, _generation(obj),
-                                                  current, agent.health)
+                                                  current, agent.health, self._insecure(ctx, name, current, obj))
             if any(current.get(key) != value for key, value in patch.items()):
                 ctx.patch_status(patch)
             return "", self.settings.agent_silence_limit - age
@@ -269,10 +270,22 @@ class ClusterReconciler:
         ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, now,
                                                                self.agents.redis_status(name))))
         reason = "CircuitOpen" if CircuitOpenError.MESSAGE in message else "ConnectionFailed"
-        self._patch_status(ctx, current, connection_status.failed(message, now, _generation(obj), current, reason))
+        insecure = self._insecure(ctx, name, current, obj)
+        self._patch_status(ctx, current, connection_status.failed(message, now, _generation(obj), current, reason,
+                                                                  insecure))
         if current.get("phase") != connection_status.PHASE_ERROR or current.get("message") != message:
             ctx.event(reason, message, warning=True, uid=_uid(obj))
         return ReconcileResult(requeue_after=error_requeue_seconds(interval), error=message)
+
+    @staticmethod
+    def _insecure(ctx: ReconcileContext, name: str, current: Mapping[str, Any],
+                  obj: Mapping[str, Any]) -> TransportWarning | None:
+        """What weakens the cluster's transport (its Secret's opt-outs); a Warning Event when that is new."""
+        insecure = ctx.runtime.pool.insecure(name)
+        if insecure is not None and connection_status.insecure_announced(current) != insecure.message:
+            ctx.log.warning("%s", insecure.message)
+            ctx.event(connection_status.INSECURE_TRANSPORT, insecure.message, warning=True, uid=_uid(obj))
+        return insecure
 
     @staticmethod
     def _patch_status(ctx: ReconcileContext, current: Mapping[str, Any],

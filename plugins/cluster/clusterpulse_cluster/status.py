@@ -8,13 +8,16 @@ from typing import Any
 
 import attrs
 
+from clusterpulse_core.kube.credentials import TransportWarning
 from clusterpulse_core.model import Health, HealthVerdict
-from clusterpulse_core.model.condition import Condition, ready_condition
+from clusterpulse_core.model.condition import Condition, condition, ready_condition
 from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"
 PHASE_ERROR = "Error"
 REACHABLE = "Cluster is reachable"
+#: Condition present (``True``) while the credentials Secret opts out of verified TLS (docs/security.md).
+INSECURE_TRANSPORT = "InsecureTransport"
 
 
 @wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
@@ -42,11 +45,12 @@ class ConnectionStatus:
 
 def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
               previous: Mapping[str, Any] | None = None, note: str = "",
-              verdict: HealthVerdict | None = None) -> ConnectionStatus:
+              verdict: HealthVerdict | None = None, insecure: TransportWarning | None = None) -> ConnectionStatus:
     """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled).
 
     ``health`` and ``message`` are the cluster's health ``verdict`` (docs/readers.md#r7-health);
-    the ``Ready`` condition says the cluster was reached.
+    the ``Ready`` condition says the cluster was reached. ``insecure`` (what weakens the transport,
+    docs/security.md) adds the ``InsecureTransport`` warning condition.
     """
     def noted(text: str) -> str:
         return f"{text} ({note})" if note else text
@@ -54,15 +58,34 @@ def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
     verdict = verdict or HealthVerdict(Health.HEALTHY.value, REACHABLE)
     ready = ready_condition(True, PHASE_CONNECTED, noted(REACHABLE), generation, now, _conditions(previous))
     return ConnectionStatus(PHASE_CONNECTED, verdict.health, noted(verdict.message), now, nodes, namespaces,
-                            (ready,))
+                            (ready, *insecure_conditions(insecure, generation, now, previous)))
 
 
 def failed(message: str, now: datetime | None = None, generation: int = 0,
-           previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed") -> ConnectionStatus:
+           previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed",
+           insecure: TransportWarning | None = None) -> ConnectionStatus:
     """Status after a failed reconcile (docs/compatibility.md#c1), with ``Ready=False`` when ``now`` is given."""
     conditions = () if now is None else (
-        ready_condition(False, reason, message, generation, now, _conditions(previous)),)
+        ready_condition(False, reason, message, generation, now, _conditions(previous)),
+        *insecure_conditions(insecure, generation, now, previous))
     return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message, conditions=conditions)
+
+
+def insecure_conditions(insecure: TransportWarning | None, generation: int, now: datetime,
+                        previous: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """The ``InsecureTransport=True`` condition when the transport is weakened, else none."""
+    if insecure is None:
+        return ()
+    return (condition(INSECURE_TRANSPORT, True, insecure.reason, insecure.message, generation, now,
+                      _conditions(previous)),)
+
+
+def insecure_announced(current: Mapping[str, Any]) -> str:
+    """The message of the ``InsecureTransport`` condition the status holds now (``""``: none)."""
+    for found in _conditions(current):
+        if found.get("type") == INSECURE_TRANSPORT and found.get("status") == "True":
+            return str(found.get("message") or "")
+    return ""
 
 
 def _conditions(status: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
@@ -74,7 +97,8 @@ PUSH_ACTIVE = "Collector push active"
 
 
 def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
-                previous: Mapping[str, Any] | None = None, health: str = Health.HEALTHY.value) -> dict[str, Any]:
+                previous: Mapping[str, Any] | None = None, health: str = Health.HEALTHY.value,
+                insecure: TransportWarning | None = None) -> dict[str, Any]:
     """Status patch of a push-mode cluster whose agent is connected and heard from
     (docs/compatibility.md#cluster-reconcile).
 
@@ -83,7 +107,8 @@ def push_active(version: str, last_heartbeat: datetime, now: datetime, generatio
     beat = format_time(last_heartbeat)
     message = f"{PUSH_ACTIVE} (agent {version or 'unknown'}, last heartbeat {beat})"
     ready = ready_condition(True, PHASE_CONNECTED, PUSH_ACTIVE, generation, now, _conditions(previous))
-    patch = ConnectionStatus(PHASE_CONNECTED, health, message, conditions=(ready,)).patch()
+    conditions = (ready, *insecure_conditions(insecure, generation, now, previous))
+    patch = ConnectionStatus(PHASE_CONNECTED, health, message, conditions=conditions).patch()
     patch["collectorStatus"] = {"connected": True, "version": version, "lastHeartbeat": beat}
     return patch
 
