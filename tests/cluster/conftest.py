@@ -18,10 +18,10 @@ from cluster_support import (
     hub_objects,
 )
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_redis.store import RedisStore
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
-from clusterpulse_redis.store import RedisStore
 
 
 @pytest.fixture
