@@ -101,22 +101,23 @@ def check_tokens(known: KnownCluster, register_token: str, metadata_token: str) 
 
 
 class _Changed:
-    """Informer handler: every add, update or delete calls ``notify(obj)`` (the periodic resync does not)."""
+    """Informer handler: every add, update or delete calls ``notify(obj, added)`` (the periodic resync
+    does not); ``added`` is True for a new object."""
 
-    def __init__(self, notify: Callable[[Obj], None]) -> None:
+    def __init__(self, notify: Callable[[Obj, bool], None]) -> None:
         self._notify = notify
 
     def on_add(self, obj: Obj) -> None:
         """A new object."""
-        self._notify(obj)
+        self._notify(obj, True)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """A changed object."""
-        self._notify(new)
+        self._notify(new, False)
 
     def on_delete(self, obj: Obj) -> None:
         """A deleted object."""
-        self._notify(obj)
+        self._notify(obj, False)
 
     def on_resync(self, obj: Obj) -> None:
         """Nothing changed."""
@@ -137,11 +138,11 @@ def token_cluster(secret: Obj) -> str:
 class HubView:
     """The ClusterConnections and Secrets of the hub namespace, watched; answers token look-ups from memory.
 
-    ``on_change(obj)`` is called (on an informer thread) after every change, so the caller can check
+    ``on_change(obj, added)`` is called (on an informer thread) after every change, so the caller can check
     its open streams again. Until both caches have synced every look-up fails with ``not_ready``.
     """
 
-    def __init__(self, hub: KubeClient, core: CoreSettings, on_change: Callable[[Obj], None],
+    def __init__(self, hub: KubeClient, core: CoreSettings, on_change: Callable[[Obj, bool], None],
                  token_source: str = collector_token.HUB, clock: Callable[[], datetime] = utcnow) -> None:
         self.namespace = core.namespace
         self.token_source = token_source

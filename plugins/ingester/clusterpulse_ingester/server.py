@@ -312,13 +312,15 @@ class IngesterServer:
             except RuntimeError:
                 pass
 
-    def _hub_changed(self, obj: Mapping[str, Any]) -> None:
+    def _hub_changed(self, obj: Mapping[str, Any], added: bool) -> None:
         """A ClusterConnection or Secret changed (informer thread): check the open streams again.
 
-        A collector token that changed (rotated, minted again) also queues its cluster, whose
-        reconcile gives the agent the new token now rather than at its next interval.
+        A collector token that changed (rotated, or deleted so that it is minted again) also queues
+        its cluster, whose reconcile gives the agent the new token now rather than at its next
+        interval. A token just added needs no such reconcile: the reconcile that minted it is the
+        one handing it to the agent.
         """
-        cluster = token_cluster(dict(obj)) if obj.get("kind", "Secret") == "Secret" else ""
+        cluster = token_cluster(dict(obj)) if obj.get("kind", "Secret") == "Secret" and not added else ""
         if cluster and valid_cluster_name(cluster):
             self.runtime.request_resync(f"collector token of cluster {cluster} changed",
                                         ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster))
