@@ -18,6 +18,7 @@ from cluster_support import (
     hub_objects,
 )
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_redis.store import RedisStore
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
@@ -49,6 +50,11 @@ def make_harness(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Callable[
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         harness = Harness(hub, runtime, redis.Redis.from_url(redis_url), clock or FakeClock())
         harness.plugin.clock = harness.clock
+        # One clock for collecting and storing: a sample's score is its collection time, and the
+        # store trims the series by its own time.
+        for backend in runtime.store.backends:
+            if isinstance(backend, RedisStore):
+                backend.clock = harness.clock
         made.append(harness)
         return harness
 

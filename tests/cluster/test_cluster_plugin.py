@@ -130,8 +130,10 @@ def load_fleet(kube_api: Callable[..., Any], harness: Harness) -> dict[str, Any]
         urls[cluster["urlVariable"]] = api.url
     for path in sorted((FLEET / fleet["hub"]["objects"]).glob("*.yaml")):
         text = Template(path.read_text()).substitute(urls)
-        # The hub here serves ClusterConnections only (the demo's MetricSource belongs to its plugin).
-        objects = [doc for doc in yaml.safe_load_all(text) if doc and doc["kind"] != "MetricSource"]
+        # The hub here serves ClusterConnections only (the demo's MetricSource and access policies
+        # belong to their plugins).
+        objects = [doc for doc in yaml.safe_load_all(text)
+                   if doc and doc["kind"] not in {"MetricSource", "MonitorAccessPolicy"}]
         harness.hub.seed([o for o in objects if not harness.hub.get(o["apiVersion"], o["kind"],
                                                                      o["metadata"]["name"],
                                                                      o["metadata"].get("namespace"))])

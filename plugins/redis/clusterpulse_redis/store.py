@@ -47,7 +47,8 @@ class RedisStore:
     Against a Redis Cluster (``cluster = true`` or a ``redis+cluster://`` URL) the same
     commands, with the same key names, go out as one pipeline per node, grouped by slot.
 
-    ``clock`` returns the store time (tz-aware UTC); tests inject a fixed one.
+    ``clock`` returns the store time (tz-aware UTC); tests set a fixed one (the attribute is public so a
+    test harness can share its clock with the plugins' collectors).
     """
 
     name = "redis"
@@ -57,14 +58,14 @@ class RedisStore:
         self.settings = settings or RedisSettings()
         self.client = client if client is not None else connect(self.settings)
         self.address = describe(self.client)
-        self._clock = clock
+        self.clock = clock
         #: Names that are not valid Kubernetes names are skipped here, before they become keys.
         self.names = NameGuard()
 
     def store(self, pieces: Sequence[Piece]) -> None:
         """Write the pieces of one reconcile; raise :class:`RedisStoreError` if Redis fails."""
         try:
-            ctx = WriteContext(now=self._clock(), cache_ttl=self.settings.cache_ttl,
+            ctx = WriteContext(now=self.clock(), cache_ttl=self.settings.cache_ttl,
                                metrics_retention=self.settings.metrics_retention, names=self.names,
                                previous_nodes=self._previous_nodes(pieces))
             writes: list[tuple[Writer, Piece]] = []
