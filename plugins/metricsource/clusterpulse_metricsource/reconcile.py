@@ -279,7 +279,7 @@ class MetricSourceReconciler:
 
         program = compile_metric_source(obj, catalog, discover=discover)
         source = program.compiled.source
-        refusal = self.settings.refusal(source.api_version, source.kind)
+        refusal = self.settings.refusal(source.api_version, source.kind, source.group, source.resource)
         if refusal:
             raise CompileError(refusal)
         return ClusterCollector(program, self.discovery)

@@ -21,14 +21,23 @@ class MetricSourceSettings:
     allowed_source_kinds: tuple[str, ...] = setting(
         (), help="source kinds allowed even though denied (\"v1/Secret\" must be named here to be read)")
 
-    def refusal(self, api_version: str, kind: str) -> str:
-        """Why a MetricSource may not read ``api_version``/``kind``, or ``""`` when it may."""
+    def refusal(self, api_version: str, kind: str, group: str | None = None, resource: str | None = None) -> str:
+        """Why a MetricSource may not read ``api_version``/``kind``, or ``""`` when it may.
+
+        Names compare case-insensitively; with the resolved ``group``/``resource`` (after
+        discovery), whatever resolves to core ``secrets`` or holds a ``*`` is the Secret denial.
+        """
         name = f"{api_version}/{kind}"
-        if name in self.allowed_source_kinds:
-            return ""
-        if name in ALWAYS_DENIED:
+        folded = name.lower()
+        secret = folded in (d.lower() for d in ALWAYS_DENIED) or (
+            resource is not None and ((resource.strip().lower() == "secrets" and (group or "").lower() in ("", "core"))
+                                      or "*" in (group or "") or "*" in resource))
+        allowed = {a.lower() for a in self.allowed_source_kinds}
+        if secret and not (allowed & {d.lower() for d in ALWAYS_DENIED}):
             return (f"source {name} is refused: a MetricSource would copy Secret data into Redis "
-                    f"(allow it with plugins.metricsource.allowed_source_kinds = [\"{name}\"])")
-        if name in self.denied_source_kinds:
+                    f"(allow it with plugins.metricsource.allowed_source_kinds = [\"v1/Secret\"])")
+        if folded in allowed:
+            return ""
+        if folded in (d.lower() for d in self.denied_source_kinds):
             return f"source {name} is refused by plugins.metricsource.denied_source_kinds"
         return ""

@@ -34,15 +34,22 @@ NAMED_OBJECTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def grantable(group: str, resource: str) -> bool:
+    """Whether the agent's role may name ``group``/``resource``: never Secrets (any case) nor a wildcard,
+    whatever a MetricSource asks for (docs/security.md)."""
+    return resource.strip().lower() != "secrets" and "*" not in group and "*" not in resource
+
+
 def agent_rules(extra_types: Iterable[tuple[str, str]] = ()) -> tuple[PolicyRule, ...]:
     """One read-only rule per API group (resources sorted), then the by-name rules.
 
     The result depends only on the set of types, so an unchanged set gives an identical role
-    and no write. A by-name rule is dropped when a MetricSource needs the whole type.
+    and no write. Types that are not :func:`grantable` are left out.
+    A by-name rule is dropped when a MetricSource needs the whole type.
     """
     by_group: dict[str, set[str]] = {}
     for group, resource in (*BASE_TYPES, *extra_types):
-        if not resource:
+        if not resource or not grantable(group, resource):
             continue
         by_group.setdefault(group, set()).add(resource)
     rules = [PolicyRule((group,), tuple(sorted(resources)), READ) for group, resources in sorted(by_group.items())]
