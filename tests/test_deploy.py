@@ -23,7 +23,7 @@ from clusterpulse_core.runtime.bootstrap import load
 REPO = Path(__file__).parent.parent
 DEPLOY = REPO / "deploy"
 CONFIG = DEPLOY / "base" / "clusterpulse.toml"
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+VERSION = (REPO / "VERSION").read_text().strip()  # the one version source
 IMAGE = f"clusterpulse:{VERSION}"
 K8S_SCHEMA_VERSION = "1.37.0"
 #: Kinds whose schema is a third-party CRD (kubernetes-validate ships only the built-in ones).
