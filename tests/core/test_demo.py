@@ -152,11 +152,12 @@ def test_demo_config_adds_the_files_plugins_beside_the_demos(redis_url: str, tmp
     assert first.endswith("; plugins from extra.toml: example"), first
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     labelled = {name: client.get(f"cluster:{name}:labels") for name in _cluster_names()}
-    # The example plugin's hub collector labels every pulled cluster with its configured greeting
-    # (a push-mode cluster is collected by its agent, which runs the agent-side collectors).
-    greeted = sorted(name for name, labels in labelled.items()
-                     if labels and json.loads(labels).get("greeted") == "hi from the file")
-    assert greeted == ["k8s-staging", "ocp-prod-east"], labelled
+    # The example plugin's hub collector labels every pulled cluster with its configured greeting.
+    # The push-mode cluster edge-lab is pulled too until its agent has registered, which may or may
+    # not happen within the one cycle: it is not part of the check.
+    greeted = {name for name, labels in labelled.items()
+               if labels and json.loads(labels).get("greeted") == "hi from the file"}
+    assert {"k8s-staging", "ocp-prod-east"} <= greeted, labelled
 
 
 def _sample_lines() -> list[str]:
