@@ -18,7 +18,7 @@ DOCS = README + "\n".join(path.read_text() for path in sorted((ROOT / "docs").rg
 
 
 def test_every_setting_and_env_var_is_documented() -> None:
-    host = PluginHost(["redis", "cluster", "registry", "metricsource", "alerts", "ingester", "vmwriter"])
+    host = PluginHost(["redis", "cluster", "registry", "metricsource", "policy", "alerts", "ingester", "vmwriter"])
     classes = {"clusterpulse": CoreSettings, **{k: v for k, v in host.settings_classes().items() if v}}
     missing = []
     for section, cls in classes.items():
