@@ -49,19 +49,37 @@ class ContributionTable(Mapping[str, Contribution]):
         return len(self._items)
 
 
-@attrs.frozen
 class Contributions:
-    """Every contribution table, filled at start-up from the registry hooks."""
+    """Every contribution table, filled at start-up from the registry hooks.
 
-    functions: ContributionTable = attrs.field(factory=lambda: ContributionTable("functions"))
-    aggregations: ContributionTable = attrs.field(factory=lambda: ContributionTable("aggregations"))
-    field_types: ContributionTable = attrs.field(factory=lambda: ContributionTable("field_types"))
-    filter_operators: ContributionTable = attrs.field(
-        factory=lambda: ContributionTable("filter_operators"))
-    alert_rules: ContributionTable = attrs.field(factory=lambda: ContributionTable("alert_rules"))
+    The core declares one registry hook (``clusterpulse_register_functions``, the table
+    ``functions``); a plugin declares more with :func:`clusterpulse_core.hookspecs.registry`
+    (the MetricSource plugin: ``aggregations``, ``field_types``, ``filter_operators``; the alerts
+    plugin: ``alert_rules``). A table is read by name, as an attribute or with :meth:`table`; a
+    table no loaded plugin declares is empty.
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[str, ContributionTable] = {}
+
+    @property
+    def functions(self) -> ContributionTable:
+        """The expression functions (``clusterpulse_register_functions``)."""
+        return self.table("functions")
+
+    @property
+    def kinds(self) -> list[str]:
+        """The names of the tables that have contributions, sorted."""
+        return sorted(name for name, table in self._tables.items() if table)
 
     def table(self, kind: str) -> ContributionTable:
-        """The table named ``kind`` (``functions``, ``aggregations``...)."""
-        table = getattr(self, kind)
-        assert isinstance(table, ContributionTable)
+        """The table named ``kind`` (``functions``, ``aggregations``...); empty when nothing fills it."""
+        table = self._tables.get(kind)
+        if table is None:
+            table = self._tables[kind] = ContributionTable(kind)
         return table
+
+    def __getattr__(self, kind: str) -> ContributionTable:
+        if kind.startswith("_"):
+            raise AttributeError(kind)
+        return self.table(kind)

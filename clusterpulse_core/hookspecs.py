@@ -1,33 +1,47 @@
-"""The ClusterPulse plugin contract.
+"""The ClusterPulse framework contract: the hooks the core itself calls.
 
 A plugin is a module or a class registered under the entry-point group
 ``clusterpulse.plugins`` and enabled by name in the config file. It implements any of the
 hooks below, each marked with :data:`clusterpulse_core.hookimpl`. pluggy checks every
 implementation's argument names against these specifications when the plugin is
 registered, so a misspelled argument fails at start-up with the plugin's name; a
-misspelled hook *name* fails too (``check_pending``).
+misspelled hook *name* fails too (a hook no loaded plugin declares).
 
-Hooks come in five groups, called in this order during a run:
+This module holds only the framework verbs. A hook that is a channel between plugins is
+declared by the plugin that owns it, through :func:`clusterpulse_addhooks` (the MetricSource
+plugin declares its aggregations, field types, filter operators and expression compiler; the
+alerts plugin its rules; the ingester its agent connection; ...). A caller reaches such a hook
+with :meth:`clusterpulse_core.plugins.PluginHost.hook`, which answers ``None`` when the
+declaring plugin is not loaded, so the caller can degrade clearly. The table of every hook,
+who declares it and how it is called is generated from the specifications in
+``docs/plugins.md``.
 
-1. **Lifecycle** — ``clusterpulse_settings_class``, ``clusterpulse_configure``,
-   ``clusterpulse_add_commands``, ``clusterpulse_start`` ... ``clusterpulse_stop``.
-2. **Aggregate** — registry callbacks for functions used by MetricSources, alert rules,
-   and the expression compiler other plugins reuse.
-3. **Store** — ``clusterpulse_storage_backends``: every backend gets every piece.
-4. **Collect** — ``clusterpulse_collectors``: named pieces of state per managed cluster
-   (also run by the push-mode agent; ``clusterpulse_agent_connection`` and
-   ``clusterpulse_agent_sources`` connect the agent, the ingester and the reconciles).
-5. **Reconcile** — ``clusterpulse_resource_kinds``, ``clusterpulse_reconcile``,
-   ``clusterpulse_forget``.
+Phases, in the order a run calls them:
 
-A hook called "per plugin" is called once for each plugin separately (the core needs to
-know who answered); the others are ordinary pluggy broadcasts returning a list.
+1. **Registration** — ``clusterpulse_addhooks``, as each plugin is registered.
+2. **Configuration** — ``clusterpulse_settings_class``, then ``clusterpulse_configure``.
+3. **Registries** — ``clusterpulse_register_functions`` and the plugins' own registry hooks,
+   at the first use of the contributions (start-up, or a command that needs them).
+4. **Command line** — ``clusterpulse_add_commands`` (the CLI only).
+5. **Start** — ``clusterpulse_resource_kinds`` (the kinds to run), ``clusterpulse_storage_backends``
+   (the store is built with the runtime), then ``clusterpulse_start`` on each plugin.
+6. **Running** — ``clusterpulse_reconcile`` / ``clusterpulse_forget`` / ``clusterpulse_stored_refs``
+   on the kind's owner; ``clusterpulse_collectors`` per managed cluster; ``clusterpulse_stored_names``
+   and ``clusterpulse_storage_lost`` from the store.
+7. **Stop** — ``clusterpulse_stop`` on each started plugin, in reverse load order.
+
+How each hook is called is part of its contract: *each plugin* (the core calls the plugins one
+at a time, in load order, and knows who answered), *all results* (one pluggy call, a list of
+every answer, the last-loaded plugin's first: ``tryfirst=True`` / ``trylast=True`` on an
+implementation moves it), *first result* (the first non-``None`` answer wins: ``tryfirst=True``
+takes precedence over an earlier answer), *owner only* (the plugin that declared the kind).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pluggy
 
@@ -40,19 +54,63 @@ if TYPE_CHECKING:
     from clusterpulse_core.config import Config
     from clusterpulse_core.context import ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-    from clusterpulse_core.model import (
-        AgentConnection,
-        AggregationResults,
-        Alert,
-        ClusterMetrics,
-        CollectedResource,
-        HealthVerdict,
-    )
-    from clusterpulse_core.model.policy import StoredPolicy
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: Attribute a registry hookspec carries: the contribution table it fills.
+REGISTRY_ATTRIBUTE = f"{PROJECT_NAME}_registry"
+#: Attribute a hookspec carries: how the hook is called (the hookspec table's last column).
+CALLED_ATTRIBUTE = f"{PROJECT_NAME}_called"
+
+
+def registry(table: str) -> Callable[[_F], _F]:
+    """Mark a hookspec as a registry hook filling the contribution table ``table``.
+
+    The core calls a registry hook on each plugin implementing it with a :class:`Register`
+    callback, and collects what it registers into ``plugins.contributions.<table>`` (a name
+    registered twice is an error naming both plugins). A plugin declaring its own registry::
+
+        @hookspec
+        @registry("aggregations")
+        def clusterpulse_register_aggregations(register: Register) -> None: ...
+    """
+
+    def mark(function: _F) -> _F:
+        setattr(function, REGISTRY_ATTRIBUTE, table)
+        setattr(function, CALLED_ATTRIBUTE, f"each plugin, in load order, with register(); fills contributions.{table}")
+        return function
+
+    return mark
+
+
+def called(how: str) -> Callable[[_F], _F]:
+    """Say how a hook is called (each plugin / all results / first result / owner only, and order).
+
+    Shown in the hookspec table of ``docs/plugins.md``; a spec without it is described from its
+    pluggy options (``firstresult``, ``historic``).
+    """
+
+    def mark(function: _F) -> _F:
+        setattr(function, CALLED_ATTRIBUTE, how)
+        return function
+
+    return mark
+
+
+class HookDeclarer(Protocol):
+    """What ``clusterpulse_addhooks`` receives: ``add_hookspecs(module_or_class)``, as pluggy's manager has.
+
+    The specifications are added right after the declaring plugin is registered, before any other
+    plugin registers and before unknown hooks are refused; implementations registered earlier are
+    checked against them then, and a mismatch names the implementing plugin.
+    """
+
+    def add_hookspecs(self, module_or_class: ModuleType | type, /) -> None:
+        """Declare the hooks specified (``@hookspec``) in ``module_or_class``."""
 
 
 class Register(Protocol):
@@ -65,26 +123,28 @@ class Register(Protocol):
     def __call__(self, name: str, impl: Any, /, **meta: Any) -> None: ...
 
 
-class CompiledExpression(Protocol):
-    """A compiled expression, as returned by the compiler of ``clusterpulse_expression_compiler``."""
-
-    #: The identifiers the expression reads, unique, in order of first appearance.
-    references: tuple[str, ...]
-
-    def evaluate(self, values: Mapping[str, Any] | None) -> Any:
-        """The expression's value with identifiers looked up in ``values`` (missing ones are null)."""
+# --------------------------------------------------------------------------- 1. registration
 
 
-class ExpressionCompiler(Protocol):
-    """``compile(text, functions)``: what ``clusterpulse_expression_compiler`` returns."""
+@hookspec(historic=True)
+@called("historic: each plugin as it is registered, before its other hooks are checked")
+def clusterpulse_addhooks(pluginmanager: HookDeclarer) -> None:
+    """Declare this plugin's own hooks: ``pluginmanager.add_hookspecs(my_hookspecs_module)``.
 
-    def __call__(self, text: str, functions: Mapping[str, Any], /) -> CompiledExpression: ...
+    Called on each plugin as it is registered (a historic hook, like pytest's
+    ``pytest_addhooks``), so the hooks exist before any implementation of them is checked,
+    whatever the load order. Mark the specs with ``clusterpulse_core.hookspecs.hookspec`` (and
+    :func:`registry` for a registry hook). A plugin that implements a hook declared by another
+    plugin, which may not be loaded, marks the implementation ``@hookimpl(optionalhook=True)``;
+    a caller reaches such a hook with :meth:`clusterpulse_core.plugins.PluginHost.hook`.
+    """
 
 
-# --------------------------------------------------------------------------- lifecycle
+# --------------------------------------------------------------------------- 2. configuration
 
 
 @hookspec
+@called('each plugin, in load order, before configuration')
 def clusterpulse_settings_class() -> type | None:
     """Return the attrs class that validates this plugin's ``[plugins.<name>]`` section.
 
@@ -98,6 +158,7 @@ def clusterpulse_settings_class() -> type | None:
 
 
 @hookspec
+@called('each plugin, in load order, with its own settings')
 def clusterpulse_configure(config: Config, settings: Any) -> None:
     """Receive the validated configuration, once, before anything runs.
 
@@ -108,67 +169,11 @@ def clusterpulse_configure(config: Config, settings: Any) -> None:
     """
 
 
-@hookspec
-def clusterpulse_add_commands(cli: click.Group, plugins: PluginHost) -> None:
-    """Add subcommands to the ``clusterpulse`` command line (``cli.add_command(...)``).
-
-    ``plugins`` are the loaded, configured plugins: a command that needs what other plugins
-    contribute (``plugins.contributions.functions``...) reads it from there when it runs.
-    """
+# --------------------------------------------------------------------------- 3. registries
 
 
 @hookspec
-def clusterpulse_start(runtime: Runtime) -> None:
-    """The manager is starting: open connections, start background threads.
-
-    ``runtime`` gives the hub client, the store, the client pool and the contributions.
-    An exception here aborts start-up with the plugin's name in the message.
-    """
-
-
-@hookspec
-def clusterpulse_stop(runtime: Runtime) -> None:
-    """The manager is stopping (after in-flight reconciles finished): release resources.
-
-    Called for every started plugin even if another one raised; must not block for long.
-    """
-
-
-@hookspec
-def clusterpulse_storage_lost(runtime: Runtime, reason: str) -> None:
-    """A storage backend lost (some of) its data, e.g. Redis restarted empty.
-
-    Forget every cached "last done" time (the last OLM scan, a cached read of storage, ...),
-    so that the next reconcile of each object writes everything again: every object is queued
-    right after this call, and all keys must be back within one reconcile. Called from the
-    backend's watcher thread; must not block.
-    """
-
-
-@hookspec
-def clusterpulse_stored_names(index: str) -> Sequence[str] | None:
-    """The names a storage backend holds in the index named ``index``, or None when it has none.
-
-    Indexes: ``clusters``, ``registries`` (names), ``metricsources`` and ``policies``
-    (``<namespace>/<name>``). Kind plugins read them through ``PluginHost.stored_names`` to
-    answer ``clusterpulse_stored_refs``; a backend that cannot be read raises.
-    """
-
-
-@hookspec(firstresult=True)
-def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
-    """Per plugin, for the kinds it owns: the objects of ``kind`` whose state storage still holds.
-
-    The manager's ghost sweep (at start and every ``ghost_sweep_interval``) queues every one the
-    hub no longer has, and the controller forgets it as a deletion would (``clusterpulse_forget``).
-    None: the plugin cannot tell (the kind is then not swept).
-    """
-
-
-# --------------------------------------------------------------------------- aggregate
-
-
-@hookspec
+@registry("functions")
 def clusterpulse_register_functions(register: Register) -> None:
     """Register expression functions usable in MetricSource computed fields.
 
@@ -181,70 +186,36 @@ def clusterpulse_register_functions(register: Register) -> None:
     """
 
 
-@hookspec
-def clusterpulse_register_aggregations(register: Register) -> None:
-    """Register aggregation functions usable in MetricSource ``aggregations``.
+# --------------------------------------------------------------------------- 4. command line
 
-    ``register(name, fn, needs_field=True)``: ``fn(values, spec)`` receives the list of
-    the (non-null) field values of the matching resources and the aggregation spec (for
-    parameters such as ``percentile``), and returns the result value. The values may mix
-    numbers and text: :func:`clusterpulse_core.values.numbers` keeps the numbers. A function
-    that raises gives ``null`` and is reported like a failing expression function.
+
+@hookspec
+@called('all results, when the command line is built')
+def clusterpulse_add_commands(cli: click.Group, plugins: PluginHost) -> None:
+    """Add subcommands to the ``clusterpulse`` command line (``cli.add_command(...)``).
+
+    ``plugins`` are the loaded, configured plugins: a command that needs what other plugins
+    contribute (``plugins.contributions.functions``...) reads it from there when it runs.
+    """
+
+
+# --------------------------------------------------------------------------- 5. start
+
+
+@hookspec
+@called('each plugin, in load order; a kind declared twice is an error')
+def clusterpulse_resource_kinds() -> Sequence[ResourceKind]:
+    """Declare the custom resource kinds this plugin owns.
+
+    Called per plugin (the core records the owner of each kind). Declarations feed
+    ``clusterpulse crds`` and the runtime, which runs a list/watch informer, a rate-limited
+    work queue and ``kind.workers`` workers per kind. Two plugins declaring one kind is an
+    error.
     """
 
 
 @hookspec
-def clusterpulse_register_field_types(register: Register) -> None:
-    """Register MetricSource field types (``string``, ``integer``, ``quantity`` ...).
-
-    ``register(name, convert, convert_default)``: ``convert(value)`` turns an extracted JSON
-    value into the field's value and raises ``ValueError`` when it cannot;
-    ``convert_default(text)`` does the same for the field's string ``default``.
-    """
-
-
-@hookspec
-def clusterpulse_register_filter_operators(register: Register) -> None:
-    """Register aggregation filter operators (``equals``, ``contains``, ``greaterThan`` ...).
-
-    ``register(name, predicate)``: ``predicate(field_value, filter_value) -> bool``.
-    """
-
-
-@hookspec
-def clusterpulse_register_alert_rules(register: Register) -> None:
-    r"""Register alert rules, evaluated by the alerts plugin against every stored state.
-
-    ``register(name, evaluate, severity="warning", target="cluster", for_seconds=60.0,
-    threshold=None, summary="")``: ``name`` is the alert name (``NodeNotReady``);
-    ``evaluate(view, threshold)`` receives a :class:`clusterpulse_core.alerting.ClusterView`
-    (or a ``RegistryView`` for ``target="registry"``) and the rule's threshold (its default
-    or the one set in ``[plugins.alerts.rules.<name>]``), and returns the objects it fires on
-    as :class:`clusterpulse_core.alerting.Finding`\ s, or ``None`` when the view lacks what
-    it needs. It is called often (after every cluster reconcile) and must be cheap and pure.
-    ``severity`` is ``critical``, ``warning`` or ``info``; ``for_seconds`` is how long the
-    condition must hold before the alert fires. Called once at start-up.
-    """
-
-
-@hookspec(firstresult=True)
-def clusterpulse_expression_compiler() -> ExpressionCompiler | None:
-    """Return the compiler of the MetricSource expression language, for other plugins to reuse.
-
-    The first plugin that answers wins (the ``metricsource`` plugin provides it). The
-    returned callable is ``compile(text, functions)``: ``functions`` maps function names to
-    contributions (``plugins.contributions.functions``, plus any the caller adds, each with
-    ``.impl`` and ``.meta`` holding ``min_args``/``max_args``). It returns a
-    :class:`CompiledExpression` (``.references``, ``.evaluate(values)``) and raises an
-    exception with an integer ``position`` attribute (0-based character offset, or ``None``)
-    for a syntax error, an unknown function or a wrong number of arguments.
-    """
-
-
-# --------------------------------------------------------------------------- store
-
-
-@hookspec
+@called('all results, once, when the runtime is built (before clusterpulse_start)')
 def clusterpulse_storage_backends() -> Sequence[StorageBackend]:
     """Return the storage backends this plugin provides (after configuration).
 
@@ -256,33 +227,61 @@ def clusterpulse_storage_backends() -> Sequence[StorageBackend]:
 
 
 @hookspec
-def clusterpulse_stored_alerts() -> Sequence[Alert]:
-    """Return the alerts a storage plugin holds as firing (read back, e.g. after a restart).
+@called('each plugin, in load order; a failure stops those started, in reverse')
+def clusterpulse_start(runtime: Runtime) -> None:
+    """The manager is starting: open connections, start background threads.
 
-    The alerts plugin calls it at start so that alerts already firing before a restart
-    continue firing without being announced again; ``clusterpulse alerts`` lists them.
-    A plugin whose backend keeps no alerts does not implement it. May raise when the store
-    cannot be read.
+    ``runtime`` gives the hub client, the store, the client pool and the contributions.
+    An exception here aborts start-up with the plugin's name in the message.
+    """
+
+
+# --------------------------------------------------------------------------- 6. running
+
+
+@hookspec(firstresult=True)
+@called('owner only, per object (workers of the kind in parallel)')
+def clusterpulse_reconcile(
+    kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
+) -> ReconcileResult | None:
+    """Reconcile one object of a kind this plugin owns; called on the owner only.
+
+    ``obj`` is the object as the API server returned it (raw JSON). Patch its status with
+    ``ctx.patch_status``, store pieces with ``ctx.store``. Return when to come back
+    (``ReconcileResult(requeue_after=seconds)``). An exception is retried with per-object
+    exponential backoff, except :class:`clusterpulse_core.kinds.TerminalError`.
+    Status-only updates (unchanged ``metadata.generation``) never call this hook.
+    """
+
+
+@hookspec(firstresult=True)
+@called('owner only, per deleted object')
+def clusterpulse_forget(
+    kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext
+) -> bool | ReconcileResult | None:
+    """An object of a kind this plugin owns was deleted: remove its state.
+
+    Called on the owner only, once per deletion seen (or found missing at reconcile
+    time). Typically stores a deletion piece and drops caches. Exceptions are retried like
+    reconcile errors. A plugin that put a finalizer on the object and is still waiting to
+    clean up (an unreachable remote, say) returns ``ReconcileResult(requeue_after=seconds)``
+    to be called again then, and removes its finalizer once done.
+    """
+
+
+@hookspec(firstresult=True)
+@called('owner only, at each ghost sweep')
+def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    """Per plugin, for the kinds it owns: the objects of ``kind`` whose state storage still holds.
+
+    The manager's ghost sweep (at start and every ``ghost_sweep_interval``) queues every one the
+    hub no longer has, and the controller forgets it as a deletion would (``clusterpulse_forget``).
+    None: the plugin cannot tell (the kind is then not swept).
     """
 
 
 @hookspec
-def clusterpulse_stored_policies(user: str, groups: Sequence[str], service_account: bool) -> Sequence[StoredPolicy]:
-    """Return the compiled access policies that apply to a principal, as the ClusterPulse API finds them.
-
-    ``user`` is the user name (a service account's is ``system:serviceaccount:<ns>:<name>``),
-    ``groups`` its groups; ``service_account`` also looks the user up as a service account.
-    Highest priority first, each policy once (its highest score); ``data`` is ``None`` for a
-    policy whose data is missing or unreadable (the API skips it). A plugin whose backend keeps
-    no policies does not implement it; ``clusterpulse policy can-i`` reads through it. May raise
-    when the store cannot be read.
-    """
-
-
-# --------------------------------------------------------------------------- collect
-
-
-@hookspec
+@called('all results, when a reconcile or the agent collects; names unique')
 def clusterpulse_collectors(where: str) -> Sequence[Collector]:
     """Return collectors: each takes one managed cluster and returns pieces of its state.
 
@@ -300,122 +299,55 @@ def clusterpulse_collectors(where: str) -> Sequence[Collector]:
     """
 
 
-# --------------------------------------------------------------------------- push mode
+@hookspec
+@called("all results (every backend's answer, merged)")
+def clusterpulse_stored_names(index: str) -> Sequence[str] | None:
+    """The names a storage backend holds in the index named ``index``, or None when it has none.
 
-
-@hookspec(firstresult=True)
-def clusterpulse_agent_connection(cluster: str) -> AgentConnection | None:
-    """The push-mode collector agent currently connected for ``cluster``, if any.
-
-    Implemented by the plugin that receives agent streams (the ingester); asked by the
-    cluster reconcile before it collects a ``collectionMode: push`` cluster. ``None`` means no
-    agent is connected (or no plugin receives agents): the cluster is collected by pull
-    (docs/compatibility.md#c3). The answer carries the agent's version and the time it was last heard
-    from, so the caller can treat a silent agent as gone.
-    """
-
-
-@hookspec(firstresult=True)
-def clusterpulse_cluster_health(metrics: ClusterMetrics) -> HealthVerdict | None:
-    """The health and its reason of a reachable cluster with these totals.
-
-    Implemented by the plugin that owns the health thresholds (the cluster plugin, with
-    ``NODE_UNHEALTHY_THRESHOLD``, ``CPU_CRITICAL_THRESHOLD``, ...); asked by whatever stores a
-    cluster's status from its totals, so a pushed batch gets the same verdict as a pull
-    reconcile. With no implementation the upstream default thresholds apply
-    (:func:`clusterpulse_core.model.cluster_health`).
-    """
-
-
-@hookspec(firstresult=True)
-def clusterpulse_aggregate_resources(source_id: str,
-                                     resources: Sequence[CollectedResource]) -> AggregationResults | None:
-    """The aggregations of MetricSource ``source_id`` over these collected resources.
-
-    Implemented by the plugin that owns MetricSources, with the same code its pull collection
-    aggregates with; asked by the ingester for every pushed batch that carries a source's
-    resources, so ``groupBy`` and every aggregation type reach storage whatever the agent
-    computed (a Go agent sends numeric results only). ``None``: the source is unknown here or
-    declares no aggregations; the caller then keeps what the agent sent.
+    Indexes: ``clusters``, ``registries`` (names), ``metricsources`` and ``policies``
+    (``<namespace>/<name>``). Kind plugins read them through ``PluginHost.stored_names`` to
+    answer ``clusterpulse_stored_refs``; a backend that cannot be read raises.
     """
 
 
 @hookspec
-def clusterpulse_agent_sources(sources: Sequence[bytes], plugins: PluginHost) -> None:
-    """Inside the collector agent: the hub sent the MetricSource definitions to evaluate.
+@called("each plugin, in load order, from the backend's watcher thread")
+def clusterpulse_storage_lost(runtime: Runtime, reason: str) -> None:
+    """A storage backend lost (some of) its data, e.g. Redis restarted empty.
 
-    ``sources`` are the compiled MetricSource JSON documents of a ``ConfigUpdate`` (the same
-    documents the hub stores under ``metricsource:<ns>:<name>``), replacing the previous set;
-    an empty sequence clears it. The plugin that evaluates them compiles expressions and
-    namespace patterns from their source text (docs/compatibility.md#c6), skips (and logs) a document it
-    cannot use, and returns its collector from ``clusterpulse_collectors(where="agent")``.
-    ``plugins`` gives the registered functions and aggregations to compile against.
+    Forget every cached "last done" time (the last OLM scan, a cached read of storage, ...),
+    so that the next reconcile of each object writes everything again: every object is queued
+    right after this call, and all keys must be back within one reconcile. Called from the
+    backend's watcher thread; must not block.
     """
 
 
-# --------------------------------------------------------------------------- reconcile
+# --------------------------------------------------------------------------- 7. stop
 
 
 @hookspec
-def clusterpulse_resource_kinds() -> Sequence[ResourceKind]:
-    """Declare the custom resource kinds this plugin owns.
+@called('each started plugin, in reverse load order, even if one raised')
+def clusterpulse_stop(runtime: Runtime) -> None:
+    """The manager is stopping (after in-flight reconciles finished): release resources.
 
-    Called per plugin (the core records the owner of each kind). Declarations feed
-    ``clusterpulse crds`` and the runtime, which runs a list/watch informer, a rate-limited
-    work queue and ``kind.workers`` workers per kind. Two plugins declaring one kind is an
-    error.
+    Called for every started plugin even if another one raised; must not block for long.
     """
 
 
-@hookspec(firstresult=True)
-def clusterpulse_reconcile(
-    kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
-) -> ReconcileResult | None:
-    """Reconcile one object of a kind this plugin owns; called on the owner only.
-
-    ``obj`` is the object as the API server returned it (raw JSON). Patch its status with
-    ``ctx.patch_status``, store pieces with ``ctx.store``. Return when to come back
-    (``ReconcileResult(requeue_after=seconds)``). An exception is retried with per-object
-    exponential backoff, except :class:`clusterpulse_core.kinds.TerminalError`.
-    Status-only updates (unchanged ``metadata.generation``) never call this hook.
-    """
-
-
-@hookspec(firstresult=True)
-def clusterpulse_forget(
-    kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext
-) -> bool | ReconcileResult | None:
-    """An object of a kind this plugin owns was deleted: remove its state.
-
-    Called on the owner only, once per deletion seen (or found missing at reconcile
-    time). Typically stores a deletion piece and drops caches. Exceptions are retried like
-    reconcile errors. A plugin that put a finalizer on the object and is still waiting to
-    clean up (an unreachable remote, say) returns ``ReconcileResult(requeue_after=seconds)``
-    to be called again then, and removes its finalizer once done.
-    """
-
-
-@hookspec
-def clusterpulse_agent_read_types() -> Sequence[tuple[str, str]]:
-    """Return the ``(api group, resource)`` types a push-mode collector agent must be able to read.
-
-    The cluster plugin gives the agent it installs on a managed cluster a ClusterRole with
-    ``get/list/watch`` on its own collectors' types plus every type returned here (the
-    MetricSource plugin answers with the resources of the MetricSources it has compiled).
-    Called at every agent check, so it must be cheap; a new type updates the role at the
-    next reconcile of each push-mode cluster. ``""`` is the core API group.
-    """
-
-
-#: Hooks the core calls once for each plugin, to know which plugin answered.
-PER_PLUGIN_HOOKS = frozenset(
-    {"clusterpulse_settings_class", "clusterpulse_configure", "clusterpulse_resource_kinds"}
-)
-#: Registry hooks and the contribution table each fills.
-REGISTRY_HOOKS: Mapping[str, str] = {
-    "clusterpulse_register_functions": "functions",
-    "clusterpulse_register_aggregations": "aggregations",
-    "clusterpulse_register_field_types": "field_types",
-    "clusterpulse_register_filter_operators": "filter_operators",
-    "clusterpulse_register_alert_rules": "alert_rules",
+#: Hooks the core declared before they moved to the plugin that owns them -> that plugin. A plugin
+#: implementing one while its declarer is not loaded is warned (the implementation is never
+#: called), not refused, so plugins written against the older contract keep loading.
+MOVED_HOOKS: Mapping[str, str] = {
+    "clusterpulse_register_aggregations": "metricsource",
+    "clusterpulse_register_field_types": "metricsource",
+    "clusterpulse_register_filter_operators": "metricsource",
+    "clusterpulse_expression_compiler": "metricsource",
+    "clusterpulse_aggregate_resources": "metricsource",
+    "clusterpulse_register_alert_rules": "alerts",
+    "clusterpulse_stored_alerts": "alerts",
+    "clusterpulse_agent_connection": "ingester",
+    "clusterpulse_agent_sources": "ingester",
+    "clusterpulse_agent_read_types": "ingester",
+    "clusterpulse_cluster_health": "cluster",
+    "clusterpulse_stored_policies": "policy",
 }

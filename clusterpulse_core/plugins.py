@@ -7,6 +7,7 @@ import importlib.metadata
 import inspect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -18,14 +19,6 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.model import (
-    AgentConnection,
-    AggregationResults,
-    ClusterMetrics,
-    CollectedResource,
-    HealthVerdict,
-    cluster_health,
-)
 from clusterpulse_core.store import StorageBackend
 
 log = logging.getLogger(__name__)
@@ -34,6 +27,17 @@ ENTRY_POINT_GROUP = "clusterpulse.plugins"
 #: Every hook name the core specifies.
 HOOK_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(f"{PROJECT_NAME}_")
                        and callable(getattr(hookspecs, name)))
+#: Who declares the core's hooks, in :meth:`PluginHost.hookspec_table`.
+CORE = "core"
+
+
+@attrs.frozen
+class HookSpecRow:
+    """One row of the hookspec table: a hook, who declares it, how it is called."""
+
+    hook: str
+    declared_by: str
+    called: str
 
 
 class PluginError(Exception):
@@ -148,6 +152,22 @@ class _RegistrationFailed(Exception):
         self.message = message
 
 
+class _Declarations:
+    """The ``pluginmanager`` handed to ``clusterpulse_addhooks``: collects what a plugin declares."""
+
+    def __init__(self) -> None:
+        self._pending: list[ModuleType | type] = []
+
+    def add_hookspecs(self, module_or_class: ModuleType | type, /) -> None:
+        """Declare the hooks of ``module_or_class`` (added once the plugin is registered)."""
+        self._pending.append(module_or_class)
+
+    def take(self) -> list[ModuleType | type]:
+        """The declarations made since the last call."""
+        pending, self._pending = self._pending, []
+        return pending
+
+
 class PluginHost:
     """The loaded plugins: a pluggy manager plus what the core learned from them.
 
@@ -162,7 +182,12 @@ class PluginHost:
                  tolerant: bool = False) -> None:
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
+        # Historic: every plugin registered from now on declares its own hooks as it registers.
+        self._declarations = _Declarations()
+        self.pm.hook.clusterpulse_addhooks.call_historic(kwargs={"pluginmanager": self._declarations})
         self.order: list[str] = []
+        #: Hook name -> the plugin that declared it (``core`` for the framework's own).
+        self.declared_by: dict[str, str] = {name: CORE for name in HOOK_NAMES}
         #: Plugin name -> why it could not be loaded (only filled when ``tolerant``).
         self.failures: dict[str, str] = {}
         #: What a plugin forgot but loads without (a hook not marked ``@hookimpl``, no API version).
@@ -174,18 +199,36 @@ class PluginHost:
             self._guard(name, functools.partial(self._register, name, obj))
         for name, obj in (extra or {}).items():
             self._guard(name, functools.partial(self._register, name, obj))
-        while True:
-            try:
-                self.pm.check_pending()
-                break
-            except pluggy.PluginValidationError as exc:
-                name = self.pm.get_name(exc.plugin) or "?"
-                error = PluginError(f"plugin {name!r}: {exc}")
-                if not tolerant:
-                    raise error from exc
+        self._check_pending()
+
+    def _check_pending(self) -> None:
+        """Refuse an implementation of a hook no loaded plugin declares (a misspelled name).
+
+        pluggy's ``check_pending``, except for a hook that moved from the core to a plugin
+        (:data:`~clusterpulse_core.hookspecs.MOVED_HOOKS`) whose declarer is not loaded: that
+        implementation is never called, and the plugin is warned, not refused.
+        """
+        for name in list(self.order):
+            obj = self.pm.get_plugin(name)
+            for caller in self.pm.get_hookcallers(obj) or []:
+                if caller.has_spec() or not any(impl.plugin is obj and not impl.optionalhook
+                                                for impl in caller.get_hookimpls()):
+                    continue
+                declarer = hookspecs.MOVED_HOOKS.get(caller.name)
+                if declarer is not None:
+                    self._warn(f"plugin {name!r} implements {caller.name}, which plugin {declarer!r} declares, "
+                               f"but {declarer!r} is not loaded: it is never called (enable {declarer!r}, "
+                               f"or mark it @hookimpl(optionalhook=True))")
+                    continue
+                hint = did_you_mean(caller.name, sorted(self.declared_by))
+                error = PluginError(f"plugin {name!r}: unknown hook {caller.name!r} in plugin {obj!r} "
+                                    f"({hint}no loaded plugin declares it)")
+                if not self._tolerant:
+                    raise error
                 self.failures[name] = str(error)
-                self.pm.unregister(exc.plugin)
+                self.pm.unregister(obj)
                 self.order.remove(name)
+                break
 
     def _guard(self, name: str, action: Any) -> None:
         try:
@@ -246,14 +289,58 @@ class PluginHost:
             raise PluginError(f"plugin {name!r}: {exc}") from exc
         except ValueError as exc:
             raise PluginError(f"plugin {name!r} could not be registered: {exc}") from exc
+        except Exception as exc:  # its clusterpulse_addhooks raised
+            self._declarations.take()
+            if self.pm.is_registered(obj):
+                self.pm.unregister(obj)
+            raise PluginError(f"plugin {name!r} failed to register: {type(exc).__name__}: {exc}") from exc
         self.order.append(name)
+        try:
+            for module in self._declarations.take():
+                self._declare(name, module)
+        except PluginError:
+            self.pm.unregister(obj)
+            self.order.remove(name)
+            raise
+
+    def _declare(self, name: str, module: ModuleType | type) -> None:
+        """Add the hooks plugin ``name`` declares (``clusterpulse_addhooks``), checking the implementations
+        already registered against them first, so a mismatch names the implementing plugin."""
+        probe = pluggy.PluginManager(PROJECT_NAME)
+        probe.add_hookspecs(module)
+        declared = sorted(hook for hook, caller in vars(probe.hook).items()
+                          if isinstance(caller, pluggy.HookCaller) and caller.has_spec())
+        taken = [hook for hook in declared if hook in self.declared_by]
+        if taken:
+            raise PluginError(f"plugin {name!r} declares hook {taken[0]!r}, already declared by "
+                              f"{self.declared_by[taken[0]]!r}")
+        for other in list(self.order):
+            plugin = self.pm.get_plugin(other)
+            try:
+                probe.register(plugin, name=other)
+            except pluggy.PluginValidationError as exc:
+                error = PluginError(f"plugin {other!r}: {exc}")
+                if not self._tolerant or other == name:
+                    raise error from exc
+                self.failures[other] = str(error)
+                self.pm.unregister(plugin)
+                self.order.remove(other)
+        self.pm.add_hookspecs(module)
+        for hook in declared:
+            self.declared_by[hook] = name
+
+    def _specified(self) -> set[str]:
+        """The names of the hooks with a specification (declared by the core or a loaded plugin)."""
+        return {name for name, caller in vars(self.pm.hook).items()
+                if isinstance(caller, pluggy.HookCaller) and caller.has_spec()}
 
     def _check_declarations(self, name: str, obj: object) -> None:
         """Warn about what a plugin forgot but still loads without: ``@hookimpl``, the API version."""
         marker = f"{PROJECT_NAME}_impl"
         undecorated = sorted(attr for attr in dir(obj)
                              if attr.startswith(f"{PROJECT_NAME}_")
-                             and (attr in HOOK_NAMES or hasattr(self.pm.hook, attr))
+                             and (attr in HOOK_NAMES or attr in hookspecs.MOVED_HOOKS
+                                  or hasattr(self.pm.hook, attr))
                              and callable(getattr(obj, attr, None)) and not hasattr(getattr(obj, attr), marker))
         for attr in undecorated:
             self._warn(f"plugin {name!r}: {attr} is not marked with @hookimpl, so it is never called "
@@ -275,6 +362,42 @@ class PluginHost:
         if obj is None:
             raise PluginError(f"plugin {name!r} is not loaded")
         return obj
+
+    def hook(self, name: str) -> pluggy.HookCaller | None:
+        """The caller of hook ``name``, or ``None`` when no loaded plugin declares it.
+
+        The way to call a hook another plugin declares: ``pm.hook`` has no attribute for a hook
+        nobody declared or implemented, and a caller without a specification (only
+        ``optionalhook`` implementations) has no ``firstresult`` rule. So::
+
+            hook = plugins.hook("clusterpulse_agent_connection")
+            agent = hook(cluster=name) if hook is not None else None  # no ingester: pull
+
+        and the caller says clearly what it does without the declaring plugin.
+        """
+        caller = getattr(self.pm.hook, name, None)
+        if not isinstance(caller, pluggy.HookCaller) or not caller.has_spec():
+            return None
+        return caller
+
+    def hookspec_table(self) -> list[HookSpecRow]:
+        """Every declared hook: who declares it (``core`` or a plugin) and how it is called, by phase.
+
+        Generated from the specifications (their ``called`` mark and pluggy options), for the
+        hookspec table of ``docs/plugins.md``; the core's hooks first, in their module's order.
+        """
+        core_order = [name for name in vars(hookspecs) if name in HOOK_NAMES]
+        rows = []
+        for name in sorted(self._specified(), key=lambda n: (self.declared_by.get(n) != CORE,
+                                                              self.declared_by.get(n, ""),
+                                                              core_order.index(n) if n in core_order else 0, n)):
+            caller = getattr(self.pm.hook, name)
+            assert caller.spec is not None
+            how = getattr(caller.spec.function, hookspecs.CALLED_ATTRIBUTE, None)
+            if how is None:
+                how = "first result" if caller.spec.opts.get("firstresult") else "all results"
+            rows.append(HookSpecRow(name, self.declared_by.get(name, "?"), str(how)))
+        return rows
 
     def call_each(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call ``hook`` once per plugin implementing it, in load order: ``[(plugin, result)]``."""
@@ -360,9 +483,19 @@ class PluginHost:
             self.order.remove(name)
         self._kinds = None
 
+    def registry_hooks(self) -> dict[str, str]:
+        """Registry hook name -> the contribution table it fills, for every declared registry hook."""
+        found = {}
+        for name in sorted(self._specified()):
+            caller = getattr(self.pm.hook, name)
+            table = getattr(caller.spec.function, hookspecs.REGISTRY_ATTRIBUTE, None) if caller.spec else None
+            if table is not None:
+                found[name] = str(table)
+        return found
+
     def _collect_contributions(self) -> Contributions:
         contributions = Contributions()
-        for hook, kind in hookspecs.REGISTRY_HOOKS.items():
+        for hook, kind in self.registry_hooks().items():
             table = contributions.table(kind)
             caller = getattr(self.pm.hook, hook)
             implementers = {impl.plugin_name for impl in caller.get_hookimpls()}
@@ -412,24 +545,3 @@ class PluginHost:
                     raise PluginError(f"collector {collector.name!r} is registered twice")
                 seen[collector.name] = collector
         return list(seen.values())
-
-    def agent_connection(self, cluster: str) -> AgentConnection | None:
-        """The push agent connected for ``cluster`` (``None`` when none is, or nothing receives agents)."""
-        found: AgentConnection | None = self.pm.hook.clusterpulse_agent_connection(cluster=cluster)
-        return found
-
-    def cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
-        """The health verdict of a reachable cluster's totals (a plugin's thresholds, else the defaults)."""
-        verdict = self.pm.hook.clusterpulse_cluster_health(metrics=metrics)
-        return verdict if verdict is not None else cluster_health(metrics)
-
-    def aggregate_resources(self, source_id: str,
-                            resources: Sequence[CollectedResource]) -> AggregationResults | None:
-        """A MetricSource's aggregations over ``resources`` by its owning plugin (``None``: none here)."""
-        results: AggregationResults | None = self.pm.hook.clusterpulse_aggregate_resources(
-            source_id=source_id, resources=list(resources))
-        return results
-
-    def agent_sources(self, sources: Sequence[bytes]) -> None:
-        """Hand the MetricSource documents an agent received to the plugins that evaluate them."""
-        self.pm.hook.clusterpulse_agent_sources(sources=list(sources), plugins=self)

@@ -105,7 +105,8 @@ def _role_rules(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def agent_connected(manager: Manager, cluster: str) -> bool:
     """Whether the cluster's agent is registered with the manager's ingester."""
-    return manager.runtime.plugins.agent_connection(cluster) is not None
+    hook = manager.runtime.plugins.hook("clusterpulse_agent_connection")  # declared by the ingester
+    return hook is not None and hook(cluster=cluster) is not None
 
 
 @pytest.fixture(scope="module")

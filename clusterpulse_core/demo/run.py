@@ -139,6 +139,12 @@ def _idle(manager: Manager) -> bool:
     return all(len(c.queue) == 0 and not c.queue.in_flight for c in manager.controllers.values())
 
 
+def _agent(manager: Manager, cluster: str) -> Any:
+    """The ingester's ``clusterpulse_agent_connection`` answer for ``cluster`` (None without an ingester)."""
+    hook = manager.runtime.plugins.hook("clusterpulse_agent_connection")
+    return hook(cluster=cluster) if hook is not None else None
+
+
 def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -209,7 +215,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
                      f"local `clusterpulse agent` process in place of its pod")
                 agents.append(_start_agent(cluster, ingester_port, Path(tmp), deployed))
             for cluster in pushed:
-                _wait_for(lambda c=cluster: manager.runtime.plugins.agent_connection(c.name) is not None,  # type: ignore[misc]
+                _wait_for(lambda c=cluster: _agent(manager, c.name) is not None,  # type: ignore[misc]
                           CYCLE_TIMEOUT, f"the collector agent of {cluster.name}")
                 echo(f"demo: {cluster.name} is push mode: its `clusterpulse agent` process streams to the "
                      f"ingester on port {ingester_port}")
@@ -218,7 +224,7 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
                 _wait_for(lambda: _pushed_sources_arrived(url, [c.name for c in pushed]), CYCLE_TIMEOUT,
                           "the agents' MetricSource results")
             for cluster in pushed:
-                connection = manager.runtime.plugins.agent_connection(cluster.name)
+                connection = _agent(manager, cluster.name)
                 state = (f"agent {connection.version} connected, last heartbeat "
                          f"{connection.last_heartbeat:%H:%M:%S}") if connection else "agent not connected"
                 echo(f"push: {cluster.name} ({state}); the other clusters are pulled")

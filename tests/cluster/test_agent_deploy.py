@@ -17,8 +17,10 @@ import three_node
 from cluster_support import CC_API, HUB_NAMESPACE, Harness
 from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
 from clusterpulse_cluster.agent_deploy.plan import controller_version, image_tag
+from clusterpulse_ingester import hookspecs as ingester_hookspecs
 
 from clusterpulse_core import hookimpl
+from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.manager import Manager
 
@@ -261,6 +263,11 @@ class ReadsWidgets:
 
     def __init__(self) -> None:
         self.types: list[tuple[str, str]] = []
+
+    @hookimpl
+    def clusterpulse_addhooks(self, pluginmanager: HookDeclarer) -> None:
+        """Declare the ingester's hooks: this stands in for it (not loaded here)."""
+        pluginmanager.add_hookspecs(ingester_hookspecs)
 
     @hookimpl
     def clusterpulse_agent_read_types(self) -> Sequence[tuple[str, str]]:

@@ -8,8 +8,10 @@ from typing import Any
 
 import three_node
 from cluster_support import Harness
+from clusterpulse_ingester import hookspecs as ingester_hookspecs
 
 from clusterpulse_core import hookimpl
+from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.model import AgentConnection
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -21,6 +23,11 @@ class Agents:
 
     def __init__(self) -> None:
         self.connected: dict[str, AgentConnection] = {}
+
+    @hookimpl
+    def clusterpulse_addhooks(self, pluginmanager: HookDeclarer) -> None:
+        """Declare the ingester's hooks: this stands in for it (not loaded here)."""
+        pluginmanager.add_hookspecs(ingester_hookspecs)
 
     @hookimpl
     def clusterpulse_agent_connection(self, cluster: str) -> AgentConnection | None:

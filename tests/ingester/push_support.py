@@ -19,6 +19,8 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 
 from clusterpulse_core.config import CoreSettings
+from clusterpulse_core.model import AgentConnection
+from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
@@ -214,3 +216,11 @@ class Stream:
     def close(self) -> None:
         self._requests.put(None)
         self.channel.close()
+
+
+def agent_connection(plugins: PluginHost, cluster: str) -> AgentConnection | None:
+    """The ingester's answer to ``clusterpulse_agent_connection`` (the hook it declares) for ``cluster``."""
+    hook = plugins.hook("clusterpulse_agent_connection")
+    assert hook is not None, "the ingester plugin, which declares clusterpulse_agent_connection, is not loaded"
+    found: AgentConnection | None = hook(cluster=cluster)
+    return found

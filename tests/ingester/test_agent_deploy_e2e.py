@@ -30,6 +30,7 @@ from push_support import (
     WAIT,
     AgentProcess,
     Stream,
+    agent_connection,
     cluster_connection,
     managed_objects,
     secret,
@@ -177,7 +178,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
     old_agent = run_agent(first, "agent-1")
     new_agent: AgentProcess | None = None
     try:
-        eventually(lambda: running.runtime.plugins.agent_connection("lab"), "the agent to register", timeout=WAIT)
+        eventually(lambda: agent_connection(running.runtime.plugins, "lab"), "the agent to register", timeout=WAIT)
         template = deployment["spec"]["template"]["metadata"]["annotations"]
 
         # Rotate with the real command; the grace is the setting under test.
@@ -197,7 +198,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
         assert second != hub_credential
         rolled = lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
         assert rolled["spec"]["template"]["metadata"]["annotations"] != template  # the pod restarts with it
-        assert old_agent.process.poll() is None and running.runtime.plugins.agent_connection("lab")
+        assert old_agent.process.poll() is None and agent_connection(running.runtime.plugins, "lab")
         assert time.monotonic() - rotated_at < grace, "the checks above outlasted the grace period"
         new_agent = run_agent(second, "agent-2")  # what the rolled Deployment's pod is
 
@@ -207,7 +208,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
             "the old token's stream to end after the grace", timeout=grace + WAIT)
         old_agent.stop()
         assert not _registers(port, first)
-        eventually(lambda: running.runtime.plugins.agent_connection("lab"), "the new agent", timeout=WAIT)
+        eventually(lambda: agent_connection(running.runtime.plugins, "lab"), "the new agent", timeout=WAIT)
     finally:
         old_agent.stop()
         if new_agent is not None:

@@ -17,7 +17,7 @@ from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.server import REFUSED
-from push_support import HUB_NAMESPACE, TOKEN, WAIT, Stream
+from push_support import HUB_NAMESPACE, TOKEN, WAIT, Stream, agent_connection
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kinds import ObjectRef
@@ -86,7 +86,7 @@ def test_wrong_or_missing_token_is_unauthenticated_and_stores_nothing(
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
     assert _keys(redis_url, "cluster:edge:*") == []
     assert recording.pieces == []
-    assert runtime.plugins.agent_connection("edge") is None
+    assert agent_connection(runtime.plugins, "edge") is None
     assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason=reason) == 1
 
 
@@ -117,7 +117,7 @@ def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any],
     assert error.code() == grpc.StatusCode.UNAVAILABLE  # the agent backs off and reconnects
     assert error.details() == REFUSED
     assert "this replica does not store now (the leader Lease is not held" in caplog.text
-    assert runtime.plugins.agent_connection("edge") is None and recording.pieces == []
+    assert agent_connection(runtime.plugins, "edge") is None and recording.pieces == []
     assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason="standby") == 1
 
     runtime.fence.renewed(time.monotonic() + 60)  # became the leader
@@ -160,7 +160,7 @@ def test_with_sharding_only_the_replica_holding_the_cluster_takes_its_agent(
     stream.close()
     assert error.code() == grpc.StatusCode.UNAVAILABLE  # the agent keeps the batch and reconnects
     assert "cluster 'edge' is held by another replica (sharding)" in error.details()
-    assert len(recording.pieces) == stored and runtime.plugins.agent_connection("edge") is None
+    assert len(recording.pieces) == stored and agent_connection(runtime.plugins, "edge") is None
 
     stream = Stream(_port(runtime), TOKEN + "edge")  # and a new registration goes elsewhere too
     stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
@@ -240,7 +240,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
     first = stream.register("edge", TOKEN + "edge", version="v9.9")
     assert first.WhichOneof("payload") == "config"
     assert list(first.config.metric_sources_json) == []
-    connection = runtime.plugins.agent_connection("edge")
+    connection = agent_connection(runtime.plugins, "edge")
     assert connection is not None and connection.version == "v9.9"
 
     collected = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=2)
@@ -269,7 +269,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
 
     before = connection.last_heartbeat
     stream.send(pb.ConnectRequest(health=pb.HealthReport(cluster_name="edge", buffered_batches=4)))
-    later = eventually(lambda: (c := runtime.plugins.agent_connection("edge")) and c.buffered_batches == 4 and c,
+    later = eventually(lambda: (c := agent_connection(runtime.plugins, "edge")) and c.buffered_batches == 4 and c,
                        "the heartbeat", timeout=WAIT)
     assert later.last_heartbeat >= before
 
@@ -286,7 +286,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
     assert error.code() == grpc.StatusCode.PERMISSION_DENIED
     assert recording.pieces == []
     assert _keys(redis_url, "cluster:other:*") == []
-    eventually(lambda: runtime.plugins.agent_connection("edge") is None, "the stream to leave the table", timeout=WAIT)
+    eventually(lambda: agent_connection(runtime.plugins, "edge") is None, "the stream to leave the table", timeout=WAIT)
     assert _sample(runtime, "clusterpulse_ingester_batches_acked_total") == 2
     assert _sample(runtime, "clusterpulse_ingester_bytes_received_total") > 100
 
@@ -464,7 +464,7 @@ def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, An
     stream.send(pb.ConnectRequest(metrics=sent))
     assert stream.recv().ack.success
     # What the hub's reconcile of the pushed cluster patches into its ClusterConnection.
-    connection = runtime.plugins.agent_connection("edge")
+    connection = agent_connection(runtime.plugins, "edge")
     assert connection is not None and connection.health == health
     stream.close()
     client = redis.Redis.from_url(redis_url)

@@ -28,6 +28,7 @@ from push_support import (
     WAIT,
     AgentProcess,
     Stream,
+    agent_connection,
     cluster_connection,
     collector_secret,
     managed_objects,
@@ -202,7 +203,7 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
     assert world.json("cluster:edge:info")["api_url"] == world.cr("edge")["spec"]["endpoint"]
 
     # A MetricSource created, then edited, while the agent stays connected.
-    connection = world.manager.runtime.plugins.agent_connection("edge")
+    connection = agent_connection(world.manager.runtime.plugins, "edge")
     assert connection is not None
     world.hub.create(metric_source("deploys", "replicas * 2"))
     resources_key = "cluster:edge:custom:clusterpulse/deploys:resources"
@@ -221,7 +222,7 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
     eventually(lambda: values().get("api", {}).get("doubled") == 30, "the edited expression's values", timeout=WAIT)
     aggregations = world.json("cluster:edge:custom:clusterpulse/deploys:aggregations")
     assert aggregations["values"]["total"] == 50.0
-    after = world.manager.runtime.plugins.agent_connection("edge")
+    after = agent_connection(world.manager.runtime.plugins, "edge")
     assert after is not None and after.connected_at == connection.connected_at  # no reconnect
     assert agent.metric("clusterpulse_agent_config_updates_total") >= 3  # at register, create, edit
     assert agent.output().count("Registered with ingester") == 1
@@ -287,7 +288,7 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
     assert world.cr("fallback")["status"]["collectorStatus"] == {"connected": False}
 
     agent = world.start_agent("fallback", token=TOKEN + "fallback")
-    eventually(lambda: world.manager.runtime.plugins.agent_connection("fallback"),
+    eventually(lambda: agent_connection(world.manager.runtime.plugins, "fallback"),
                "the agent to register", timeout=WAIT)
 
     def touch() -> None:  # a spec change makes the manager reconcile now instead of in 30 s
@@ -301,7 +302,7 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
     assert status["message"].startswith("Collector push active (agent ")
     assert status["collectorStatus"]["version"] and status["collectorStatus"]["lastHeartbeat"]
     assert agent.stop() == 0
-    eventually(lambda: world.manager.runtime.plugins.agent_connection("fallback") is None,
+    eventually(lambda: agent_connection(world.manager.runtime.plugins, "fallback") is None,
                "the stream to close", timeout=WAIT)
     touch()
     status = eventually(lambda: "collecting by pull" in (s := world.cr("fallback").get("status") or {}).get(
@@ -366,7 +367,7 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     eventually(lambda: "push agent not connected" in _status(world, "quiet").get("message", ""),
                "the first pull", timeout=WAIT)
     agent = world.start_agent("quiet", token=TOKEN + "quiet", managed=cluster, ack_timeout=60.0)
-    eventually(lambda: world.manager.runtime.plugins.agent_connection("quiet"), "the agent to register", timeout=WAIT)
+    eventually(lambda: agent_connection(world.manager.runtime.plugins, "quiet"), "the agent to register", timeout=WAIT)
 
     # Streaming: reconciles find the agent live and leave the cluster alone.
     cluster.clear_requests()
@@ -394,7 +395,7 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     try:
         status = eventually(lambda: "silent since" in (s := _status(world, "quiet")).get("message", "") and s,
                             "the fallback to pull", timeout=30)
-        assert world.manager.runtime.plugins.agent_connection("quiet") is not None  # still connected, silent
+        assert agent_connection(world.manager.runtime.plugins, "quiet") is not None  # still connected, silent
         assert status["phase"] == "Connected"
         assert re.fullmatch(HEALTH_MESSAGE.pattern + r" \(push agent \S+ silent since \S+Z: collecting by pull\)",
                             status["message"])

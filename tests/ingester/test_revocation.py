@@ -16,7 +16,16 @@ import pytest
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.server import REFUSED
-from push_support import CC_API, HUB_NAMESPACE, TOKEN, Stream, cluster_connection, collector_secret, secret
+from push_support import (
+    CC_API,
+    HUB_NAMESPACE,
+    TOKEN,
+    Stream,
+    agent_connection,
+    cluster_connection,
+    collector_secret,
+    secret,
+)
 from test_ingester_protocol import batch
 
 from clusterpulse_core.context import Runtime
@@ -65,7 +74,7 @@ def test_a_hub_change_ends_the_stream_at_once_and_nothing_later_is_stored(
 
     changed = time.monotonic()
     change(hub)
-    eventually(lambda: runtime.plugins.agent_connection("edge") is None, "the registration to be revoked",
+    eventually(lambda: agent_connection(runtime.plugins, "edge") is None, "the registration to be revoked",
              timeout=REVOCATION_BOUND)
     # Sent after the ingester dropped the registration: never read, never stored.
     stream.send(pb.ConnectRequest(metrics=batch("edge", "after")))
@@ -104,6 +113,6 @@ def test_only_push_clusters_are_accepted(start_ingester: Callable[..., tuple[Run
     error = stream.error()
     stream.close()
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED and error.details() == REFUSED
-    assert recording.pieces == [] and runtime.plugins.agent_connection("pulled") is None
+    assert recording.pieces == [] and agent_connection(runtime.plugins, "pulled") is None
     assert runtime.metrics.get_sample_value("clusterpulse_ingester_streams_rejected_total",
                                             {"reason": "not_push"}) == 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -20,7 +20,6 @@ from clusterpulse_alerts.engine import Rule
 from clusterpulse_alerts.settings import SEVERITIES
 from clusterpulse_core.alerting import ClusterView, Finding
 from clusterpulse_core.contributions import Contribution
-from clusterpulse_core.hookspecs import CompiledExpression, ExpressionCompiler
 from clusterpulse_core.model import ClusterMetrics
 from clusterpulse_core.serde import unstructure
 
@@ -32,6 +31,21 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 DEFAULT_MESSAGE = "AlertRule {rule} fires on cluster {cluster}"
+
+
+class CompiledExpression(Protocol):
+    """What this plugin needs of a compiled expression (``clusterpulse_expression_compiler``)."""
+
+    references: tuple[str, ...]
+
+    def evaluate(self, values: Mapping[str, Any] | None) -> Any:
+        """The expression's value with identifiers looked up in ``values``."""
+
+
+class ExpressionCompiler(Protocol):
+    """``compile(text, functions)``, answered by the plugin that declares the expression language."""
+
+    def __call__(self, text: str, functions: Mapping[str, Any], /) -> CompiledExpression: ...
 
 
 class RuleError(Exception):

@@ -23,8 +23,8 @@ def make_alerts_command(plugins: PluginHost) -> click.Command:
                   help="only this severity")
     def alerts_cmd(as_json: bool, cluster: str | None, severity: str | None) -> None:
         """List the firing alerts (from Redis), most severe first."""
-        hook = plugins.pm.hook.clusterpulse_stored_alerts
-        if not hook.get_hookimpls():
+        hook = plugins.hook("clusterpulse_stored_alerts")
+        if hook is None or not hook.get_hookimpls():
             click.echo("error: no enabled plugin stores alerts (enable redis)", err=True)
             sys.exit(1)
         try:

@@ -20,7 +20,7 @@ from clusterpulse_core import hookimpl
 from clusterpulse_core.alerting import AlertRuleDef
 from clusterpulse_core.config import Config, ConfigError
 from clusterpulse_core.context import ReconcileContext, Runtime
-from clusterpulse_core.hookspecs import Register
+from clusterpulse_core.hookspecs import HookDeclarer, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.plugins import PluginHost
@@ -75,6 +75,13 @@ class AlertsPlugin:
         self._stored_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
+
+    @hookimpl
+    def clusterpulse_addhooks(self, pluginmanager: HookDeclarer) -> None:
+        """Declare this plugin's hooks (:mod:`clusterpulse_alerts.hookspecs`)."""
+        from clusterpulse_alerts import hookspecs
+
+        pluginmanager.add_hookspecs(hookspecs)
 
     @hookimpl
     def clusterpulse_settings_class(self) -> type:
@@ -160,12 +167,12 @@ class AlertsPlugin:
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         key = rule_key(namespace, name)
-        hook = ctx.runtime.plugins.pm.hook
+        compiler = ctx.runtime.plugins.hook("clusterpulse_expression_compiler")  # None: no metricsource
         shard = ctx.runtime.shard
         sharded = shard is not None and bool(ctx.kind.split_by)
         reports = shard is None or not ctx.kind.split_by or shard.admit(ctx.ref)
         try:
-            rule = compile_rule(obj, hook.clusterpulse_expression_compiler(), ctx.runtime.contributions.functions)
+            rule = compile_rule(obj, compiler() if compiler is not None else None, ctx.runtime.contributions.functions)
         except RuleError as exc:
             self.backend.send(self.engine.remove_rule(key))
             if reports:

@@ -18,6 +18,7 @@ from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model import ClusterMetrics, HealthVerdict, cluster_health
 from clusterpulse_core.model.time import utcnow
@@ -37,6 +38,13 @@ class ClusterPlugin:
     def now(self) -> datetime:
         """The current time according to :attr:`clock`."""
         return self.clock()
+
+    @hookimpl
+    def clusterpulse_addhooks(self, pluginmanager: HookDeclarer) -> None:
+        """Declare this plugin's hooks (:mod:`clusterpulse_cluster.hookspecs`)."""
+        from clusterpulse_cluster import hookspecs
+
+        pluginmanager.add_hookspecs(hookspecs)
 
     @hookimpl
     def clusterpulse_settings_class(self) -> type:

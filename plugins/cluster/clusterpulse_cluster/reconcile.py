@@ -33,6 +33,7 @@ from clusterpulse_core.kube.credentials import CredentialsError, TransportWarnin
 from clusterpulse_core.kube.pool import ClusterBusyError
 from clusterpulse_core.model import (
     HEALTHY_MESSAGE,
+    AgentConnection,
     ClusterMetrics,
     ClusterStatusRecord,
     Health,
@@ -194,7 +195,8 @@ class ClusterReconciler:
         The connection table comes from whichever plugin receives agents, through the
         ``clusterpulse_agent_connection`` hook; with none, every push cluster is pulled (C3).
         """
-        agent = ctx.runtime.plugins.agent_connection(name)
+        hook = ctx.runtime.plugins.hook("clusterpulse_agent_connection")  # None: no ingester loaded
+        agent: AgentConnection | None = hook(cluster=name) if hook is not None else None
         now = self.clock()
         age = (now - agent.last_heartbeat).total_seconds() if agent is not None else 0.0
         if agent is not None and age <= self.settings.agent_silence_limit:

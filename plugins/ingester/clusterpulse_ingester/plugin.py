@@ -10,6 +10,7 @@ import click
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import Runtime
+from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.model import AgentConnection
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import StorageBackend
@@ -36,6 +37,13 @@ class IngesterPlugin:
     def _sources_changed(self) -> None:
         if self.server is not None:
             self.server.push_config()
+
+    @hookimpl
+    def clusterpulse_addhooks(self, pluginmanager: HookDeclarer) -> None:
+        """Declare this plugin's hooks (:mod:`clusterpulse_ingester.hookspecs`)."""
+        from clusterpulse_ingester import hookspecs
+
+        pluginmanager.add_hookspecs(hookspecs)
 
     @hookimpl
     def clusterpulse_settings_class(self) -> type:

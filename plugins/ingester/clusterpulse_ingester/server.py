@@ -29,6 +29,8 @@ from prometheus_client import Counter
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import FencedError
 from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.model import AggregationResults, ClusterMetrics, CollectedResource, HealthVerdict
+from clusterpulse_core.model.cluster import cluster_health
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
@@ -640,7 +642,7 @@ class IngesterServer:
                 storing = self._worker.submit(functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
                     endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
-                    health=self.runtime.plugins.cluster_health, aggregate=self.runtime.plugins.aggregate_resources))
+                    health=self._health, aggregate=self._aggregate))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
@@ -663,6 +665,19 @@ class IngesterServer:
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _health(self, metrics: ClusterMetrics) -> HealthVerdict:
+        """A pushed cluster's verdict with the cluster plugin's thresholds (the upstream defaults without it)."""
+        hook = self.runtime.plugins.hook("clusterpulse_cluster_health")
+        verdict: HealthVerdict | None = hook(metrics=metrics) if hook is not None else None
+        return verdict if verdict is not None else cluster_health(metrics)
+
+    def _aggregate(self, source_id: str, resources: Sequence[CollectedResource]) -> AggregationResults | None:
+        """The hub's aggregations of a pushed source (``None`` without the metricsource plugin: keep the agent's)."""
+        hook = self.runtime.plugins.hook("clusterpulse_aggregate_resources")
+        results: AggregationResults | None = (hook(source_id=source_id, resources=list(resources))
+                                              if hook is not None else None)
+        return results
 
     def _stored(self, key: tuple[str, str], future: asyncio.Future[None]) -> None:
         """A batch's store ended (whether or not a stream still waits for it): remember it if it worked."""

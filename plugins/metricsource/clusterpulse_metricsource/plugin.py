@@ -12,6 +12,7 @@ from clusterpulse_metricsource.builtins.field_types import register_builtin_fiel
 from clusterpulse_metricsource.builtins.filters import register_builtin_filter_operators
 from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.functions import register_builtin_functions
+from clusterpulse_metricsource.hookspecs import ExpressionCompiler
 from clusterpulse_metricsource.reconcile import MetricSourceReconciler
 from clusterpulse_metricsource.settings import MetricSourceSettings
 
@@ -19,7 +20,7 @@ from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
-from clusterpulse_core.hookspecs import ExpressionCompiler, Register
+from clusterpulse_core.hookspecs import HookDeclarer, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model import AggregationResults, CollectedResource
 from clusterpulse_core.plugins import PluginHost
@@ -33,6 +34,13 @@ class MetricSourcePlugin:
     def __init__(self) -> None:
         self.reconciler = MetricSourceReconciler()
         self.agent_sources = AgentSources()
+
+    @hookimpl
+    def clusterpulse_addhooks(self, pluginmanager: HookDeclarer) -> None:
+        """Declare this plugin's hooks (:mod:`clusterpulse_metricsource.hookspecs`)."""
+        from clusterpulse_metricsource import hookspecs
+
+        pluginmanager.add_hookspecs(hookspecs)
 
     @hookimpl
     def clusterpulse_settings_class(self) -> type:
@@ -102,7 +110,7 @@ class MetricSourcePlugin:
         collector = self.reconciler.compiled(source_id)
         return None if collector is None else collector.aggregate(resources)
 
-    @hookimpl
+    @hookimpl(optionalhook=True)
     def clusterpulse_agent_read_types(self) -> Sequence[tuple[str, str]]:
         """The resource types of the compiled MetricSources: push-mode agents must be able to read them."""
         return self.reconciler.resource_types()
@@ -114,7 +122,7 @@ class MetricSourcePlugin:
             return []
         return [Collector(AGENT_COLLECTOR, self.agent_sources.collect)]
 
-    @hookimpl
+    @hookimpl(optionalhook=True)
     def clusterpulse_agent_sources(self, sources: Sequence[bytes], plugins: PluginHost) -> None:
         """Compile the definitions a push agent received (computed fields and namespace patterns too)."""
         from clusterpulse_metricsource.catalog import Catalog

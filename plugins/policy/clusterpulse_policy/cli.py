@@ -72,8 +72,8 @@ def make_policy_command(plugins: PluginHost) -> click.Group:
             name, is_sa = principal(user, groups, service_account)
         except CompileError as exc:
             fail(str(exc))
-        hook = plugins.pm.hook.clusterpulse_stored_policies
-        if not hook.get_hookimpls():
+        hook = plugins.hook("clusterpulse_stored_policies")
+        if hook is None or not hook.get_hookimpls():
             fail("no enabled plugin stores policies (enable redis)")
         try:
             found = [p for answer in hook(user=name, groups=list(groups), service_account=is_sa) for p in answer or ()]

@@ -11,6 +11,7 @@ import click
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.plugins import PluginHost
@@ -33,6 +34,13 @@ class PolicyPlugin:
         self.settings = PolicySettings()
         self.reconciler = PolicyReconciler(clock)
         self.validator: Validator | None = None
+
+    @hookimpl
+    def clusterpulse_addhooks(self, pluginmanager: HookDeclarer) -> None:
+        """Declare this plugin's hooks (:mod:`clusterpulse_policy.hookspecs`)."""
+        from clusterpulse_policy import hookspecs
+
+        pluginmanager.add_hookspecs(hookspecs)
 
     @hookimpl
     def clusterpulse_settings_class(self) -> type:

@@ -86,7 +86,7 @@ class RedisPlugin:
             return [m.removeprefix("policy:").replace(":", "/", 1) for m in members if m.startswith("policy:")]
         return members
 
-    @hookimpl
+    @hookimpl(optionalhook=True)  # declared by the alerts plugin
     def clusterpulse_stored_alerts(self) -> Sequence[Alert]:
         """The ``alerts:<c>:<id>`` hashes in Redis, read on a short-lived connection."""
         client = connect(self.settings or RedisSettings())
@@ -96,7 +96,7 @@ class RedisPlugin:
             client.close()
             client.connection_pool.disconnect()
 
-    @hookimpl
+    @hookimpl(optionalhook=True)  # declared by the policy plugin
     def clusterpulse_stored_policies(self, user: str, groups: Sequence[str],
                                      service_account: bool) -> Sequence[StoredPolicy]:
         """The principal's policies from the ``policy:{user,group,sa}:<x>:sorted`` indexes (short-lived connection)."""

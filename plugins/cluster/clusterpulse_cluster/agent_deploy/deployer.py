@@ -72,7 +72,7 @@ class Connection:
 
 def agent_connection(ctx: ReconcileContext, cluster: str, now: datetime, silence_limit: float) -> Connection:
     """Ask the plugin that receives agents, if one is loaded; a silent agent counts as disconnected."""
-    hook = getattr(ctx.runtime.plugins.pm.hook, "clusterpulse_agent_connection", None)
+    hook = ctx.runtime.plugins.hook("clusterpulse_agent_connection")  # None: no ingester
     if hook is None:
         return Connection(False)
     try:
@@ -234,7 +234,7 @@ class AgentDeployer:
         if settings.ingester_tls_enabled and not settings.ingester_tls_use_system_ca:
             ca = self._ca_bundle(ctx)
         read_types: set[tuple[str, str]] = set()
-        hook = getattr(ctx.runtime.plugins.pm.hook, "clusterpulse_agent_read_types", None)
+        hook = ctx.runtime.plugins.hook("clusterpulse_agent_read_types")  # None: no ingester
         for answer in (hook() if hook is not None else ()):
             read_types.update((str(group), str(resource)) for group, resource in answer or ())
         return AgentPlan(

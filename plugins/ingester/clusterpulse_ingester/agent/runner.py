@@ -176,7 +176,9 @@ class Agent:
 
     async def apply_config(self, update: pb.ConfigUpdate) -> None:
         """Replace the MetricSources and, when given, the collect interval; no reconnect needed."""
-        await asyncio.to_thread(self.host.agent_sources, list(update.metric_sources_json))
+        hook = self.host.hook("clusterpulse_agent_sources")  # declared by this plugin: loaded in the agent
+        if hook is not None:
+            await asyncio.to_thread(hook, sources=list(update.metric_sources_json), plugins=self.host)
         self.metrics.config_updates.inc()
         if update.default_interval_seconds > 0 and update.default_interval_seconds != self.interval:
             self.interval = float(update.default_interval_seconds)
