@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 import pytest
+from clusterpulse_cluster.plugin import ClusterPlugin
 from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
 
@@ -124,7 +125,9 @@ def fleet(kube_api: Callable[..., Any]) -> Iterator[Fleet]:
     hub.create(_connection("north", "http://127.0.0.1:1", "Error"))
 
     backend = RecordingBackend()
-    host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "recording": BackendPlugin(backend)})
+    # The cluster plugin offers the typed fleet view (clusterpulse_fleet) the MetricSources collect from.
+    host = PluginHost([], extra={"cluster": ClusterPlugin, "metricsource": MetricSourcePlugin,
+                                 "recording": BackendPlugin(backend)})
     config = Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0))
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
     yield Fleet(hub, clusters, backend, runtime)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.fleet import FLEET
 from clusterpulse_metricsource.fleet import connected_clusters
 
 from clusterpulse_core.kube.client import KubeClient
@@ -26,5 +27,5 @@ def test_connected_clusters_skip_those_with_a_connected_agent(kube_api: Callable
         hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
                     "metadata": {"name": name, "namespace": "cp"},
                     "spec": {"endpoint": "https://x", "credentialsRef": {"name": "s"}}, "status": status})
-    names = sorted(ref.name for ref in connected_clusters(KubeClient(hub.api_client()), "cp"))
+    names = sorted(ref.name for ref in connected_clusters(FLEET, KubeClient(hub.api_client()), "cp"))
     assert names == ["fell-back", "pulled"]

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_metricsource.crd import METRIC_SOURCE
+from clusterpulse_metricsource.plugin import MetricSourcePlugin
+
+from clusterpulse_core.config import Config, CoreSettings
+from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import (
     AggregationsPiece,
     CustomResourcesPiece,
@@ -11,9 +16,12 @@ from clusterpulse_core.pieces import (
     MetricSourceDeletion,
     MetricSourcePiece,
 )
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import build_runtime, reconcile_object
 from clusterpulse_core.serde import unstructure
+from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 
-from .conftest import CUSTOM_API_VERSION, Fleet, cactus
+from .conftest import CUSTOM_API_VERSION, NAMESPACE, Fleet, cactus
 
 SPEC: dict[str, Any] = {
     "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus",
@@ -196,3 +204,25 @@ def test_compiled_sources_tell_push_agents_which_types_to_read(fleet: Fleet) -> 
     assert read_types() == [("", "pods"), (CUSTOM_API_VERSION.split("/")[0], "cactuses")]
     fleet.delete("cacti")
     assert read_types() == [("", "pods")]
+
+
+def test_without_the_plugin_offering_the_fleet_a_source_says_so(fleet: Fleet) -> None:
+    """The clusters come from the cluster plugin's typed view (``clusterpulse_fleet``): without it,
+    the MetricSource is in Error naming what to enable, and nothing is collected."""
+    backend = RecordingBackend()
+    host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "recording": BackendPlugin(backend)})
+    assert host.hook("clusterpulse_fleet") is None
+    runtime = build_runtime(Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0)), host,
+                            hub=KubeClient(fleet.hub.api_client()))
+    try:
+        fleet.apply("cacti", SPEC)
+        outcome = reconcile_object(runtime, "metricsource", METRIC_SOURCE, fleet.metric_source("cacti"))
+    finally:
+        runtime.pool.close()
+    status = fleet.metric_source("cacti")["status"]
+    assert not outcome.ok and status["phase"] == "Error"
+    assert status["message"] == ("no plugin offers the managed clusters (clusterpulse_fleet): enable the cluster "
+                                 "plugin")
+    assert backend.of(CustomResourcesPiece) == []
+    assert fleet.reconcile("cacti").ok  # with the cluster plugin (the fixture's runtime) it collects
+    assert sorted(_collections(fleet)) == ["east", "west"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_cluster.fleet import FLEET
 from clusterpulse_cluster.info import ClusterInfoCollector
 from clusterpulse_cluster.inventory import COUNTED_PATHS, InventoryCollector
 from clusterpulse_cluster.olm import OperatorsCollector
@@ -21,6 +22,7 @@ from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.model import ClusterMetrics, HealthVerdict, cluster_health
+from clusterpulse_core.model.fleet import Fleet
 from clusterpulse_core.model.time import utcnow
 
 
@@ -94,6 +96,11 @@ class ClusterPlugin:
                                                       agent=agent)),
             Collector("cluster_operators", ClusterOperatorsCollector()),
         ]
+
+    @hookimpl
+    def clusterpulse_fleet(self) -> Fleet:
+        """The typed view of the ClusterConnections, for the other plugins."""
+        return FLEET
 
     @hookimpl
     def clusterpulse_cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:

@@ -1,7 +1,8 @@
 """Collecting one MetricSource from every connected cluster in parallel (docs/compatibility.md#metricsource-reconcile).
 
-Only ClusterConnections in the watch namespace whose ``status.phase`` is exactly ``Connected``
-are used, except those a connected push agent serves (it evaluates the sources itself). Each
+The clusters come from the plugin owning them (``clusterpulse_fleet``, the cluster plugin's typed
+view): those in the watch namespace whose phase is exactly ``Connected``, except those a connected
+push agent serves (it evaluates the sources itself). Each
 cluster gets its client from the shared pool (credentials from its Secret) and runs under the
 source's timeout; a cluster that hangs is given up on at the deadline, so it never holds back
 the results of the others.
@@ -23,23 +24,13 @@ from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import cluster_credentials
+from clusterpulse_core.model.fleet import Fleet, FleetCluster
 
 log = logging.getLogger(__name__)
 
-CLUSTER_CONNECTIONS = "/apis/clusterpulse.io/v1alpha1/namespaces/{namespace}/clusterconnections"
 #: Extra seconds allowed past a source's timeout before a cluster is given up on.
 DEADLINE_GRACE_SECONDS = 1.0
 MAX_PARALLEL_CLUSTERS = 16
-
-
-@attrs.frozen
-class ClusterRef:
-    """What is needed to reach one connected managed cluster."""
-
-    name: str
-    endpoint: str
-    secret_namespace: str
-    secret_name: str
 
 
 @attrs.frozen
@@ -67,40 +58,38 @@ class FleetOutcome:
         return len(self.failures) + sum(len(r.errors) for r in self.results.values())
 
 
-def connected_clusters(hub: KubeClient, namespace: str) -> list[ClusterRef]:
-    """The ClusterConnections in ``namespace`` whose status phase is ``Connected`` and that no push agent serves."""
-    refs = []
-    for obj in hub.list_items(CLUSTER_CONNECTIONS.format(namespace=namespace)):
-        status = obj.get("status") or {}
-        if status.get("phase") != "Connected":
-            continue
-        if (status.get("collectorStatus") or {}).get("connected") is True:
-            continue  # a push agent collects this cluster's MetricSources itself
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        creds = spec.get("credentialsRef") or {}
-        refs.append(ClusterRef(
-            name=str(meta.get("name") or ""),
-            endpoint=str(spec.get("endpoint") or ""),
-            secret_namespace=str(creds.get("namespace") or meta.get("namespace") or namespace),
-            secret_name=str(creds.get("name") or ""),
-        ))
-    return refs
+class NoFleetError(Exception):
+    """No loaded plugin offers the clusters (``clusterpulse_fleet``): there is nothing to collect from."""
 
 
-def _target(runtime: Runtime, ref: ClusterRef) -> ClusterTarget:
-    credentials = cluster_credentials(runtime.hub, ref.endpoint, ref.secret_namespace, ref.secret_name,
-                                      runtime.secrets)
-    return ClusterTarget(ref.name, ref.endpoint, runtime.pool.get(ref.name, credentials))
+def fleet_of(runtime: Runtime) -> Fleet:
+    """The typed fleet view of the plugin owning the clusters; :class:`NoFleetError` without one."""
+    hook = runtime.plugins.hook("clusterpulse_fleet")
+    fleet: Fleet | None = hook() if hook is not None else None
+    if fleet is None:
+        raise NoFleetError("no plugin offers the managed clusters (clusterpulse_fleet): enable the cluster plugin")
+    return fleet
 
 
-def collect_fleet(runtime: Runtime, collector: ClusterCollector, clusters: Sequence[ClusterRef]) -> FleetOutcome:
+def connected_clusters(fleet: Fleet, hub: KubeClient, namespace: str) -> list[FleetCluster]:
+    """The clusters in ``namespace`` whose phase is ``Connected`` and that no push agent serves."""
+    # A connected push agent collects its cluster's MetricSources itself.
+    return [cluster for cluster in fleet.clusters(hub, namespace) if cluster.connected and not cluster.agent.connected]
+
+
+def _target(runtime: Runtime, cluster: FleetCluster) -> ClusterTarget:
+    credentials = cluster_credentials(runtime.hub, cluster.endpoint, cluster.credentials.namespace,
+                                      cluster.credentials.name, runtime.secrets)
+    return ClusterTarget(cluster.name, cluster.endpoint, runtime.pool.get(cluster.name, credentials))
+
+
+def collect_fleet(runtime: Runtime, collector: ClusterCollector, clusters: Sequence[FleetCluster]) -> FleetOutcome:
     """Collect from every cluster in parallel; a failing or hanging cluster is one failure."""
     if not clusters:
         return FleetOutcome({}, {})
     timeout = collector.program.compiled.collection.timeout_seconds + DEADLINE_GRACE_SECONDS
 
-    def run(ref: ClusterRef) -> ClusterResult:
+    def run(ref: FleetCluster) -> ClusterResult:
         # Every call to the cluster stops at the deadline: no thread outlives the source's timeout.
         with deadline.within(timeout), runtime.pool.in_flight(ref.name):
             return collector.collect(_target(runtime, ref))

@@ -26,7 +26,7 @@ from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiler import compile_metric_source
 from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import CompileError, MetricSourceError
-from clusterpulse_metricsource.fleet import ClusterRef, FleetOutcome, collect_fleet, connected_clusters, event_data
+from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data, fleet_of
 from clusterpulse_metricsource.settings import MetricSourceSettings
 from clusterpulse_metricsource.shares import SHARDS_FIELD, ClusterShare, ShardShare, Totals, add_up, read_shares
 from clusterpulse_metricsource.status import ERROR_REQUEUE_SECONDS, collected_status, failed_status, requeue_seconds
@@ -36,6 +36,7 @@ from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.contributions import Contributions
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, hub_unreachable
+from clusterpulse_core.model.fleet import FleetCluster
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -73,10 +74,10 @@ class MetricSourceReconciler:
         #: Sharded: sources whose holder already came back early once for a missing share.
         self._caught_up: set[str] = set()
         #: The last good read of the connected clusters (namespace -> refs), used while the hub is down.
-        self._known_clusters: dict[str, list[ClusterRef]] = {}
+        self._known_clusters: dict[str, list[FleetCluster]] = {}
         self._hub_down = False
 
-    def clusters(self, ctx: ReconcileContext) -> list[ClusterRef]:
+    def clusters(self, ctx: ReconcileContext) -> list[FleetCluster]:
         """The connected clusters to collect from; while the hub cannot be reached, the last ones read.
 
         A hub outage must not stop collection: the managed clusters are still there, only the
@@ -84,7 +85,7 @@ class MetricSourceReconciler:
         """
         namespace = ctx.runtime.namespace
         try:
-            clusters = connected_clusters(ctx.hub, namespace)
+            clusters = connected_clusters(fleet_of(ctx.runtime), ctx.hub, namespace)
         except KubeApiError as exc:
             with self._lock:
                 known = self._known_clusters.get(namespace)
