@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from clusterpulse_cluster.fleet import fleet_cluster
 from clusterpulse_ingester.agents import AgentBook, hub_view, streaming_status
 
 from clusterpulse_core.model import AgentStatus, ClusterStatusRecord
@@ -18,16 +19,21 @@ def _cc(mode: str | None, agent: object = None) -> dict[str, object]:
     return {"spec": spec, **({"status": {"agent": agent}} if agent is not None else {})}
 
 
+def _view(obj: dict[str, object]) -> AgentStatus | None:
+    """The hub's decision for a ClusterConnection, read through the cluster plugin's typed fleet view."""
+    return hub_view(fleet_cluster(obj))
+
+
 def test_hub_view_reads_status_agent_of_push_clusters_only() -> None:
-    assert hub_view(_cc(None)) is None
-    assert hub_view(_cc("pull", {"deployed": True, "version": "1.0"})) is None
-    assert hub_view(_cc("push")) == AgentStatus()
-    assert hub_view(_cc("push", {"deployed": True, "version": "1.2.0", "connected": False,
-                                 "lastHeartbeat": "2026-01-01T00:00:00Z"})) == AgentStatus(True, "1.2.0")
+    assert _view(_cc(None)) is None
+    assert _view(_cc("pull", {"deployed": True, "version": "1.0"})) is None
+    assert _view(_cc("push")) == AgentStatus()
+    assert _view(_cc("push", {"deployed": True, "version": "1.2.0", "connected": False,
+                              "lastHeartbeat": "2026-01-01T00:00:00Z"})) == AgentStatus(True, "1.2.0")
     # Hostile or broken status: read as "not installed by the hub", never an error.
-    assert hub_view(_cc("push", {"deployed": "yes", "version": ["x"]})) == AgentStatus()
-    assert hub_view(_cc("push", "not a mapping")) == AgentStatus()
-    assert hub_view({"spec": "nope"}) is None
+    assert _view(_cc("push", {"deployed": "yes", "version": ["x"]})) == AgentStatus()
+    assert _view(_cc("push", "not a mapping")) == AgentStatus()
+    assert _view({"spec": "nope"}) is None
 
 
 def test_streaming_status_keeps_the_hubs_version_only_for_its_own_agent() -> None:

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 
 from clusterpulse_alerts.engine import Engine
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.model.alert import Alert
+from clusterpulse_core.model.fleet import Fleet
 from clusterpulse_core.pieces import (
     AggregationsPiece,
     ClusterDeletion,
@@ -41,8 +41,6 @@ from clusterpulse_core.pieces import (
 log = logging.getLogger(__name__)
 
 Emit = Callable[..., None]
-#: The kind whose holder (with sharding) evaluates a cluster's alerts (the cluster plugin's kind, by name).
-CLUSTER_KIND = "ClusterConnection"
 #: Pieces that make (or update) a cluster's view.
 _CLUSTER_VIEW_PIECES = (NodesPiece, ClusterStatusPiece, ClusterMetricsPiece, OperatorsPiece, ClusterOperatorsPiece,
                         ClusterSpecPiece, ClusterLabelsPiece, AggregationsPiece)
@@ -83,8 +81,14 @@ class AlertsBackend:
         shard = runtime.shard if runtime is not None else None  # joins the ring after plugins start
         if runtime is None or shard is None:
             return None
+        # The cluster plugin's typed fleet view names a cluster's ClusterConnection; without it no
+        # cluster is sharded, so every one is held.
+        hook = runtime.plugins.hook("clusterpulse_fleet")
+        fleet: Fleet | None = hook() if hook is not None else None
+        if fleet is None:
+            return None
         namespace = runtime.namespace
-        return lambda name: shard.holds(ObjectRef(CLUSTER_KIND, namespace, name))
+        return lambda name: shard.holds(fleet.ref(namespace, name))
 
     def release_lost(self) -> None:
         """Sharded: forget the clusters whose ClusterConnection this replica no longer holds."""

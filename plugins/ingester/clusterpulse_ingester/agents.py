@@ -4,8 +4,8 @@ The hub decides ``deployed`` and ``version`` (docs/agent-deploy.md): ``deployed`
 the agent, ``version`` the image tag it deployed, else the version the agent reports. The ingester
 does not decide them again; it learns the hub's decision where the hub records it:
 
-- from the ClusterConnection's ``status.agent`` when the agent registers (read in the same request
-  as the collector token), and
+- from the ClusterConnection's ``status.agent`` when the agent registers (read, through the cluster
+  plugin's typed fleet view, from the same cache as the collector token), and
 - from every ``cluster:<c>:status`` the cluster reconcile stores afterwards (it receives the store
   fan-out as every backend does), e.g. the hub installing the agent during a pull fallback.
 
@@ -19,30 +19,23 @@ from every stored ``cluster:<c>:spec``): a batch without ``api_url`` stores it a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
 
 from clusterpulse_core.model import AgentStatus
+from clusterpulse_core.model.fleet import FleetCluster
 from clusterpulse_core.pieces import ClusterDeletion, ClusterSpecPiece, ClusterStatusPiece, Piece
 
-PUSH = "push"
 
+def hub_view(cluster: FleetCluster) -> AgentStatus | None:
+    """The hub's decision recorded for a cluster's agent (installed, image tag): ``None`` for a pull cluster.
 
-def hub_view(obj: Mapping[str, Any]) -> AgentStatus | None:
-    """The hub's decision recorded in a ClusterConnection: ``None`` for a pull cluster.
-
-    A missing or malformed ``status.agent`` reads as "not installed by the hub" (only a JSON
-    ``true`` counts as deployed, only a string as a version).
+    ``cluster`` comes from the cluster plugin's typed fleet view (``clusterpulse_fleet``), which
+    reads a missing or malformed ``status.agent`` as "not installed by the hub".
     """
-    spec = obj.get("spec")
-    if not isinstance(spec, Mapping) or spec.get("collectionMode") != PUSH:
+    if not cluster.push:
         return None
-    status = obj.get("status")
-    raw = status.get("agent") if isinstance(status, Mapping) else None
-    raw = raw if isinstance(raw, Mapping) else {}
-    version = raw.get("version")
-    return AgentStatus(deployed=raw.get("deployed") is True, version=version if isinstance(version, str) else "")
+    return AgentStatus(deployed=cluster.agent.deployed, version=cluster.agent.version)
 
 
 def streaming_status(view: AgentStatus | None, reported_version: str, now: datetime) -> AgentStatus | None:

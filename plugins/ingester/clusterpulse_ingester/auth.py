@@ -14,7 +14,6 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
 
 import attrs
 
@@ -24,16 +23,14 @@ from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import decode_secret_data
 from clusterpulse_core.model import AgentStatus
+from clusterpulse_core.model.fleet import Fleet
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.informer import Informer, Obj
 from clusterpulse_ingester.agents import hub_view
 
 log = logging.getLogger(__name__)
 
-#: The kinds the ingester watches on the hub (the cluster plugin owns ClusterConnection; only its
-#: group, version and plural matter here).
-CLUSTER_CONNECTION_KIND = ResourceKind(group="clusterpulse.io", version="v1alpha1", kind="ClusterConnection",
-                                       plural="clusterconnections", schema={})
+#: The Secrets the ingester watches on the hub (the clusters' kind comes from the fleet view).
 SECRET_KIND = ResourceKind(group="", version="v1", kind="Secret", plural="secrets", schema={})
 #: A ClusterConnection name (DNS-1123 subdomain): anything else cannot be a cluster we know.
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -136,18 +133,23 @@ def token_cluster(secret: Obj) -> str:
 
 
 class HubView:
-    """The ClusterConnections and Secrets of the hub namespace, watched; answers token look-ups from memory.
+    """The clusters (ClusterConnections) and Secrets of the hub namespace, watched; answers token look-ups
+    from memory.
 
-    ``on_change(obj, added)`` is called (on an informer thread) after every change, so the caller can check
-    its open streams again. Until both caches have synced every look-up fails with ``not_ready``.
+    The clusters' objects are read through ``fleet``, the cluster plugin's typed view
+    (``clusterpulse_fleet``): its kind is what is watched, and each object is read as a
+    :class:`~clusterpulse_core.model.fleet.FleetCluster`. ``on_change(obj, added)`` is called (on an
+    informer thread) after every change, so the caller can check its open streams again. Until both
+    caches have synced every look-up fails with ``not_ready``.
     """
 
-    def __init__(self, hub: KubeClient, core: CoreSettings, on_change: Callable[[Obj, bool], None],
+    def __init__(self, hub: KubeClient, core: CoreSettings, fleet: Fleet, on_change: Callable[[Obj, bool], None],
                  token_source: str = collector_token.HUB, clock: Callable[[], datetime] = utcnow) -> None:
         self.namespace = core.namespace
+        self.fleet = fleet
         self.token_source = token_source
         self.clock = clock
-        self._connections = Informer.from_settings(hub, CLUSTER_CONNECTION_KIND, self.namespace, core)
+        self._connections = Informer.from_settings(hub, fleet.kind, self.namespace, core)
         self._secrets = Informer.from_settings(hub, SECRET_KIND, self.namespace, core)
         for watched in (self._connections, self._secrets):
             watched.add_handler(_Changed(on_change))
@@ -173,13 +175,14 @@ class HubView:
         if obj is None:
             raise AuthError("unknown_cluster", f"unknown cluster {cluster!r}: no ClusterConnection "
                                                f"{self.namespace}/{cluster}")
-        agent = hub_view(obj)
+        known = self.fleet.cluster(obj)
+        agent = hub_view(known)
         if agent is None:
             raise AuthError("not_push", f"cluster {cluster!r} is not in collectionMode push")
         if self.token_source == collector_token.HUB:
             namespace, name = self.namespace, collector_token.secret_name(cluster)
         else:
-            namespace, name = token_secret(obj, self.namespace)
+            namespace, name = known.credentials.namespace, known.credentials.name
         if namespace != self.namespace:
             raise AuthError("no_token", f"cluster {cluster!r}: its token Secret {namespace}/{name} is outside "
                                         f"the hub namespace {self.namespace}")
@@ -189,14 +192,5 @@ class HubView:
         tokens = collector_token.accepted(decode_secret_data(secret), self.clock())
         if not tokens:
             raise AuthError("no_token", f"cluster {cluster!r}: Secret {namespace}/{name} has no token")
-        endpoint = (obj.get("spec") or {}).get("endpoint")
-        return KnownCluster(tuple(digest(t) for t in tokens), agent, endpoint if isinstance(endpoint, str) else "")
+        return KnownCluster(tuple(digest(t) for t in tokens), agent, known.endpoint)
 
-
-def token_secret(obj: Mapping[str, Any], namespace: str) -> tuple[str, str]:
-    """``(namespace, name)`` of a ClusterConnection's credentials Secret (for ``collector_token_source =
-    "credentials"``)."""
-    spec = obj.get("spec")
-    ref = spec.get("credentialsRef") if isinstance(spec, Mapping) else None
-    ref = ref if isinstance(ref, Mapping) else {}
-    return str(ref.get("namespace") or namespace), str(ref.get("name") or "")

@@ -31,6 +31,7 @@ from clusterpulse_core.fence import FencedError
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.model import AggregationResults, ClusterMetrics, CollectedResource, HealthVerdict
 from clusterpulse_core.model.cluster import cluster_health
+from clusterpulse_core.model.fleet import Fleet
 from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
@@ -62,7 +63,6 @@ STOPPING = "ingester stopping"
 REFUSED = "refused by the ingester; the reason is in the hub's log"
 SERVICE = "clusterpulse.collector.v1.CollectorService"
 #: The kind whose objects' shard owner takes a cluster's agent (the cluster plugin's kind, by name).
-CLUSTER_KIND = "ClusterConnection"
 #: Seconds between two checks of the open streams against the hub's caches (besides every hub change).
 RECHECK_INTERVAL = 0.5
 #: The first wait imposed on a peer address after ``auth_failures_before_backoff`` failures, seconds.
@@ -244,6 +244,8 @@ class IngesterServer:
         self._stopping = False
         self._worker: StoreWorker | None = None
         self._hub_view: HubView | None = None
+        #: The cluster plugin's typed view of the clusters (``clusterpulse_fleet``), found at start.
+        self._fleet: Fleet | None = None
         #: Streams not registered yet, per peer address and in all.
         self._unregistered: dict[str, int] = {}
         self._unregistered_total = 0
@@ -260,7 +262,13 @@ class IngesterServer:
 
     def start(self, timeout: float = 30.0) -> int:
         """Start serving; returns the bound port. Raises :class:`StartError`."""
-        self._hub_view = HubView(self.runtime.hub, self.runtime.config.core, self._hub_changed,
+        hook = self.runtime.plugins.hook("clusterpulse_fleet")
+        fleet: Fleet | None = hook() if hook is not None else None
+        if fleet is None:
+            raise StartError("the ingester signs agents in against their ClusterConnections, which no loaded "
+                             "plugin offers (clusterpulse_fleet): enable the cluster plugin")
+        self._fleet = fleet
+        self._hub_view = HubView(self.runtime.hub, self.runtime.config.core, fleet, self._hub_changed,
                                  self.settings.collector_token_source, self.clock)
         if not self._hub_view.start(timeout):
             log.warning("ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
@@ -303,7 +311,7 @@ class IngesterServer:
     def health_changed(self, cluster: str) -> None:
         """A pushed batch changed the cluster's health: the hub reconciles it now to patch its status."""
         self.runtime.request_resync(f"health of pushed cluster {cluster} changed",
-                                    ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster))
+                                    self._cluster_ref(cluster))
 
     def push_config(self) -> None:
         """Send the current MetricSources to every registered agent (safe from any thread)."""
@@ -325,7 +333,7 @@ class IngesterServer:
         cluster = token_cluster(dict(obj)) if obj.get("kind", "Secret") == "Secret" and not added else ""
         if cluster and valid_cluster_name(cluster):
             self.runtime.request_resync(f"collector token of cluster {cluster} changed",
-                                        ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster))
+                                        self._cluster_ref(cluster))
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:
@@ -577,7 +585,7 @@ class IngesterServer:
         the Service, until it reaches the holder; its unacked batches stay in its buffer.
         """
         shard = self.runtime.shard
-        if shard is not None and not shard.holds(ObjectRef(CLUSTER_KIND, self.runtime.namespace, cluster)):
+        if shard is not None and not shard.holds(self._cluster_ref(cluster)):
             raise _Refused(grpc.StatusCode.UNAVAILABLE, "other_replica",
                            f"cluster {cluster!r} is held by another replica (sharding): reconnect")
 
@@ -619,7 +627,7 @@ class IngesterServer:
         # Reconciled now rather than at its next interval: it stops being pulled, and its status
         # says push is active, with this agent.
         self.runtime.request_resync(f"agent of cluster {name} registered",
-                                    ObjectRef(CLUSTER_KIND, self.runtime.namespace, name))
+                                    self._cluster_ref(name))
         await self._send_config(peer)
 
     async def _process(self, peer: _Peer, batch: pb.MetricsBatch) -> pb.Ack:
@@ -665,6 +673,11 @@ class IngesterServer:
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _cluster_ref(self, name: str) -> ObjectRef:
+        """The reference of cluster ``name`` (its ClusterConnection), as the work queue and the shard ring hold it."""
+        assert self._fleet is not None, "started"
+        return self._fleet.ref(self.runtime.namespace, name)
 
     def _health(self, metrics: ClusterMetrics) -> HealthVerdict:
         """A pushed cluster's verdict with the cluster plugin's thresholds (the upstream defaults without it)."""
