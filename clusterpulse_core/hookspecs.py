@@ -25,9 +25,10 @@ Phases, in the order a run calls them:
 4. **Command line** — ``clusterpulse_add_commands`` (the CLI only).
 5. **Start** — ``clusterpulse_resource_kinds`` (the kinds to run), ``clusterpulse_storage_backends``
    (the store is built with the runtime), then ``clusterpulse_start`` on each plugin.
-6. **Running** — ``clusterpulse_reconcile`` / ``clusterpulse_forget`` / ``clusterpulse_stored_refs``
-   on the kind's owner; ``clusterpulse_collectors`` per managed cluster; ``clusterpulse_stored_names``
-   and ``clusterpulse_storage_lost`` from the store.
+6. **Running** — each kind's reconciler (``ResourceKind.reconciler``: ``reconcile``, ``forget``,
+   ``stored_refs``; for a kind declared without one, the owner's ``clusterpulse_reconcile`` /
+   ``clusterpulse_forget`` / ``clusterpulse_stored_refs``); ``clusterpulse_collectors`` per managed
+   cluster; ``clusterpulse_stored_names`` and ``clusterpulse_storage_lost`` from the store.
 7. **Stop** — ``clusterpulse_stop`` on each started plugin, in reverse load order.
 
 How each hook is called is part of its contract: *each plugin* (the core calls the plugins one
@@ -205,7 +206,11 @@ def clusterpulse_add_commands(cli: click.Group, plugins: PluginHost) -> None:
 @hookspec
 @called('each plugin, in load order; a kind declared twice is an error')
 def clusterpulse_resource_kinds() -> Sequence[ResourceKind]:
-    """Declare the custom resource kinds this plugin owns.
+    """Declare the custom resource kinds this plugin owns, each with the object reconciling it.
+
+    ``attrs.evolve(KIND, reconciler=self.reconciler)``: a
+    :class:`clusterpulse_core.kinds.Reconciler` (``reconcile``, ``forget``, ``stored_refs``) the
+    runtime calls for that kind's objects only.
 
     Called per plugin (the core records the owner of each kind). Declarations feed
     ``clusterpulse crds`` and the runtime, which runs a list/watch informer, a rate-limited
@@ -240,11 +245,15 @@ def clusterpulse_start(runtime: Runtime) -> None:
 
 
 @hookspec(firstresult=True)
-@called('owner only, per object (workers of the kind in parallel)')
+@called('owner only, per object, for a kind declared without a reconciler (the earlier contract)')
 def clusterpulse_reconcile(
     kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
 ) -> ReconcileResult | None:
-    """Reconcile one object of a kind this plugin owns; called on the owner only.
+    """Reconcile one object of a kind this plugin owns and declared without a reconciler.
+
+    The earlier contract, kept working: a kind declares the object that reconciles it instead
+    (``ResourceKind.reconciler``, a :class:`clusterpulse_core.kinds.Reconciler`), and then this
+    hook is not called for it. Called on the owner only.
 
     ``obj`` is the object as the API server returned it (raw JSON). Patch its status with
     ``ctx.patch_status``, store pieces with ``ctx.store``. Return when to come back
@@ -255,11 +264,13 @@ def clusterpulse_reconcile(
 
 
 @hookspec(firstresult=True)
-@called('owner only, per deleted object')
+@called('owner only, per deleted object, for a kind declared without a reconciler')
 def clusterpulse_forget(
     kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext
 ) -> bool | ReconcileResult | None:
-    """An object of a kind this plugin owns was deleted: remove its state.
+    """An object of a kind this plugin owns (declared without a reconciler) was deleted: remove its state.
+
+    The earlier contract: ``Reconciler.forget`` of the kind's reconciler replaces it.
 
     Called on the owner only, once per deletion seen (or found missing at reconcile
     time). Typically stores a deletion piece and drops caches. Exceptions are retried like
@@ -270,9 +281,10 @@ def clusterpulse_forget(
 
 
 @hookspec(firstresult=True)
-@called('owner only, at each ghost sweep')
+@called('owner only, at each ghost sweep, for a kind declared without a reconciler')
 def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
-    """Per plugin, for the kinds it owns: the objects of ``kind`` whose state storage still holds.
+    """For the kinds it owns (declared without a reconciler): the objects of ``kind`` whose state storage
+    still holds. The earlier contract: ``Reconciler.stored_refs`` replaces it.
 
     The manager's ghost sweep (at start and every ``ghost_sweep_interval``) queues every one the
     hub no longer has, and the controller forgets it as a deletion would (``clusterpulse_forget``).

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from clusterpulse_core.openapi import apply_defaults
+
+if TYPE_CHECKING:
+    from clusterpulse_core.context import ReconcileContext, Runtime
 
 
 @attrs.frozen
@@ -52,6 +55,35 @@ READ_REFERENCED_SECRETS = ApiAccess("", ("secrets",), ("get",), other_namespaces
 READ_DISCOVERY = ApiAccess(non_resource_urls=("/version", "/api", "/api/*", "/apis", "/apis/*"))
 
 
+class Reconciler(Protocol):
+    """What reconciles the objects of a kind: the object a kind declares (``ResourceKind.reconciler``).
+
+    The runtime calls it for the objects of its kind only, from ``kind.workers`` worker threads
+    (so it must be safe to call concurrently for different objects); an exception is retried with
+    per-object exponential backoff, except :class:`TerminalError`.
+    """
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
+        """Reconcile one object (raw JSON, the schema's defaults applied).
+
+        Patch its status with ``ctx.patch_status``, store pieces with ``ctx.store``; return when to
+        come back (``ReconcileResult(requeue_after=seconds)``), ``None`` for not at all. Status-only
+        updates (unchanged ``metadata.generation``) never call it.
+        """
+
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | ReconcileResult | None:
+        """An object was deleted (or found missing): remove its state.
+
+        Called once per deletion seen. A reconciler that put a finalizer on the object and still
+        waits to clean up returns ``ReconcileResult(requeue_after=seconds)`` to be called again.
+        """
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The objects of this kind whose state storage still holds, for the ghost sweep (at start
+        and every ``ghost_sweep_interval``): those the hub no longer has are forgotten as a deletion
+        would. ``None``: cannot tell (the kind is not swept)."""
+
+
 @attrs.frozen
 class ResourceKind:
     """A custom resource kind owned by one plugin.
@@ -91,6 +123,11 @@ class ResourceKind:
     #: What the hub itself does on a managed cluster in push mode, where it installs the collector
     #: agent (writes): printed by ``clusterpulse rbac --managed --push``.
     managed_push_access: tuple[ApiAccess, ...] = ()
+    #: The object reconciling this kind (:class:`Reconciler`), set by the declaring plugin
+    #: (``attrs.evolve(KIND, reconciler=self.reconciler)``). ``None``: the owning plugin's
+    #: ``clusterpulse_reconcile`` / ``clusterpulse_forget`` / ``clusterpulse_stored_refs`` hooks
+    #: (the earlier contract) are called instead. Not part of the kind's identity.
+    reconciler: Reconciler | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def api_version(self) -> str:

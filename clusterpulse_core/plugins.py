@@ -18,7 +18,7 @@ from clusterpulse_core import CORE_API_VERSION, PROJECT_NAME, envvars, hookspecs
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
-from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.kinds import ObjectRef, Reconciler, ReconcileResult, ResourceKind
 from clusterpulse_core.store import StorageBackend
 
 log = logging.getLogger(__name__)
@@ -150,6 +150,35 @@ class _RegistrationFailed(Exception):
         super().__init__(message)
         self.plugin = plugin
         self.message = message
+
+
+class HookReconciler:
+    """The :class:`~clusterpulse_core.kinds.Reconciler` of a kind declared without one: the owning
+    plugin's ``clusterpulse_reconcile`` / ``clusterpulse_forget`` / ``clusterpulse_stored_refs``
+    hooks, called on that plugin only (the earlier contract, kept so such plugins keep working)."""
+
+    def __init__(self, host: PluginHost, owner: str, kind: ResourceKind) -> None:
+        self.host = host
+        self.owner = owner
+        self.kind = kind
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: Any) -> ReconcileResult | None:
+        """``clusterpulse_reconcile`` of the owner."""
+        result: ReconcileResult | None = self.host.call_owner("clusterpulse_reconcile", self.owner, kind=self.kind,
+                                                               obj=obj, ctx=ctx)
+        return result
+
+    def forget(self, ref: ObjectRef, ctx: Any) -> bool | ReconcileResult | None:
+        """``clusterpulse_forget`` of the owner."""
+        result: bool | ReconcileResult | None = self.host.call_owner("clusterpulse_forget", self.owner,
+                                                                     kind=self.kind, ref=ref, ctx=ctx)
+        return result
+
+    def stored_refs(self, runtime: Any) -> Sequence[ObjectRef] | None:
+        """``clusterpulse_stored_refs`` of the owner."""
+        result: Sequence[ObjectRef] | None = self.host.call_owner("clusterpulse_stored_refs", self.owner,
+                                                                  kind=self.kind, runtime=runtime)
+        return result
 
 
 class _Declarations:
@@ -531,6 +560,14 @@ class PluginHost:
                     kinds[kind.kind] = (plugin, kind)
             self._kinds = kinds
         return self._kinds
+
+    def reconciler(self, kind: str) -> Reconciler:
+        """The object reconciling kind ``kind``: the one its declaration carries, else its owner's
+        reconcile hooks (:class:`HookReconciler`)."""
+        owner, declared = self.kinds[kind]
+        if declared.reconciler is not None:
+            return declared.reconciler
+        return HookReconciler(self, owner, declared)
 
     def storage_backends(self) -> list[StorageBackend]:
         """Every backend from every plugin, in load order."""

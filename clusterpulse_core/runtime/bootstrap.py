@@ -218,17 +218,17 @@ def list_objects(runtime: Runtime, kind: ResourceKind) -> list[dict[str, Any]]:
 
 
 def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapping[str, Any]) -> Outcome:
-    """Run the owner's reconcile hook for one object; exceptions become a failed outcome."""
+    """Reconcile one object with its kind's reconciler; exceptions become a failed outcome."""
     ref = object_ref(kind, obj)
     ctx = runtime.context(kind, ref)
     try:
+        reconciler = runtime.plugins.reconciler(kind.kind)
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            forgotten = runtime.plugins.call_owner("clusterpulse_forget", owner, kind=kind, ref=ref, ctx=ctx)
+            forgotten = reconciler.forget(ref, ctx)
             if isinstance(forgotten, ReconcileResult):
                 return Outcome(ref, not forgotten.error, forgotten.error or "deleting", forgotten.requeue_after)
             return Outcome(ref, True, "deleted")
-        result = runtime.plugins.call_owner("clusterpulse_reconcile", owner, kind=kind,
-                                            obj=kind.with_defaults(obj), ctx=ctx)
+        result = reconciler.reconcile(kind.with_defaults(obj), ctx)
     except Exception as exc:
         ctx.log.error("reconcile failed (%s: %s)", type(exc).__name__, exc, exc_info=_TRACEBACKS.exc_info(exc))
         return Outcome(ref, False, f"{type(exc).__name__}: {exc}")

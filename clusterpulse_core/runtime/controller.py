@@ -7,8 +7,8 @@ object with no reconcile queued or scheduled, spread over a window).
 Each worker takes a reference, reads the object from the informer cache and calls the owning
 plugin:
 
-* object missing, or being deleted -> ``clusterpulse_forget`` (which may ask to be called again);
-* otherwise -> ``clusterpulse_reconcile`` with the CRD schema's defaults applied (docs/compatibility.md#r5),
+* object missing, or being deleted -> the kind's reconciler's ``forget`` (which may ask to be called again);
+* otherwise -> its ``reconcile`` with the CRD schema's defaults applied (docs/compatibility.md#r5),
   whose :class:`ReconcileResult` says when to come back.
 
 An exception is retried with the item's exponential backoff; a :class:`TerminalError` is
@@ -97,6 +97,8 @@ class Controller:
         self.runtime = runtime
         self.owner = owner
         self.kind = kind
+        #: What reconciles the kind: the object its declaration carries (or the owner's hooks).
+        self.reconciler = runtime.plugins.reconciler(kind.kind)
         self.informer = informer
         self.queue = queue
         self.metrics = metrics
@@ -244,15 +246,13 @@ class Controller:
                 result: Any = None
             elif obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 ctx.log.info("forgetting (%s)", "gone" if obj is None else "being deleted")
-                forgotten = self.runtime.plugins.call_owner("clusterpulse_forget", self.owner, kind=self.kind,
-                                                            ref=ref, ctx=ctx)
+                forgotten = self.reconciler.forget(ref, ctx)
                 if obj is None:
                     self._remember_forgotten(ref)
                 # A plugin still waiting to clean up (its finalizer is on the object) asks to come back.
                 result = forgotten if isinstance(forgotten, ReconcileResult) else None
             else:
-                result = self.runtime.plugins.call_owner("clusterpulse_reconcile", self.owner, kind=self.kind,
-                                                         obj=self.kind.with_defaults(obj), ctx=ctx)
+                result = self.reconciler.reconcile(self.kind.with_defaults(obj), ctx)
         except TerminalError as exc:
             ctx.log.error("reconcile failed permanently, not retrying: %s", exc)
             self.queue.forget(ref)

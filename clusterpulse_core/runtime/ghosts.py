@@ -4,8 +4,8 @@ An object deleted while no controller runs leaves its state in storage forever (
 a "healthy" status with a frozen ``last_check``, alerts still firing). So, once the informers
 have synced after the controllers start (as leader, or as a shard member), and then every
 ``ghost_sweep_interval`` seconds, each kind's owning plugin says which objects storage still
-holds (``clusterpulse_stored_refs``); every one the informer cache does not have is queued, and
-the controller, finding it missing, calls ``clusterpulse_forget`` like for any deletion (with
+holds (its reconciler's ``stored_refs``); every one the informer cache does not have is queued, and
+the controller, finding it missing, calls its ``forget`` like for any deletion (with
 sharding, the gate hands it to the replica that owns it). The core knows no kind: the plugins
 decide what exists.
 """
@@ -28,8 +28,7 @@ POLL = 1.0
 
 def find_ghosts(runtime: Runtime, controller: Controller) -> list[ObjectRef]:
     """The objects of ``controller``'s kind that storage holds and the (synced) informer does not."""
-    stored = runtime.plugins.call_owner("clusterpulse_stored_refs", controller.owner, kind=controller.kind,
-                                        runtime=runtime)
+    stored = controller.reconciler.stored_refs(runtime)
     if not stored:
         return []
     return [ref for ref in stored if controller.informer.get(ref.namespace, ref.name) is None]

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import inspect
 import types
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import attrs
 import pytest
 
 from clusterpulse_core import hookimpl, hookspecs
 from clusterpulse_core.config import PROJECT_PLUGINS
 from clusterpulse_core.hookspecs import HookDeclarer, Register, hookspec, registry
-from clusterpulse_core.plugins import CORE, PluginError, PluginHost
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.plugins import CORE, HookReconciler, PluginError, PluginHost
 
 # A plugin's own hookspecs module, built here as the `audit` plugin would write it.
 audit_specs = types.ModuleType("audit_specs")
@@ -170,3 +174,71 @@ def test_registry_tables_come_from_the_declared_registry_hooks() -> None:
     assert contributions.kinds == ["aggregations", "alert_rules", "field_types", "filter_operators", "functions"]
 
 
+
+
+WIDGET = ResourceKind(group="example.com", version="v1", kind="Widget", plural="widgets", schema={})
+GADGET = ResourceKind(group="example.com", version="v1", kind="Gadget", plural="gadgets", schema={})
+
+
+class WidgetReconciler:
+    """The object the Widget kind declares."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: Any) -> ReconcileResult | None:
+        self.seen.append(obj["metadata"]["name"])
+        return ReconcileResult(requeue_after=5.0)
+
+    def forget(self, ref: ObjectRef, ctx: Any) -> bool | ReconcileResult | None:
+        self.seen.append(f"forget {ref.name}")
+        return True
+
+    def stored_refs(self, runtime: Any) -> Sequence[ObjectRef] | None:
+        return [ObjectRef("Widget", "ns", "ghost")]
+
+
+class Widgets:
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.reconciler = WidgetReconciler()
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        return [attrs.evolve(WIDGET, reconciler=self.reconciler)]
+
+
+class Gadgets:
+    """Written against the earlier contract: the kind has no reconciler, the hooks reconcile it."""
+
+    clusterpulse_api_version = 1
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        return [GADGET]
+
+    @hookimpl
+    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any], ctx: Any) -> ReconcileResult:
+        return ReconcileResult(requeue_after=7.0)
+
+    @hookimpl
+    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: Any) -> ReconcileResult:
+        return ReconcileResult(requeue_after=1.0)
+
+
+def test_a_kind_is_reconciled_by_the_object_it_declares_and_old_plugins_by_their_hooks() -> None:
+    widgets = Widgets()
+    host = PluginHost([], extra={"widgets": widgets, "gadgets": Gadgets()})
+    reconciler = host.reconciler("Widget")
+    assert reconciler is widgets.reconciler
+    assert host.kinds["Widget"] == ("widgets", WIDGET)  # the reconciler is not part of the kind's identity
+    assert reconciler.reconcile({"metadata": {"name": "w1"}}, None) == ReconcileResult(requeue_after=5.0)
+    assert reconciler.stored_refs(None) == [ObjectRef("Widget", "ns", "ghost")]
+    # Gadgets' hooks answer for its own kind only; Widget never reaches them.
+    legacy = host.reconciler("Gadget")
+    assert isinstance(legacy, HookReconciler) and legacy.owner == "gadgets"
+    assert legacy.reconcile({"metadata": {"name": "g1"}}, None) == ReconcileResult(requeue_after=7.0)
+    assert legacy.forget(ObjectRef("Gadget", "ns", "g1"), None) == ReconcileResult(requeue_after=1.0)
+    assert legacy.stored_refs(None) is None
+    assert widgets.reconciler.seen == ["w1"]

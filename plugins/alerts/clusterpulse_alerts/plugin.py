@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import click
 
 from clusterpulse_alerts.alertrule import RuleError, compile_rule, rule_key
@@ -152,12 +153,13 @@ class AlertsPlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """The AlertRule kind."""
-        return [ALERT_RULE]
+        """The AlertRule kind.
 
-    @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult:
+        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
+        """
+        return [attrs.evolve(ALERT_RULE, reconciler=self)]
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Compile the rule (``phase: Error`` with the position when invalid); report where it fires.
 
         With sharding every replica loads the rule and evaluates it on the clusters it holds;
@@ -234,11 +236,14 @@ class AlertsPlugin:
         with self._stored_lock:
             self._stored_firing = None
 
-    @hookimpl
-    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """A deleted AlertRule: its alerts resolve."""
         self.backend.send(self.engine.remove_rule(rule_key(ref.namespace, ref.name)))
         return True
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """AlertRules keep nothing in storage of their own (their alerts resolve with the rule): not swept."""
+        return None
 
     # ------------------------------------------------------------------ CLI
 

@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import attrs
+
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.fleet import FLEET
@@ -72,8 +74,11 @@ class ClusterPlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """This plugin owns ClusterConnection."""
-        return [CLUSTER_CONNECTION]
+        """This plugin owns ClusterConnection.
+
+        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
+        """
+        return [attrs.evolve(CLUSTER_CONNECTION, reconciler=self)]
 
     @hookimpl
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
@@ -107,28 +112,19 @@ class ClusterPlugin:
         """The verdict of these totals under this plugin's thresholds (pushed batches ask it too)."""
         return cluster_health(metrics, self.settings.health_thresholds())
 
-    @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult | None:
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
         """Reconcile one ClusterConnection with every registered collector."""
-        if kind.kind != CLUSTER_CONNECTION.kind:
-            return None
         return self.reconciler.reconcile(obj, ctx, ctx.runtime.plugins.collectors())
 
-    @hookimpl
-    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
         """The clusters storage holds (``clusters``), in the watch namespace."""
         names = runtime.plugins.stored_names("clusters")
-        if kind.kind != CLUSTER_CONNECTION.kind or names is None:
+        if names is None:
             return None
-        return [ObjectRef(kind.kind, runtime.namespace, name) for name in names]
+        return [ObjectRef(CLUSTER_CONNECTION.kind, runtime.namespace, name) for name in names]
 
-    @hookimpl
-    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef,
-                            ctx: ReconcileContext) -> bool | ReconcileResult | None:
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | ReconcileResult | None:
         """A ClusterConnection is gone: remove its agent (push mode), then its data, client and state."""
-        if kind.kind != CLUSTER_CONNECTION.kind:
-            return None
         retry = self.reconciler.agents.forget(ctx, ref)
         if retry is not None:
             return ReconcileResult(requeue_after=retry)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import click
 from clusterpulse_metricsource.agent import AGENT_COLLECTOR, AgentSources
 from clusterpulse_metricsource.builtins.aggregations import register_builtin_aggregations
@@ -81,25 +82,24 @@ class MetricSourcePlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """The MetricSource kind."""
-        return [METRIC_SOURCE]
+        """The MetricSource kind.
 
-    @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult:
+        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
+        """
+        return [attrs.evolve(METRIC_SOURCE, reconciler=self)]
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Compile, collect from every connected cluster, store, report."""
         return self.reconciler.reconcile(obj, ctx)
 
-    @hookimpl
-    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
         """The MetricSources storage holds (``metricsources``: ``<ns>/<name>``)."""
         names = runtime.plugins.stored_names("metricsources")
         if names is None:
             return None
-        return [ObjectRef(kind.kind, *name.split("/", 1)) for name in names if "/" in name]
+        return [ObjectRef(METRIC_SOURCE.kind, *name.split("/", 1)) for name in names if "/" in name]
 
-    @hookimpl
-    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Remove a deleted MetricSource's state."""
         return self.reconciler.forget(ref, ctx)
 

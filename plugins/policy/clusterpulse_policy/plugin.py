@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import attrs
 import click
 
 from clusterpulse_core import hookimpl
@@ -61,30 +62,25 @@ class PolicyPlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """MonitorAccessPolicy (clusterpulse.io/v1alpha1), three workers."""
-        return [MONITOR_ACCESS_POLICY]
+        """MonitorAccessPolicy (clusterpulse.io/v1alpha1), three workers.
 
-    @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult | None:
+        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
+        """
+        return [attrs.evolve(MONITOR_ACCESS_POLICY, reconciler=self)]
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
         """Compile and store one policy, patch its status."""
-        if kind.kind != MONITOR_ACCESS_POLICY.kind:
-            return None
         return self.reconciler.reconcile(obj, ctx)
 
-    @hookimpl
-    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
         """The policies storage holds (``policies``: ``<ns>/<name>``)."""
         names = runtime.plugins.stored_names("policies")
-        if kind.kind != MONITOR_ACCESS_POLICY.kind or names is None:
+        if names is None:
             return None
-        return [ObjectRef(kind.kind, *name.split("/", 1)) for name in names if "/" in name]
+        return [ObjectRef(MONITOR_ACCESS_POLICY.kind, *name.split("/", 1)) for name in names if "/" in name]
 
-    @hookimpl
-    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
         """A policy was deleted: remove it from the store and publish ``deleted``."""
-        if kind.kind != MONITOR_ACCESS_POLICY.kind:
-            return None
         return self.reconciler.forget(ref, ctx)
 
     @hookimpl

@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import attrs
+
 from clusterpulse_core import hookimpl
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
@@ -27,30 +29,25 @@ class RegistryPlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """RegistryConnection (clusterpulse.io/v1alpha1), five workers."""
-        return [REGISTRY_CONNECTION]
+        """RegistryConnection (clusterpulse.io/v1alpha1), five workers.
 
-    @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult | None:
+        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
+        """
+        return [attrs.evolve(REGISTRY_CONNECTION, reconciler=self)]
+
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
         """Check one registry, store the outcome, patch its status; come back after its interval."""
-        if kind.kind != REGISTRY_CONNECTION.kind:
-            return None
         return self.reconciler.reconcile(obj, ctx)
 
-    @hookimpl
-    def clusterpulse_stored_refs(self, kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
         """The registries storage holds (``registries``), in the watch namespace."""
         names = runtime.plugins.stored_names("registries")
-        if kind.kind != REGISTRY_CONNECTION.kind or names is None:
+        if names is None:
             return None
-        return [ObjectRef(kind.kind, runtime.namespace, name) for name in names]
+        return [ObjectRef(REGISTRY_CONNECTION.kind, runtime.namespace, name) for name in names]
 
-    @hookimpl
-    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
         """A RegistryConnection was deleted: remove its stored state and publish ``registry.deleted``."""
-        if kind.kind != REGISTRY_CONNECTION.kind:
-            return None
         return self.reconciler.forget(ref, ctx)
 
     @hookimpl
