@@ -122,7 +122,7 @@ def cordoned_ready(node: NodeMetrics) -> bool:
     if node.status != NodeStatus.SCHEDULING_DISABLED.value:
         return False
     ready = [c.status for c in node.conditions if c.type == "Ready"]
-    return not node.conditions or bool(ready) and ready[-1] == "True"
+    return not node.conditions or (bool(ready) and ready[-1] == "True")
 
 
 @attrs.frozen
