@@ -208,7 +208,7 @@ def clusterpulse_add_commands(cli: click.Group, plugins: PluginHost) -> None:
 def clusterpulse_resource_kinds() -> Sequence[ResourceKind]:
     """Declare the custom resource kinds this plugin owns, each with the object reconciling it.
 
-    ``attrs.evolve(KIND, reconciler=self.reconciler)``: a
+    ``KIND.with_reconciler(self.reconciler)``: a
     :class:`clusterpulse_core.kinds.Reconciler` (``reconcile``, ``forget``, ``stored_refs``) the
     runtime calls for that kind's objects only.
 

@@ -124,10 +124,14 @@ class ResourceKind:
     #: agent (writes): printed by ``clusterpulse rbac --managed --push``.
     managed_push_access: tuple[ApiAccess, ...] = ()
     #: The object reconciling this kind (:class:`Reconciler`), set by the declaring plugin
-    #: (``attrs.evolve(KIND, reconciler=self.reconciler)``). ``None``: the owning plugin's
+    #: (``KIND.with_reconciler(self.reconciler)``). ``None``: the owning plugin's
     #: ``clusterpulse_reconcile`` / ``clusterpulse_forget`` / ``clusterpulse_stored_refs`` hooks
     #: (the earlier contract) are called instead. Not part of the kind's identity.
     reconciler: Reconciler | None = attrs.field(default=None, eq=False, repr=False)
+
+    def with_reconciler(self, reconciler: Reconciler) -> ResourceKind:
+        """This kind, reconciled by ``reconciler`` (what ``clusterpulse_resource_kinds`` returns)."""
+        return attrs.evolve(self, reconciler=reconciler)
 
     @property
     def api_version(self) -> str:

@@ -8,7 +8,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
 import click
 
 from clusterpulse_alerts.alertrule import RuleError, compile_rule, rule_key
@@ -157,7 +156,7 @@ class AlertsPlugin:
 
         Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
         """
-        return [attrs.evolve(ALERT_RULE, reconciler=self)]
+        return [ALERT_RULE.with_reconciler(self)]
 
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Compile the rule (``phase: Error`` with the position when invalid); report where it fires.

@@ -6,8 +6,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import attrs
-
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.fleet import FLEET
@@ -78,7 +76,7 @@ class ClusterPlugin:
 
         Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
         """
-        return [attrs.evolve(CLUSTER_CONNECTION, reconciler=self)]
+        return [CLUSTER_CONNECTION.with_reconciler(self)]
 
     @hookimpl
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
@@ -107,7 +105,7 @@ class ClusterPlugin:
         """The typed view of the ClusterConnections, for the other plugins."""
         return FLEET
 
-    @hookimpl
+    @hookimpl(trylast=True)  # the default verdict: a plugin with a health policy of its own answers first
     def clusterpulse_cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
         """The verdict of these totals under this plugin's thresholds (pushed batches ask it too)."""
         return cluster_health(metrics, self.settings.health_thresholds())

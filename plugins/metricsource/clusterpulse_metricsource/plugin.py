@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
 import click
 from clusterpulse_metricsource.agent import AGENT_COLLECTOR, AgentSources
 from clusterpulse_metricsource.builtins.aggregations import register_builtin_aggregations
@@ -73,7 +72,7 @@ class MetricSourcePlugin:
         """equals, notEquals, contains, startsWith, endsWith, greaterThan, lessThan, in, matches."""
         register_builtin_filter_operators(register)
 
-    @hookimpl
+    @hookimpl(trylast=True)  # the built-in language: a plugin offering another compiler answers first
     def clusterpulse_expression_compiler(self) -> ExpressionCompiler:
         """The computed-field compiler (``compile_expression(text, functions)``), for other plugins."""
         from clusterpulse_metricsource.expr import compile_expression
@@ -86,7 +85,7 @@ class MetricSourcePlugin:
 
         Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
         """
-        return [attrs.evolve(METRIC_SOURCE, reconciler=self)]
+        return [METRIC_SOURCE.with_reconciler(self)]
 
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Compile, collect from every connected cluster, store, report."""

@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import attrs
 import click
 
 from clusterpulse_core import hookimpl
@@ -66,7 +65,7 @@ class PolicyPlugin:
 
         Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
         """
-        return [attrs.evolve(MONITOR_ACCESS_POLICY, reconciler=self)]
+        return [MONITOR_ACCESS_POLICY.with_reconciler(self)]
 
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
         """Compile and store one policy, patch its status."""

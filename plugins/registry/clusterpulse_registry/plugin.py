@@ -6,8 +6,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import attrs
-
 from clusterpulse_core import hookimpl
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
@@ -33,7 +31,7 @@ class RegistryPlugin:
 
         Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
         """
-        return [attrs.evolve(REGISTRY_CONNECTION, reconciler=self)]
+        return [REGISTRY_CONNECTION.with_reconciler(self)]
 
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
         """Check one registry, store the outcome, patch its status; come back after its interval."""

@@ -8,11 +8,11 @@ and VictoriaMetrics as ``clusterpulse_configaudit_configmaps{namespace,name}``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ApiAccess, ObjectRef, PrinterColumn, ReconcileResult, ResourceKind
 from clusterpulse_core.pieces import RecordDeletion, RecordPiece
 
@@ -41,26 +41,17 @@ CONFIG_AUDIT = ResourceKind(
 )
 
 
-class ConfigAuditPlugin:
-    """Owns ``ConfigAudit``: lists ConfigMaps, stores a record, patches the status."""
+class ConfigAuditReconciler:
+    """Reconciles ``ConfigAudit`` objects: the object the kind declares (``CONFIG_AUDIT.with_reconciler``)."""
 
-    clusterpulse_api_version = 1
-
-    @hookimpl
-    def clusterpulse_resource_kinds(self) -> list[ResourceKind]:
-        """The one kind this plugin owns."""
-        return [CONFIG_AUDIT]
-
-    @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult:
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Count the ConfigMaps of the audited namespace, store the record, report in the status."""
         spec = obj.get("spec") or {}
         namespace = spec.get("namespace") or ctx.ref.namespace
         names = sorted(str((item.get("metadata") or {}).get("name"))
                        for item in ctx.hub.list_items(f"/api/v1/namespaces/{namespace}/configmaps"))
         ctx.store(RecordPiece(
-            kind=kind.kind,
+            kind=CONFIG_AUDIT.kind,
             namespace=ctx.ref.namespace,
             name=ctx.ref.name,
             document={"namespace": namespace, "configMaps": names},
@@ -70,8 +61,22 @@ class ConfigAuditPlugin:
         ctx.patch_status({"phase": "Ready", "configMaps": len(names)})
         return ReconcileResult(requeue_after=float(spec.get("intervalSeconds") or 60))
 
-    @hookimpl
-    def clusterpulse_forget(self, kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool:
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """The audit is gone: remove its record."""
-        ctx.store(RecordDeletion(kind.kind, ref.namespace, ref.name))
+        ctx.store(RecordDeletion(CONFIG_AUDIT.kind, ref.namespace, ref.name))
         return True
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """Not swept for ghosts (``None``: this plugin does not read storage back)."""
+        return None
+
+
+class ConfigAuditPlugin:
+    """Owns ``ConfigAudit``: lists ConfigMaps, stores a record, patches the status."""
+
+    clusterpulse_api_version = 1
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> list[ResourceKind]:
+        """The one kind this plugin owns, with the object that reconciles it."""
+        return [CONFIG_AUDIT.with_reconciler(ConfigAuditReconciler())]
