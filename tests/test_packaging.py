@@ -160,7 +160,7 @@ def test_every_imported_package_is_declared(wheels: list[Path]) -> None:
 
 
 def test_setup_sh_demo_installs_the_plugins_the_demo_enables() -> None:
-    from clusterpulse_core.demo.run import DEMO_PLUGINS
+    from clusterpulse_demo.run import DEMO_PLUGINS
 
     text = (REPO / "scripts" / "setup.sh").read_text()
     listed = re.search(r"^DEMO_PLUGINS=\(([^)]*)\)", text, re.M)

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.polling import eventually
 
 PLUGIN_DIR = Path(__file__).parent.parent / "plugins" / "clusterpulse-configaudit" / "clusterpulse_configaudit"
 #: What a plugin may import from ClusterPulse: the public API table of docs/plugins.md.

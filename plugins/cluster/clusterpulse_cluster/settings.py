@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import attrs
+from clusterpulse_model import HealthThresholds
 
 from clusterpulse_core.config import setting
-from clusterpulse_core.model import HealthThresholds
 
 
 def _fraction(value: float) -> None:
