@@ -25,7 +25,7 @@ PLUGIN_DIR = Path(__file__).parent.parent / "plugins" / "clusterpulse-configaudi
 #: What a plugin may import from ClusterPulse: the public API table of docs/plugins.md.
 GUIDE = (Path(__file__).parent.parent.parent / "docs" / "plugins.md").read_text()
 PUBLIC_SECTION = GUIDE.split("## The public API")[1].split("\n## ")[0]
-PUBLIC_MODULES = set(re.findall(r"^\| `(clusterpulse_core[a-z_.]*)` \|", PUBLIC_SECTION, re.M))
+PUBLIC_MODULES = set(re.findall(r"^\| `(clusterpulse_[a-z_.]*)`(?:, `[a-z_.]*`)* \|", PUBLIC_SECTION, re.M))
 NAMESPACE = "clusterpulse"
 WAIT = 15.0
 
