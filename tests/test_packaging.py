@@ -32,9 +32,10 @@ TOOLS = ("testing", "demo")
 PROJECTS = [REPO, REPO / "model", *(REPO / tool for tool in TOOLS),
             *sorted(p.parent for p in REPO.glob("plugins/*/pyproject.toml"))]
 BIN = Path(sys.executable).parent
-#: What a production install must not carry: the test harness, the demo and what only they need.
+#: What a production install must not carry: the test harness, the demo and what only they need
+#: (aiohttp is not among them: the kubernetes client requires it).
 TOOL_PACKAGES = ("clusterpulse_testing", "clusterpulse_demo")
-TOOL_ONLY_DEPENDENCIES = ("kmock", "aiohttp", "pytest", "pytest-timeout", "cryptography")
+TOOL_ONLY_DEPENDENCIES = ("kmock", "pytest", "pytest-timeout", "cryptography")
 
 
 def _run(args: list[str | Path], timeout: float = 600, **kwargs: object) -> subprocess.CompletedProcess[str]:
