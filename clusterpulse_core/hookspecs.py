@@ -181,7 +181,7 @@ def clusterpulse_register_functions(register: Register) -> None:
     ``register(name, fn, min_args=N, max_args=M)``: ``fn`` receives the evaluated
     arguments as Python values (``None``, ``bool``, ``int``, ``float``, ``str``) and
     returns one; ``max_args=None`` means variadic. Called once at start-up.
-    :mod:`clusterpulse_core.values` converts arguments the way the built-ins do. A function
+    :mod:`clusterpulse_model.values` converts arguments the way the built-ins do. A function
     that raises leaves the computed field ``null``; the failure is logged, counted in
     ``clusterpulse_metricsource_function_errors_total`` and shown in the MetricSource status.
     """

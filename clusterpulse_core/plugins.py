@@ -24,6 +24,10 @@ from clusterpulse_core.store import StorageBackend
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "clusterpulse.plugins"
+#: Entry points of command providers: objects implementing ``clusterpulse_add_commands`` only, whose
+#: commands are tools of the distribution that installs them (``demo``, ``testing kube-api``,
+#: ``plugin new``). Always loaded by the command line, never enabled or run as plugins.
+COMMANDS_ENTRY_POINT_GROUP = "clusterpulse.commands"
 #: Every hook name the core specifies.
 HOOK_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(f"{PROJECT_NAME}_")
                        and callable(getattr(hookspecs, name)))
@@ -66,6 +70,36 @@ def installed_plugins() -> list[InstalledPlugin]:
             version=dist.version if dist else "?",
         ))
     return sorted(found, key=lambda p: p.name)
+
+
+@attrs.frozen
+class CommandProviders:
+    """The installed command providers, registered on a plugin manager of their own.
+
+    ``pm.hook.clusterpulse_add_commands`` calls them; ``failures`` maps an entry point that
+    could not be loaded or registered to why.
+    """
+
+    pm: pluggy.PluginManager
+    failures: Mapping[str, str]
+
+
+def command_providers() -> CommandProviders:
+    """Load every entry point of :data:`COMMANDS_ENTRY_POINT_GROUP`, checked against the hookspecs."""
+    pm = pluggy.PluginManager(PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    failures: dict[str, str] = {}
+    for ep in sorted(importlib.metadata.entry_points(group=COMMANDS_ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        dist = getattr(ep, "dist", None)
+        label = f"commands {ep.name!r} of {dist.name if dist else ep.value}"
+        try:
+            provider = ep.load()
+            if inspect.isclass(provider):
+                provider = provider()
+            pm.register(provider, name=f"{COMMANDS_ENTRY_POINT_GROUP}:{ep.name}")
+        except Exception as exc:
+            failures[ep.name] = f"{label} could not be loaded: {type(exc).__name__}: {exc}"
+    return CommandProviders(pm, failures)
 
 
 def distribution_for(name: str) -> str:

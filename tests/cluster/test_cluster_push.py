@@ -14,10 +14,10 @@ import attrs
 import three_node
 from cluster_support import FakeClock, Harness
 from clusterpulse_ingester import hookspecs as ingester_hookspecs
+from clusterpulse_model import AgentConnection
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.hookspecs import HookDeclarer
-from clusterpulse_core.model import AgentConnection
 
 
 class Agents:

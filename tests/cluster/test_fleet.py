@@ -9,11 +9,11 @@ from typing import Any
 
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.fleet import fleet_cluster
+from clusterpulse_model import AgentStatus, CredentialsRef
+from clusterpulse_model.fleet import FleetCluster
 
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.model import AgentStatus, CredentialsRef
-from clusterpulse_core.model.fleet import FleetCluster
 from clusterpulse_core.plugins import PluginHost
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clusterpulse_testing.servers import free_port
 from push_support import write_config
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginError
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins
-from clusterpulse_core.testing.servers import free_port
 
 
 def test_without_the_cluster_plugin_the_ingester_says_what_to_enable(hub: Any, tmp_path: Path) -> None:

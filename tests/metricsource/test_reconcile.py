@@ -6,20 +6,20 @@ from typing import Any
 
 from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
-
-from clusterpulse_core.config import Config, CoreSettings
-from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     CustomResourcesPiece,
     EventPiece,
     MetricSourceDeletion,
     MetricSourcePiece,
 )
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
+
+from clusterpulse_core.config import Config, CoreSettings
+from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime, reconcile_object
 from clusterpulse_core.serde import unstructure
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 
 from .conftest import CUSTOM_API_VERSION, NAMESPACE, Fleet, cactus
 

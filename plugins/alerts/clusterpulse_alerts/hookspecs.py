@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from clusterpulse_core.hookspecs import Register, called, hookspec, registry
 
 if TYPE_CHECKING:
-    from clusterpulse_core.model import Alert
+    from clusterpulse_model import Alert
 
 
 @hookspec
@@ -24,10 +24,10 @@ def clusterpulse_register_alert_rules(register: Register) -> None:
 
     ``register(name, evaluate, severity="warning", target="cluster", for_seconds=60.0,
     threshold=None, summary="")``: ``name`` is the alert name (``NodeNotReady``);
-    ``evaluate(view, threshold)`` receives a :class:`clusterpulse_core.alerting.ClusterView`
+    ``evaluate(view, threshold)`` receives a :class:`clusterpulse_model.alerting.ClusterView`
     (or a ``RegistryView`` for ``target="registry"``) and the rule's threshold (its default
     or the one set in ``[plugins.alerts.rules.<name>]``), and returns the objects it fires on
-    as :class:`clusterpulse_core.alerting.Finding`\ s, or ``None`` when the view lacks what
+    as :class:`clusterpulse_model.alerting.Finding`\ s, or ``None`` when the view lacks what
     it needs. It is called often (after every cluster reconcile) and must be cheap and pure.
     ``severity`` is ``critical``, ``warning`` or ``info``; ``for_seconds`` is how long the
     condition must hold before the alert fires. Called once at start-up.

@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from clusterpulse_model import AgentStatus, CredentialsRef
+from clusterpulse_model.fleet import FleetCluster
+
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.spec import PULL, PUSH
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.model import AgentStatus, CredentialsRef
-from clusterpulse_core.model.fleet import FleetCluster
 from clusterpulse_core.serde import parse_time
 
 
@@ -57,7 +58,7 @@ def fleet_cluster(obj: Mapping[str, Any]) -> FleetCluster:
 
 
 class ClusterFleet:
-    """The :class:`clusterpulse_core.model.fleet.Fleet` of the ClusterConnections."""
+    """The :class:`clusterpulse_model.fleet.Fleet` of the ClusterConnections."""
 
     kind: ResourceKind = CLUSTER_CONNECTION
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from clusterpulse_core.hookspecs import called, hookspec
 
 if TYPE_CHECKING:
-    from clusterpulse_core.model import ClusterMetrics, HealthVerdict
-    from clusterpulse_core.model.fleet import Fleet
+    from clusterpulse_model import ClusterMetrics, HealthVerdict
+    from clusterpulse_model.fleet import Fleet
 
 
 @hookspec(firstresult=True)
@@ -33,10 +33,10 @@ def clusterpulse_cluster_health(metrics: ClusterMetrics) -> HealthVerdict | None
 @hookspec(firstresult=True)
 @called("first result; by metricsource (clusters to collect), the ingester (agent sign-in), alerts (shards)")
 def clusterpulse_fleet() -> Fleet | None:
-    """The typed view of the managed clusters (:class:`clusterpulse_core.model.fleet.Fleet`).
+    """The typed view of the managed clusters (:class:`clusterpulse_model.fleet.Fleet`).
 
     Implemented by the plugin that owns ClusterConnection (the cluster plugin): ``clusters(hub,
-    namespace)`` lists them as :class:`~clusterpulse_core.model.fleet.FleetCluster` (name, endpoint,
+    namespace)`` lists them as :class:`~clusterpulse_model.fleet.FleetCluster` (name, endpoint,
     credentials Secret, collection mode, phase, agent), ``cluster(obj)`` reads one object a caller
     already holds (an informer cache), ``ref`` gives the reference the shard ring holds and ``kind``
     the kind to watch. Other plugins read clusters only through it; ``None`` (or no answer: the

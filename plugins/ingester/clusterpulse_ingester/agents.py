@@ -22,9 +22,11 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from clusterpulse_core.model import AgentStatus
-from clusterpulse_core.model.fleet import FleetCluster
-from clusterpulse_core.pieces import ClusterDeletion, ClusterSpecPiece, ClusterStatusPiece, Piece
+from clusterpulse_model import AgentStatus
+from clusterpulse_model.fleet import FleetCluster
+from clusterpulse_model.pieces import ClusterDeletion, ClusterSpecPiece, ClusterStatusPiece
+
+from clusterpulse_core.pieces import Piece
 
 
 def hub_view(cluster: FleetCluster) -> AgentStatus | None:

@@ -16,15 +16,15 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 import attrs
+from clusterpulse_model import AgentStatus
+from clusterpulse_model.fleet import Fleet
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import decode_secret_data
-from clusterpulse_core.model import AgentStatus
-from clusterpulse_core.model.fleet import Fleet
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.informer import Informer, Obj
 from clusterpulse_ingester.agents import hub_view
 
@@ -138,7 +138,7 @@ class HubView:
 
     The clusters' objects are read through ``fleet``, the cluster plugin's typed view
     (``clusterpulse_fleet``): its kind is what is watched, and each object is read as a
-    :class:`~clusterpulse_core.model.fleet.FleetCluster`. ``on_change(obj, added)`` is called (on an
+    :class:`~clusterpulse_model.fleet.FleetCluster`. ``on_change(obj, added)`` is called (on an
     informer thread) after every change, so the caller can check its open streams again. Until both
     caches have synced every look-up fails with ``not_ready``.
     """

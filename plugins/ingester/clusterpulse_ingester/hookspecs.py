@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from clusterpulse_core.hookspecs import called, hookspec
 
 if TYPE_CHECKING:
-    from clusterpulse_core.model import AgentConnection
+    from clusterpulse_model import AgentConnection
+
     from clusterpulse_core.plugins import PluginHost
 
 

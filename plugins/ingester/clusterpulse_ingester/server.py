@@ -23,16 +23,15 @@ from typing import Any
 
 import attrs
 import grpc
+from clusterpulse_model import AggregationResults, ClusterMetrics, CollectedResource, HealthVerdict, cluster_health
+from clusterpulse_model.fleet import Fleet
 from google.protobuf.message import DecodeError
 from prometheus_client import Counter
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import FencedError
 from clusterpulse_core.kinds import ObjectRef
-from clusterpulse_core.model import AggregationResults, ClusterMetrics, CollectedResource, HealthVerdict
-from clusterpulse_core.model.cluster import cluster_health
-from clusterpulse_core.model.fleet import Fleet
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_ingester.agents import AgentBook

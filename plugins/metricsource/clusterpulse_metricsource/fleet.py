@@ -18,13 +18,13 @@ from typing import Any
 
 import attrs
 from clusterpulse_metricsource.collector import ClusterCollector, ClusterResult, UnknownKindError
+from clusterpulse_model.fleet import Fleet, FleetCluster
 
 from clusterpulse_core import deadline
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import cluster_credentials
-from clusterpulse_core.model.fleet import Fleet, FleetCluster
 
 log = logging.getLogger(__name__)
 

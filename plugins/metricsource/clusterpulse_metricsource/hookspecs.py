@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from clusterpulse_core.hookspecs import Register, called, hookspec, registry
 
 if TYPE_CHECKING:
-    from clusterpulse_core.model import AggregationResults, CollectedResource
+    from clusterpulse_model import AggregationResults, CollectedResource
 
 
 class CompiledExpression(Protocol):
@@ -43,7 +43,7 @@ def clusterpulse_register_aggregations(register: Register) -> None:
     ``register(name, fn, needs_field=True)``: ``fn(values, spec)`` receives the list of
     the (non-null) field values of the matching resources and the aggregation spec (for
     parameters such as ``percentile``), and returns the result value. The values may mix
-    numbers and text: :func:`clusterpulse_core.values.numbers` keeps the numbers. A function
+    numbers and text: :func:`clusterpulse_model.values.numbers` keeps the numbers. A function
     that raises gives ``null`` and is reported like a failing expression function.
     """
 

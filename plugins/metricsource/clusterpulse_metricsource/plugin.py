@@ -15,6 +15,7 @@ from clusterpulse_metricsource.functions import register_builtin_functions
 from clusterpulse_metricsource.hookspecs import ExpressionCompiler
 from clusterpulse_metricsource.reconcile import MetricSourceReconciler
 from clusterpulse_metricsource.settings import MetricSourceSettings
+from clusterpulse_model import AggregationResults, CollectedResource
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
@@ -22,7 +23,6 @@ from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.hookspecs import HookDeclarer, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.model import AggregationResults, CollectedResource
 from clusterpulse_core.plugins import PluginHost
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from clusterpulse_core.hookspecs import called, hookspec
 
 if TYPE_CHECKING:
-    from clusterpulse_core.model.policy import StoredPolicy
+    from clusterpulse_model.policy import StoredPolicy
 
 
 @hookspec
