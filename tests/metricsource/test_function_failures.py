@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from clusterpulse_cluster.plugin import ClusterPlugin
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
 from clusterpulse_model.pieces import AggregationsPiece, CustomResourcesPiece
 from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
@@ -57,7 +58,7 @@ SPEC: dict[str, Any] = {
 @pytest.fixture
 def fragile(fleet: Fleet) -> Iterator[Fleet]:
     backend = RecordingBackend()
-    host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "fragile": Fragile(),
+    host = PluginHost([], extra={"cluster": ClusterPlugin, "metricsource": MetricSourcePlugin, "fragile": Fragile(),
                                  "recording": BackendPlugin(backend)})
     config = Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0))
     runtime = build_runtime(config, host, hub=KubeClient(fleet.hub.api_client()))

@@ -24,7 +24,14 @@ from clusterpulse_testing.vectors import same_value
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, reconcile_once, stop_plugins
+from clusterpulse_core.runtime.bootstrap import (
+    Outcome,
+    build_runtime,
+    list_objects,
+    load,
+    reconcile_object,
+    stop_plugins,
+)
 
 from .conftest import CUSTOM_API_VERSION, NAMESPACE, Fleet
 
@@ -123,13 +130,21 @@ def spec_hash(spec: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def reconcile_sources(runtime: Runtime) -> list[Outcome]:
+    """Every MetricSource reconciled once (``run --once`` for that kind only: the cluster plugin, loaded for
+    its fleet view, would also reconcile the ClusterConnections)."""
+    objects = list_objects(runtime, METRIC_SOURCE)
+    return [reconcile_object(runtime, "metricsource", METRIC_SOURCE, obj) for obj in objects]
+
+
 @pytest.fixture
 def runtime(fleet: Fleet, redis_url: str, tmp_path: Path) -> Iterator[Runtime]:
-    """The runtime of a config enabling ``metricsource`` and ``redis`` (entry points), on the fleet's hub."""
+    """The runtime of a config enabling ``cluster`` (whose fleet view the sources collect from),
+    ``metricsource`` and ``redis`` (entry points), on the fleet's hub."""
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text(
         "[clusterpulse]\n"
-        'plugins = ["metricsource", "redis"]\n'
+        'plugins = ["cluster", "metricsource", "redis"]\n'
         f'namespace = "{NAMESPACE}"\n'
         "request_timeout = 10.0\n"
         "\n[plugins.redis]\n"
@@ -279,7 +294,7 @@ def test_metricsources_reconciled_into_redis_then_deleted(fleet: Fleet, runtime:
     fleet.apply("cacti", CACTI)
     fleet.apply("blooms", BLOOMS)
 
-    outcomes = reconcile_once(runtime)
+    outcomes = reconcile_sources(runtime)
     assert sorted((o.ref.name, o.ok, o.requeue_after) for o in outcomes) == \
         [("blooms", True, 60), ("cacti", True, 120)]
 
@@ -327,7 +342,7 @@ def test_truncation_at_max_resources_is_visible_in_redis(fleet: Fleet, runtime: 
     fleet.apply("few", {"source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus"},  # every namespace
                         "fields": [{"name": "phase", "path": ".status.phase"}],
                         "collection": {"maxResources": 2, "batchSize": 10}})
-    [outcome] = reconcile_once(runtime)
+    [outcome] = reconcile_sources(runtime)
     assert outcome.ok, outcome.detail
     # east holds 4 cacti; west exactly 2, which counts as truncated for a cluster-wide list (upstream rule).
     for cluster in ("east", "west"):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from clusterpulse_cluster.plugin import ClusterPlugin
 from clusterpulse_metricsource.catalog import catalog_of_plugins
 from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
@@ -52,7 +53,7 @@ SPEC = {
 
 
 def test_plugin_median_is_used_in_a_reconcile(fleet: Fleet) -> None:
-    host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "median": MedianPlugin,
+    host = PluginHost([], extra={"cluster": ClusterPlugin, "metricsource": MetricSourcePlugin, "median": MedianPlugin,
                                  "recording": BackendPlugin(fleet.backend)})
     fleet.runtime = build_runtime(fleet.runtime.config, host, hub=fleet.runtime.hub)
     assert host.contributions.aggregations["median"].plugin == "median"
