@@ -67,6 +67,10 @@ def installed_plugins() -> list[InstalledPlugin]:
     return sorted(found, key=lambda p: p.name)
 
 
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(str(name) for name in names)
+
+
 @attrs.frozen
 class PluginDefaults:
     """The plugins enabled when the config names none, declared by the distribution that publishes them.
@@ -79,7 +83,7 @@ class PluginDefaults:
     explicit list leaves it out.
     """
 
-    plugins: tuple[str, ...] = attrs.field(converter=tuple)
+    plugins: tuple[str, ...] = attrs.field(converter=_names)
     enabling_env: Mapping[str, str] = attrs.field(factory=dict)
 
 
