@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import redis
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
+from clusterpulse_testing.harness import Harness
+from clusterpulse_testing.polling import eventually
 from policy_support import NAMESPACE, snapshot, spec
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.crds import crd_manifest
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
-from clusterpulse_core.testing.harness import Harness
-from clusterpulse_core.testing.polling import eventually
 
 #: One reconcile and its writes: bounded by one hub request timeout.
 WAIT = CoreSettings().request_timeout
