@@ -92,14 +92,17 @@ def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapp
 def running_manager(plugins: Sequence[str], hub: Any, *, redis_url: str | None = None,
                     sections: Mapping[str, Mapping[str, Any]] | None = None,
                     core: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-                    backends: Sequence[Any] = (), directory: Path | None = None) -> Iterator[Harness]:
+                    backends: Sequence[Any] = (), extra_plugins: Mapping[str, object] | None = None,
+                    directory: Path | None = None) -> Iterator[Harness]:
     """The real manager with ``plugins`` (loaded by name, in that order) watching ``hub``; stopped on exit.
 
     ``redis_url`` fills ``[plugins.redis] url`` when ``redis`` is enabled; ``sections`` and ``core``
     add settings (``core={"namespace": ...}``); ``env`` replaces the process environment for the
     upstream variables (default: none). ``backends`` are more storage backends beside the recording
-    one. Raises :class:`~clusterpulse_core.config.ConfigError` for a bad config, as ``run`` does, and
-    ``TimeoutError`` when the informers do not sync within ``request_timeout``.
+    one; ``extra_plugins`` are plugin objects loaded beside the named ones (a plugin under test
+    defined in the test module). Raises :class:`~clusterpulse_core.config.ConfigError` for a bad
+    config, as ``run`` does, and ``TimeoutError`` when the informers do not sync within
+    ``request_timeout``.
     """
     from clusterpulse_core.runtime.bootstrap import build_runtime, load
     from clusterpulse_core.runtime.manager import Manager
@@ -112,7 +115,7 @@ def running_manager(plugins: Sequence[str], hub: Any, *, redis_url: str | None =
         config_file = write_config(where / "clusterpulse.toml", plugins, all_sections, core)
         recording = RecordingBackend()
         config, host = load(str(config_file), env=dict(env or {}),
-                            extra_plugins={"recording": BackendPlugin(recording, *backends)})
+                            extra_plugins={**(extra_plugins or {}), "recording": BackendPlugin(recording, *backends)})
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         manager = Manager(runtime)
         manager.start()
