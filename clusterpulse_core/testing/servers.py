@@ -6,11 +6,16 @@ import json
 import secrets
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clusterpulse_core.testing.tls import Certificates
 
 
 class ServerUnavailable(Exception):
@@ -116,19 +121,34 @@ class ServerProcess:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def redis_process(binary: str, port: int | None = None, password: str = "") -> ServerProcess:
-    """A redis-server without persistence on a loopback port."""
+def redis_process(binary: str, port: int | None = None, password: str = "",
+                  tls: Certificates | None = None) -> ServerProcess:
+    """A redis-server without persistence on a loopback port; with ``tls``, that port speaks TLS only.
+
+    The TLS server presents ``tls.cert_file`` and does not ask clients for certificates.
+    """
 
     def command(p: int, workdir: Path) -> list[str]:
-        argv = [binary, "--port", str(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        argv = [binary, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                 "--dir", str(workdir), "--protected-mode", "no"]
+        if tls is None:
+            argv += ["--port", str(p)]
+        else:
+            argv += ["--port", "0", "--tls-port", str(p), "--tls-cert-file", str(tls.cert_file),
+                     "--tls-key-file", str(tls.key_file), "--tls-ca-cert-file", str(tls.ca_file),
+                     "--tls-auth-clients", "no"]
         if password:
             argv += ["--requirepass", password]
         return argv
 
     def ready(p: int) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", p), timeout=0.5) as sock:
+            with socket.create_connection(("127.0.0.1", p), timeout=0.5) as raw:
+                sock = raw
+                if tls is not None:
+                    context = ssl.create_default_context(cafile=str(tls.ca_file))
+                    context.check_hostname = False  # readiness only: the tests check the name
+                    sock = context.wrap_socket(raw)
                 if password:
                     sock.sendall(f"AUTH {password}\r\n".encode())
                     sock.recv(64)

@@ -112,7 +112,7 @@ def test_the_hub_deploys_the_agent_which_then_reports(
         cr["spec"]["collectorVersion"] = "9.9.9"
         hub.update(cr)
         eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
-                   ["spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:9.9.9",
+                   ["spec"]["template"]["spec"]["containers"][0]["image"] == "quay.io/clusterpulse/clusterpulse:9.9.9",
                    "the Deployment to roll to 9.9.9", timeout=WAIT)
         writes = [(m, p) for m, p, _ in lab.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
         assert writes == [("PATCH", f"/apis/apps/v1/namespaces/{AGENT_NS}/deployments/clusterpulse-collector")]

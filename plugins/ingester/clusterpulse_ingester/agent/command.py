@@ -60,7 +60,8 @@ def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
     probe = None
     address = parse_bind_address(config.core.metrics_bind_address)
     if address is not None:
-        probe = ProbeServer("metrics", address, {"/metrics": metrics_reply(registry)})
+        probe = ProbeServer("metrics", address, {"/metrics": metrics_reply(registry)},
+                            config.core.probe_request_timeout, config.core.probe_max_connections)
         probe.start()
         log.info("agent metrics on port %d", probe.port)
 
