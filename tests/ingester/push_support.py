@@ -19,9 +19,9 @@ import grpc
 import pytest
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.config import CoreSettings
-from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 CC_API = "clusterpulse.io/v1alpha1"

@@ -12,17 +12,16 @@ from pathlib import Path
 
 from clusterpulse_ingester.convert import batch_from_pieces, pieces_from_batch
 from clusterpulse_ingester.proto import collector_pb2 as pb
-from google.protobuf.json_format import MessageToDict
-from push_support import upstream_stubs
-
-from clusterpulse_core.model import ClusterMetrics, NodeCondition, NodeMetrics
-from clusterpulse_core.pieces import (
+from clusterpulse_model import ClusterMetrics, NodeCondition, NodeMetrics
+from clusterpulse_model.pieces import (
     ClusterMetricsPiece,
     NodesPiece,
     PodSummary,
     ResourceCollection,
     ResourceCollectionPiece,
 )
+from google.protobuf.json_format import MessageToDict
+from push_support import upstream_stubs
 
 AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CREATED = datetime(2024, 9, 12, 8, 15, 10, tzinfo=UTC)

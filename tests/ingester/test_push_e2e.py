@@ -21,6 +21,11 @@ import pytest
 import redis
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_model.pieces import ClusterMetricsPiece, ClusterSpecPiece
+from clusterpulse_testing.kube_api_util import ApiError
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
+from clusterpulse_testing.servers import free_port
 from push_support import (
     CC_API,
     HUB_NAMESPACE,
@@ -39,14 +44,9 @@ from push_support import (
 )
 
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.pieces import ClusterMetricsPiece, ClusterSpecPiece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import dumps, loads
-from clusterpulse_core.testing.kube_api_util import ApiError
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
-from clusterpulse_core.testing.servers import free_port
 
 MANAGED_TOKEN = "managed-cluster-token"
 #: A stored health message (docs/readers.md#r7-health).

@@ -24,9 +24,9 @@ import attrs
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import ClusterTarget, Collector, run_collectors
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_ingester.agent.backoff import Backoff
 from clusterpulse_ingester.agent.buffer import BatchBuffer
