@@ -31,6 +31,7 @@ from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
+from clusterpulse_core.limits import describe, merged, skipped_metric
 from clusterpulse_core.model import (
     HEALTHY_MESSAGE,
     ClusterMetrics,
@@ -166,18 +167,24 @@ class ClusterReconciler:
                    else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE))
         node_count = len(nodes.nodes) if nodes else 0
         namespace_count = len(namespaces.namespaces) if namespaces else 0
+        skipped = merged(target.skipped)
+        truncation = describe(skipped)
         ctx.store(
             *ordered(pieces),
-            ClusterStatusPiece(name, ClusterStatusRecord(verdict.health, verdict.message, now,
-                                                         self.agents.redis_status(name))),
+            ClusterStatusPiece(name, ClusterStatusRecord(
+                verdict.health, f"{verdict.message}; {truncation}" if truncation else verdict.message, now,
+                self.agents.redis_status(name))),
             EventPiece("cluster.reconciled", name, reconciled_event(verdict, metrics, spec.display_name),
                        timestamp=now),
         )
         for stored in target.after_store:
             stored()
         insecure = self._insecure(ctx, name, current, obj)
+        skipped_metric(ctx.runtime.metrics).publish(name, skipped)
+        if truncation and truncation != connection_status.truncation_announced(current):
+            ctx.log.warning("collection truncated: %s", truncation)
         self._patch_status(ctx, current, connection_status.connected(
-            now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure))
+            now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure, skipped))
         previous_phase = current.get("phase")
         if previous_phase != connection_status.PHASE_CONNECTED:
             recovered = previous_phase == connection_status.PHASE_ERROR
@@ -309,5 +316,6 @@ class ClusterReconciler:
         (docs/compatibility.md#cluster-reconcile)."""
         ctx.store(ClusterDeletion(ref.name), EventPiece("cluster.deleted", ref.name, None, timestamp=self.clock()))
         ctx.runtime.pool.remove(ref.name)
+        skipped_metric(ctx.runtime.metrics).forget(ref.name)
         with self._lock:
             self._state.pop(ref.name, None)
