@@ -36,13 +36,17 @@ class Skipped:
 
 
 def describe(skipped: Iterable[Skipped]) -> str:
-    """One line for a status message: ``"stored 50 of 60 nodes (10 over max_nodes (50)); ..."``."""
+    """One line for a status message, per ``what``:
+    ``"stored 50 of 60 nodes (2 skipped: invalid name, 8 skipped: over max_nodes (50))"``."""
+    by_what: dict[str, list[Skipped]] = {}
+    for item in merged(skipped):
+        by_what.setdefault(item.what, []).append(item)
     parts = []
-    for item in skipped:
-        if item.count <= 0:
-            continue
-        parts.append(f"stored {item.kept} of {item.kept + item.count} {item.what} "
-                     f"({item.count} skipped: {item.reason})")
+    for what, items in by_what.items():
+        kept = min(item.kept for item in items)
+        total = kept + sum(item.count for item in items)
+        reasons = ", ".join(f"{item.count} skipped: {item.reason}" for item in items)
+        parts.append(f"stored {kept} of {total} {what} ({reasons})")
     return "; ".join(parts)
 
 
