@@ -191,7 +191,8 @@ def report(label: str, big: dict[str, Any], bounded: dict[str, Any]) -> bool:
     redis_limit = 1.1 * bounded["redis"] + MIB
     ok = big["peak"] <= rss_limit and big["redis"] <= redis_limit and big["keys"] <= bounded["keys"]
     print(f"{label}: peak RSS {big['peak'] / MIB:.0f} MiB (limit {rss_limit / MIB:.0f}; at the bound "
-          f"{bounded['peak'] / MIB:.0f}; {big['before'] / MIB:.0f} before the first), Redis +{big['redis'] / MIB:.1f} MiB (limit {redis_limit / MIB:.1f}) / "
+          f"{bounded['peak'] / MIB:.0f}; {big['before'] / MIB:.0f} before the first), "
+          f"Redis +{big['redis'] / MIB:.1f} MiB (limit {redis_limit / MIB:.1f}) / "
           f"{big['keys']:,} keys (limit {bounded['keys']:,})  {'ok' if ok else 'OVER'}")
     return ok
 
