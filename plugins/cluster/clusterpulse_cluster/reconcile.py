@@ -17,6 +17,7 @@ from clusterpulse_cluster.spec import (
     ClusterConnectionSpec,
     InvalidSpecError,
     api_url,
+    clamped,
     connect_timeout,
     decode_spec,
     error_requeue_seconds,
@@ -26,12 +27,13 @@ from clusterpulse_cluster.spec import (
 from clusterpulse_core import deadline
 from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
 from clusterpulse_core.limits import describe, merged, skipped_metric
+from clusterpulse_core.logs import clip
 from clusterpulse_core.model import (
     HEALTHY_MESSAGE,
     ClusterMetrics,
@@ -157,6 +159,7 @@ class ClusterReconciler:
                     # Back when the agent would count as silent, so a fallback is not late by an interval.
                     return ReconcileResult(requeue_after=min(float(interval), max(1.0, live_for + 0.5)))
             pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
+            fallback = "; ".join(note for note in (fallback, clamped(spec)) if note)
         except (InvalidSpecError, ReconcileFailure, AgentDeployError) as exc:
             return self._fail(ctx, name, current, interval, str(exc), obj)
         now = self.clock()
@@ -272,7 +275,10 @@ class ClusterReconciler:
 
     def _fail(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], interval: int,
               message: str, obj: Mapping[str, Any]) -> ReconcileResult:
-        ctx.log.warning("reconcile failed: %s", message)
+        # A repeating failure is logged when it starts or changes, not on every retry (the status holds it).
+        repeated = (current.get("phase") == connection_status.PHASE_ERROR
+                    and current.get("message") == clip(message, MAX_STATUS_MESSAGE))
+        (ctx.log.debug if repeated else ctx.log.warning)("reconcile failed: %s", message)
         now = self.clock()
         ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, now,
                                                                self.agents.redis_status(name))))
