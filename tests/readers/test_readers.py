@@ -21,12 +21,12 @@ import msgspec
 import pytest
 import redis
 import yaml
+from clusterpulse_demo.fleet import FLEET_DIR
+from clusterpulse_demo.run import run_demo
+from clusterpulse_model import ClusterMetrics, cluster_health
+from clusterpulse_testing.servers import redis_process, require_binary
 
-from clusterpulse_core.demo.fleet import FLEET_DIR
-from clusterpulse_core.demo.run import run_demo
-from clusterpulse_core.model import ClusterMetrics, cluster_health
 from clusterpulse_core.serde import parse_time
-from clusterpulse_core.testing.servers import redis_process, require_binary
 
 CLUSTERS = ("edge-lab", "k8s-staging", "ocp-prod-east")
 #: The demo MetricSource and its resourceTypeName.
@@ -92,10 +92,14 @@ def node_ready(node: dict[str, Any]) -> bool:
 
 
 def expected_health(cluster: str) -> tuple[str, str]:
-    """R7 from the fixture's nodes (the demo fleet's requests stay below the CPU and memory thresholds)."""
+    """R7 from the fixture's nodes (the demo fleet's requests stay below the CPU and memory thresholds);
+    a cordoned node whose Ready condition is True is not "not ready" (docs/compatibility.md#r8)."""
     nodes = fixture_objects(cluster, "Node")
+    cordoned = sum(1 for n in nodes if n.get("spec", {}).get("unschedulable")
+                   and node_ready({**n, "spec": {}}))
     verdict = cluster_health(ClusterMetrics(nodes=len(nodes), nodes_ready=sum(map(node_ready, nodes)),
-                                            nodes_not_ready=sum(not node_ready(n) for n in nodes)))
+                                            nodes_not_ready=sum(not node_ready(n) for n in nodes),
+                                            nodes_cordoned=cordoned))
     return verdict.health, verdict.message
 
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import attrs
+from clusterpulse_model import ObjectCounts, PodPhaseCounts, cluster_metrics
+from clusterpulse_model.pieces import ClusterMetricsPiece, NamespacesPiece, NodesPiece
 
 from clusterpulse_cluster.nodes import MAX_ANNOTATION_BYTES, PodTally, node_metrics, tally_pods
 from clusterpulse_cluster.resources import PodSummaries, ResourceLists
@@ -35,9 +37,8 @@ from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeApiError
 from clusterpulse_core.limits import INVALID_NAME, Skipped, over_limit
-from clusterpulse_core.model import ObjectCounts, PodPhaseCounts, cluster_metrics
 from clusterpulse_core.names import is_dns1123_subdomain
-from clusterpulse_core.pieces import ClusterMetricsPiece, NamespacesPiece, NodesPiece, Piece
+from clusterpulse_core.pieces import Piece
 
 log = logging.getLogger(__name__)
 

@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+from clusterpulse_model import Health, HealthVerdict
 
+from clusterpulse_core.conditions import Condition, condition, ready_condition
 from clusterpulse_core.kube.credentials import TransportWarning
 from clusterpulse_core.limits import INVALID_NAME, Skipped, describe
-from clusterpulse_core.model import Health, HealthVerdict
-from clusterpulse_core.model.condition import Condition, condition, ready_condition
 from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"
