@@ -36,8 +36,7 @@ from typing import Any
 import redis
 from bench_cluster_reconcile import start_emulator
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
-
-from clusterpulse_core.testing.servers import redis_process, require_binary
+from clusterpulse_testing.servers import redis_process, require_binary
 
 NAMESPACE = "clusterpulse"
 MIB = 1024 * 1024

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_testing.hostile import HostileProxy
 from fault_support import CC_API, HUB_NAMESPACE, TOKEN, add_cluster, make_hub, node, olm_objects, write_config
 
 from clusterpulse_core.kube.client import KubeClient, make_api_client
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
-from clusterpulse_core.testing.hostile import HostileProxy
 
 MAX_NODES = 50
 MAX_LIST_OBJECTS = 10
