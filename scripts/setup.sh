@@ -89,8 +89,8 @@ if [ "$test_stamp_ok" = false ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ];
     # editable, without resolving anything more; pip check says when the lock is stale.
     pip_install --require-hashes -r requirements/test.lock
     pip_install --no-deps "${packages[@]}"
-    if ! .venv/bin/python -m pip check >/dev/null 2>&1; then
-      .venv/bin/python -m pip check >&2 || true
+    if ! broken=$(.venv/bin/python -m pip check 2>&1); then
+      echo "$broken" >&2
       echo "setup: requirements/test.lock does not satisfy the pyprojects: run bash scripts/lock.sh" >&2
       exit 1
     fi
