@@ -3,9 +3,10 @@
 # files) from the pyprojects:
 #
 #   requirements/test.lock     what scripts/setup.sh installs: the test environment of
-#                              scripts/test-packages.sh (core[testing,dev], every plugin[testing],
-#                              the test-only plugins)
-#   requirements/runtime.lock  what the Containerfile installs: the core and every plugin, no extras
+#                              scripts/test-packages.sh (core[dev], model, testing, demo, every
+#                              plugin[testing], the test-only plugins)
+#   requirements/runtime.lock  what the Containerfile installs: the core, the model and every
+#                              plugin, no extras
 #
 #   bash scripts/lock.sh       # after changing a dependency in any pyproject.toml (docs/development.md)
 #
@@ -21,7 +22,8 @@ uv=.venv/bin/uv
 # Our distributions: listed as inputs, never emitted.
 mapfile -t ours < <(.venv/bin/python - <<'PY'
 import pathlib, tomllib
-for path in [pathlib.Path("pyproject.toml"), *sorted(pathlib.Path().glob("plugins/*/pyproject.toml")),
+for path in [pathlib.Path("pyproject.toml"), *sorted(pathlib.Path().glob("*/pyproject.toml")),
+             *sorted(pathlib.Path().glob("plugins/*/pyproject.toml")),
              *sorted(pathlib.Path().glob("tests/plugins/*/pyproject.toml"))]:
     print(tomllib.loads(path.read_text())["project"]["name"])
 PY
@@ -53,7 +55,8 @@ for ((i = 0; i < ${#test_args[@]}; i += 2)); do
 done
 compile requirements/test.lock "${test_inputs[@]}"
 
-runtime_inputs=("-e .")
+# What the Containerfile builds: the core, the model and every plugin (no testing/ nor demo/).
+runtime_inputs=("-e ." "-e ./model")
 for plugin in plugins/*/; do
   runtime_inputs+=("-e ./${plugin%/}")
 done

@@ -35,9 +35,14 @@ def pins(path: Path) -> dict[str, tuple[str, int]]:
     return found
 
 
-def projects() -> list[dict]:  # type: ignore[type-arg]
-    paths = [REPO / "pyproject.toml", *sorted(REPO.glob("plugins/*/pyproject.toml")),
-             *sorted(REPO.glob("tests/plugins/*/pyproject.toml"))]
+#: What the Containerfile builds (a production install: no testing/ nor demo/, no test plugins).
+RUNTIME_PROJECTS = ("pyproject.toml", "model/pyproject.toml", "plugins/*/pyproject.toml")
+TEST_PROJECTS = (*RUNTIME_PROJECTS, "testing/pyproject.toml", "demo/pyproject.toml", "tests/plugins/*/pyproject.toml")
+
+
+def projects(globs: tuple[str, ...] = TEST_PROJECTS) -> list[dict]:  # type: ignore[type-arg]
+    paths = [path for pattern in globs for path in sorted(REPO.glob(pattern))]
+    assert len(paths) >= len(globs)
     return [tomllib.loads(path.read_text())["project"] for path in paths]
 
 
@@ -46,9 +51,10 @@ def ours() -> set[str]:
 
 
 def declared(extras: bool) -> list[Requirement]:
-    """Every requirement of every pyproject (with the testing/dev extras when ``extras``)."""
+    """Every requirement of the test environment's pyprojects with their testing/dev/demo extras
+    (``extras``), or of the Containerfile's without extras."""
     found = []
-    for project in projects():
+    for project in projects(TEST_PROJECTS if extras else RUNTIME_PROJECTS):
         texts = list(project.get("dependencies", []))
         if extras:
             for name in ("testing", "dev", "demo"):

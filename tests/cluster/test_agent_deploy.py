@@ -19,7 +19,7 @@ from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
 from clusterpulse_cluster.agent_deploy.plan import controller_version, image_tag
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.runtime.manager import Manager
 
 INGESTER = "ingester.hub.example:9443"

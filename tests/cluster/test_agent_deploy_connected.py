@@ -8,9 +8,9 @@ from typing import Any
 
 import three_node
 from cluster_support import Harness
+from clusterpulse_model import AgentConnection
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.model import AgentConnection
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 DEPLOYMENT = "/apis/apps/v1/namespaces/clusterpulse-system/deployments/clusterpulse-collector"

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import requests
 import yaml
+from clusterpulse_testing.kube_api import KubeAPI
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import free_port
 
 from clusterpulse_core.plugins import installed_plugins
-from clusterpulse_core.testing.kube_api import KubeAPI
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import free_port
 
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 ENV_SET_BY_TESTS = ("CLUSTERPULSE_CONFIG", "NAMESPACE", "VM_ENABLED", "LOG_LEVEL", "KUBECONFIG")

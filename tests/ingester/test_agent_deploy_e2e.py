@@ -23,6 +23,8 @@ import grpc
 import pytest
 import redis
 from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import free_port
 from push_support import (
     CC_API,
     CLUSTERPULSE,
@@ -40,8 +42,6 @@ from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import free_port
 
 MANAGED_TOKEN = "lab-cluster-token"
 AGENT_NS = "clusterpulse-system"

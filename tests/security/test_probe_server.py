@@ -6,9 +6,9 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core.runtime.probes import ProbeServer, Reply
-from clusterpulse_core.testing.polling import eventually
 
 #: The bounds under test; every wait below is a multiple of REQUEST_TIMEOUT.
 REQUEST_TIMEOUT = 1.0

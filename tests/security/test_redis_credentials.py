@@ -12,11 +12,11 @@ import redis
 from click.testing import CliRunner
 from clusterpulse_redis.connection import connect
 from clusterpulse_redis.settings import RedisSettings
+from clusterpulse_testing.servers import ServerProcess, redis_process, require_binary
+from clusterpulse_testing.tls import Certificates, make_certificates
 
 from clusterpulse_core.cli import cli
 from clusterpulse_core.config import ConfigError, build_settings
-from clusterpulse_core.testing.servers import ServerProcess, redis_process, require_binary
-from clusterpulse_core.testing.tls import Certificates, make_certificates
 
 PASSWORD = "S3cret-redis"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from clusterpulse_model.pieces import ClusterMetricsPiece
+from clusterpulse_testing.servers import free_port
 from clusterpulse_vmwriter import VMSettings, VMWriterBackend
-
-from clusterpulse_core.pieces import ClusterMetricsPiece
-from clusterpulse_core.testing.servers import free_port
 
 
 def backend_for(url: str, **overrides: Any) -> VMWriterBackend:

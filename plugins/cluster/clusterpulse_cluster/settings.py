@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import attrs
+from clusterpulse_model import HealthThresholds
 
 from clusterpulse_core.config import setting
-from clusterpulse_core.model import HealthThresholds
 
 #: This project's image (it runs the agent as ``clusterpulse agent``), with its registry host: a short
 #: name would be resolved through each node's registry search list.

@@ -7,20 +7,21 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from clusterpulse_core import serde
-from clusterpulse_core.context import ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
-from clusterpulse_core.kube.credentials import PolicyError
-from clusterpulse_core.model import RegistryMetricsRecord, RegistryStatusRecord
-from clusterpulse_core.model.condition import Condition, ready_condition
-from clusterpulse_core.pieces import (
+from clusterpulse_model import RegistryMetricsRecord, RegistryStatusRecord
+from clusterpulse_model.pieces import (
     EventPiece,
-    Piece,
     RegistryDeletion,
     RegistryMetricsPiece,
     RegistrySpecPiece,
     RegistryStatusPiece,
 )
+
+from clusterpulse_core import serde
+from clusterpulse_core.conditions import Condition, ready_condition
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.kube.credentials import PolicyError
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_registry.clients import ClientCache, ClientSettings
 from clusterpulse_registry.credentials import registry_credentials

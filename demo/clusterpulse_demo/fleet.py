@@ -11,11 +11,11 @@ from typing import Any
 
 import attrs
 import yaml
+from clusterpulse_testing.kube_api import KubeAPI
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.crds import crd_manifest
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.testing.kube_api import KubeAPI
-from clusterpulse_core.testing.tls import loopback_ca
 
 FLEET_DIR = Path(__file__).parent / "fleet"
 #: The ``${...}`` placeholder of the hub Secrets' ``ca.crt``: the base64 of the emulators' CA.

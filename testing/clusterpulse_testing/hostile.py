@@ -37,7 +37,7 @@ from typing import Any, Self
 
 import urllib3
 
-from clusterpulse_core.testing.tls import loopback_ca
+from clusterpulse_testing.tls import loopback_ca
 
 HOST = "127.0.0.1"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clusterpulse_core.testing.servers import (
+from clusterpulse_testing.servers import (
     RedisClusterProcesses,
     ServerProcess,
     ServerUnavailable,
@@ -103,7 +103,7 @@ def kube_api() -> Iterator[Any]:
     loopback CA (``api.ca_pem``, what a credentials Secret's ``ca.crt`` holds), as to a real API
     server; ``tls=False`` serves plain HTTP.
     """
-    from clusterpulse_core.testing.kube_api import KubeAPI
+    from clusterpulse_testing.kube_api import KubeAPI
 
     started: list[KubeAPI] = []
 

@@ -101,7 +101,7 @@ class KubeAPI:
     resourceVersion counter starts, so serving the same data again later never goes back.
     ``tls_cert``/``tls_key`` (PEM files) serve HTTPS instead of HTTP, as a real API server does;
     ``tls_ca`` is the CA file the client helpers (:meth:`api_client`, :meth:`kubeconfig`) trust.
-    ``tls=True`` serves HTTPS with this process's loopback CA (:func:`~clusterpulse_core.testing.tls.loopback_ca`,
+    ``tls=True`` serves HTTPS with this process's loopback CA (:func:`~clusterpulse_testing.tls.loopback_ca`,
     whose PEM is :attr:`ca_pem`): what a managed cluster's credentials Secret puts in ``ca.crt``.
 
     The test helpers (:meth:`create`, :meth:`get`, ...) work whether or not the server runs; while it

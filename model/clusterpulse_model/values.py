@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, cast
 
-from clusterpulse_core.textform import go_float_v, go_v, scalar_text
+from clusterpulse_model.textform import go_float_v, go_v, scalar_text
 
 INT64_MIN = -(2**63)
 INT64_LIMIT = 2**63  # first value above the int64 range

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from clusterpulse_core.testing.tls import Certificates
+    from clusterpulse_testing.tls import Certificates
 
 
 class ServerUnavailable(Exception):

@@ -1,7 +1,7 @@
 """Private certificate authorities for the emulators: HTTPS on loopback with a CA the test trusts.
 
 :func:`make_certificates` writes a CA and one server certificate; :func:`loopback_ca` is the
-process-wide one for ``127.0.0.1``/``localhost`` that :class:`~clusterpulse_core.testing.kube_api.KubeAPI`
+process-wide one for ``127.0.0.1``/``localhost`` that :class:`~clusterpulse_testing.kube_api.KubeAPI`
 uses with ``tls=True`` (the ``kube_api`` fixture's default), so a managed cluster's credentials
 Secret can carry its ``ca.crt`` as a real one does.
 """

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 import attrs
 
-from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.clock import ZERO_TIME
 
 
 class Severity(StrEnum):

@@ -8,9 +8,9 @@ from enum import StrEnum
 
 import attrs
 
-from clusterpulse_core.model.node import NodeMetrics, NodeStatus
-from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.clock import ZERO_TIME
 from clusterpulse_core.serde import wire
+from clusterpulse_model.node import NodeMetrics, NodeStatus
 
 
 class Health(StrEnum):

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import pytest
+from clusterpulse_model import ClusterMetrics, cluster_health
 
-from clusterpulse_core.model import ClusterMetrics, cluster_health
 from clusterpulse_core.serde import structure
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     ClusterMetrics,
     ClusterOperatorInfo,
     ClusterStatusRecord,

@@ -1,4 +1,4 @@
-"""Test harness for ClusterPulse and its plugins (``pip install clusterpulse-core[testing]``).
+"""Test harness for ClusterPulse and its plugins (``pip install clusterpulse-testing``).
 
 Registered as a pytest plugin: the fixtures ``redis_server`` and ``kube_api`` start real
 servers on free loopback ports. A missing server binary fails the fixture with the command

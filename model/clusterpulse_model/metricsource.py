@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.clock import ZERO_TIME
 from clusterpulse_core.serde import wire
 
 

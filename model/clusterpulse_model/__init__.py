@@ -4,9 +4,9 @@ Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
 """
 
-from clusterpulse_core.model.agent import AgentConnection
-from clusterpulse_core.model.alert import Alert, Severity
-from clusterpulse_core.model.cluster import (
+from clusterpulse_model.agent import AgentConnection
+from clusterpulse_model.alert import Alert, Severity
+from clusterpulse_model.cluster import (
     HEALTHY_MESSAGE,
     AgentStatus,
     ClusterMetrics,
@@ -24,20 +24,20 @@ from clusterpulse_core.model.cluster import (
     is_health_verdict,
     usage_percent,
 )
-from clusterpulse_core.model.metricsource import (
+from clusterpulse_model.metricsource import (
     AggregationResults,
     CollectedResource,
     CustomResourceCollection,
 )
-from clusterpulse_core.model.node import NodeCondition, NodeMetrics, NodeStatus, Taint
-from clusterpulse_core.model.operator import (
+from clusterpulse_model.node import NodeCondition, NodeMetrics, NodeStatus, Taint
+from clusterpulse_model.operator import (
     ClusterOperatorCondition,
     ClusterOperatorInfo,
     ClusterOperatorVersion,
     OperatorInfo,
     RelatedObject,
 )
-from clusterpulse_core.model.registry import (
+from clusterpulse_model.registry import (
     RegistryCredentialsRef,
     RegistryMetricsRecord,
     RegistryMonitoringRecord,

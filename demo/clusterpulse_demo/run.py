@@ -19,10 +19,14 @@ from typing import Any
 import attrs
 import click
 import redis
+from clusterpulse_testing.servers import ServerUnavailable, docker_registry_process, free_port, redis_process
 
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config, read_config
-from clusterpulse_core.demo.fleet import FLEET_DIR, Fleet, ManagedCluster, running_fleet
-from clusterpulse_core.demo.summary import (
+from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import build_runtime
+from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_demo.fleet import FLEET_DIR, Fleet, ManagedCluster, running_fleet
+from clusterpulse_demo.summary import (
     format_alerts,
     format_fleet,
     format_registries,
@@ -33,10 +37,6 @@ from clusterpulse_core.demo.summary import (
     read_registries,
     read_sources,
 )
-from clusterpulse_core.plugins import PluginHost
-from clusterpulse_core.runtime.bootstrap import build_runtime
-from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.servers import ServerUnavailable, docker_registry_process, free_port, redis_process
 
 #: What the demo enables: storage first, then the kinds it has sample objects for, then alerts and
 #: the ingester (push-mode clusters of the fleet are streamed by a ``clusterpulse agent`` process).

@@ -58,10 +58,10 @@ name = "{distribution}"
 version = "0.1.0"
 description = "A ClusterPulse plugin"
 requires-python = ">=3.11"
-dependencies = ["clusterpulse-core"]
+dependencies = ["clusterpulse-core", "clusterpulse-model"]
 
 [project.optional-dependencies]
-test = ["clusterpulse-core[testing]", "pytest>=8"]
+test = ["clusterpulse-testing", "pytest>=8"]
 
 [project.entry-points."clusterpulse.plugins"]
 {plugin} = "{package}.plugin:{cls}"
@@ -89,7 +89,7 @@ from typing import Any
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.hookspecs import Register
-from clusterpulse_core.values import to_number
+from clusterpulse_model.values import to_number
 
 
 def twice(value: Any) -> float:
@@ -108,7 +108,7 @@ class {cls}:
         register("{function}", twice, min_args=1, max_args=1)
 '''
 
-TEST = '''"""Tests of the {plugin} plugin, with the fixtures of clusterpulse-core[testing]."""
+TEST = '''"""Tests of the {plugin} plugin, with the fixtures of clusterpulse-testing."""
 
 from __future__ import annotations
 
