@@ -32,6 +32,7 @@ from clusterpulse_core.clock import utcnow
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import FencedError
 from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.limits import Skipped, describe, skipped_metric
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_ingester.agents import AgentBook
@@ -44,7 +45,7 @@ from clusterpulse_ingester.auth import (
     valid_cluster_name,
 )
 from clusterpulse_ingester.connections import ConnectionTable
-from clusterpulse_ingester.convert import BatchError, pieces_from_batch
+from clusterpulse_ingester.convert import BatchError, BatchLimits, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
@@ -242,6 +243,9 @@ class IngesterServer:
         self._inflight = 0
         self._stopping = False
         self._worker: StoreWorker | None = None
+        self._limits = BatchLimits(settings.max_batch_nodes, settings.max_batch_objects)
+        #: The truncation last reported per cluster (logged when it changes, not per batch).
+        self._truncation: dict[str, str] = {}
         self._hub_view: HubView | None = None
         #: The cluster plugin's typed view of the clusters (``clusterpulse_fleet``), found at start.
         self._fleet: Fleet | None = None
@@ -644,12 +648,15 @@ class IngesterServer:
                 self.metrics.batches_acked.inc()
                 return pb.Ack(batch_id=batch.batch_id, success=True)
             storing = self._storing.get(key) if batch.batch_id else None
+            skipped: list[Skipped] | None = None
             if storing is None:
                 assert self._worker is not None
+                skipped = []
                 storing = self._worker.submit(functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
                     endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
-                    health=self._health, aggregate=self._aggregate))
+                    health=self._health, aggregate=self._aggregate,
+                    limits=self._limits, skipped=skipped))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
@@ -668,6 +675,8 @@ class IngesterServer:
                 # must drop it rather than send it again.
                 return self._reject(batch, "unstorable",
                                     f"{REJECTED}the batch cannot be stored: {type(exc).__name__}: {exc}"[:1024])
+            if skipped is not None:
+                self._report_skipped(peer.cluster, skipped)
             self.metrics.batches_acked.inc()
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:
@@ -690,6 +699,20 @@ class IngesterServer:
         results: AggregationResults | None = (hook(source_id=source_id, resources=list(resources))
                                               if hook is not None else None)
         return results
+
+    def _report_skipped(self, cluster: str, skipped: list[Skipped]) -> None:
+        """What the stored batch left out: in ``clusterpulse_collection_skipped``, and logged when it changed."""
+        skipped_metric(self.runtime.metrics).publish(cluster, skipped)
+        note = describe(skipped)
+        if note != self._truncation.get(cluster, ""):
+            if note:
+                log.warning("cluster %s: pushed batch stored truncated: %s", cluster, note)
+            else:
+                log.info("cluster %s: pushed batches complete again", cluster)
+        if note:
+            self._truncation[cluster] = note
+        else:
+            self._truncation.pop(cluster, None)
 
     def _stored(self, key: tuple[str, str], future: asyncio.Future[None]) -> None:
         """A batch's store ended (whether or not a stream still waits for it): remember it if it worked."""
