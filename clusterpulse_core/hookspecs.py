@@ -346,20 +346,21 @@ def clusterpulse_stop(runtime: Runtime) -> None:
     """
 
 
-#: Hooks the core declared before they moved to the plugin that owns them -> that plugin. A plugin
-#: implementing one while its declarer is not loaded is warned (the implementation is never
-#: called), not refused, so plugins written against the older contract keep loading.
-MOVED_HOOKS: Mapping[str, str] = {
-    "clusterpulse_register_aggregations": "metricsource",
-    "clusterpulse_register_field_types": "metricsource",
-    "clusterpulse_register_filter_operators": "metricsource",
-    "clusterpulse_expression_compiler": "metricsource",
-    "clusterpulse_aggregate_resources": "metricsource",
-    "clusterpulse_register_alert_rules": "alerts",
-    "clusterpulse_stored_alerts": "alerts",
-    "clusterpulse_agent_connection": "ingester",
-    "clusterpulse_agent_sources": "ingester",
-    "clusterpulse_agent_read_types": "ingester",
-    "clusterpulse_cluster_health": "cluster",
-    "clusterpulse_stored_policies": "policy",
-}
+#: Hooks the core declared before they moved to the plugins that own them (the hookspec table of
+#: docs/plugins.md says which). A plugin implementing one while no loaded plugin declares it is
+#: warned (the implementation is never called), not refused, so plugins written against the
+#: older contract keep loading.
+MOVED_HOOKS = frozenset({
+    "clusterpulse_register_aggregations",
+    "clusterpulse_register_field_types",
+    "clusterpulse_register_filter_operators",
+    "clusterpulse_expression_compiler",
+    "clusterpulse_aggregate_resources",
+    "clusterpulse_register_alert_rules",
+    "clusterpulse_stored_alerts",
+    "clusterpulse_agent_connection",
+    "clusterpulse_agent_sources",
+    "clusterpulse_agent_read_types",
+    "clusterpulse_cluster_health",
+    "clusterpulse_stored_policies",
+})

@@ -321,11 +321,10 @@ class PluginHost:
                 if caller.has_spec() or not any(impl.plugin is obj and not impl.optionalhook
                                                 for impl in caller.get_hookimpls()):
                     continue
-                declarer = hookspecs.MOVED_HOOKS.get(caller.name)
-                if declarer is not None:
-                    self._warn(f"plugin {name!r} implements {caller.name}, which plugin {declarer!r} declares, "
-                               f"but {declarer!r} is not loaded: it is never called (enable {declarer!r}, "
-                               f"or mark it @hookimpl(optionalhook=True))")
+                if caller.name in hookspecs.MOVED_HOOKS:
+                    self._warn(f"plugin {name!r} implements {caller.name}, which no loaded plugin declares (it moved "
+                               f"from the core to the plugin that owns it, see docs/plugins.md#hookspec-table): it "
+                               f"is never called (enable that plugin, or mark it @hookimpl(optionalhook=True))")
                     continue
                 hint = did_you_mean(caller.name, sorted(self.declared_by))
                 error = PluginError(f"plugin {name!r}: unknown hook {caller.name!r} in plugin {obj!r} "

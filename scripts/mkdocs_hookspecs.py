@@ -15,11 +15,10 @@ MARKER = "<!-- hookspec-table -->"
 
 def hookspec_markdown() -> str:
     """The table, as Markdown."""
-    from clusterpulse_core.config import PROJECT_PLUGINS
-    from clusterpulse_core.plugins import PluginHost, installed_plugins
+    from clusterpulse_core.plugins import PluginHost, installed_plugins, plugin_defaults
 
     installed = {plugin.name for plugin in installed_plugins()}
-    host = PluginHost([name for name in PROJECT_PLUGINS if name in installed])
+    host = PluginHost([name for name in plugin_defaults().plugins if name in installed])
     lines = ["| hook | declared by | called how |", "|---|---|---|"]
     for row in host.hookspec_table():
         lines.append(f"| `{row.hook}` | {row.declared_by} | {row.called.replace('|', '/')} |")

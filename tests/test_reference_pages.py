@@ -13,10 +13,9 @@ from pathlib import Path
 
 import attrs
 
-from clusterpulse_core.config import PROJECT_PLUGINS
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ReconcileResult, ResourceKind
-from clusterpulse_core.plugins import CORE, HookSpecRow, PluginHost
+from clusterpulse_core.plugins import CORE, HookSpecRow, PluginHost, plugin_defaults
 from clusterpulse_core.store import StorageBackend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +40,7 @@ def test_reference_pages_list_every_attrs_field_and_serde(tmp_path: Path) -> Non
     plugins_page = (site / "plugins" / "index.html").read_text()
     assert "hookspec-table -->" not in plugins_page
     hooks_page = (site / "reference" / "hooks" / "index.html").read_text()
-    for row in PluginHost(list(PROJECT_PLUGINS)).hookspec_table():
+    for row in PluginHost(list(plugin_defaults().plugins)).hookspec_table():
         cells = (f"<td><code>{row.hook}</code></td>\n<td>{row.declared_by}</td>\n"
                  f"<td>{escape(row.called, quote=False)}</td>")
         assert cells in plugins_page, row

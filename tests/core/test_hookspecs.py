@@ -16,10 +16,9 @@ import attrs
 import pytest
 
 from clusterpulse_core import hookimpl, hookspecs
-from clusterpulse_core.config import PROJECT_PLUGINS
 from clusterpulse_core.hookspecs import HookDeclarer, Register, hookspec, registry
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.plugins import CORE, HookReconciler, PluginError, PluginHost
+from clusterpulse_core.plugins import CORE, HookReconciler, PluginError, PluginHost, plugin_defaults
 
 # A plugin's own hookspecs module, built here as the `audit` plugin would write it.
 audit_specs = types.ModuleType("audit_specs")
@@ -129,7 +128,8 @@ def test_a_hook_that_moved_to_a_plugin_still_loads_without_it(caplog: pytest.Log
 
     alone = PluginHost([], extra={"median": OldMedian()})
     assert alone.order == ["median"]
-    assert any("clusterpulse_register_aggregations, which plugin 'metricsource' declares" in w for w in alone.warnings)
+    assert any("implements clusterpulse_register_aggregations, which no loaded plugin declares" in w
+               for w in alone.warnings)
     with_declarer = PluginHost(["metricsource"], extra={"median": OldMedian()})
     assert with_declarer.contributions.aggregations["median"].plugin == "median"
     assert not any("median" in warning for warning in with_declarer.warnings)
@@ -145,14 +145,24 @@ def test_the_core_declares_only_framework_verbs() -> None:
 
 
 def test_the_hookspec_table_covers_every_declared_hook() -> None:
-    host = PluginHost(list(PROJECT_PLUGINS))
+    host = PluginHost(list(plugin_defaults().plugins))
     rows = host.hookspec_table()
     by_hook = {row.hook: row for row in rows}
     assert len(by_hook) == len(rows)
     assert by_hook["clusterpulse_addhooks"].declared_by == CORE
     assert rows[0].hook == "clusterpulse_addhooks"  # the core's hooks first, in phase order
-    for hook, declarer in hookspecs.MOVED_HOOKS.items():
-        assert by_hook[hook].declared_by == declarer, hook
+    moved_to = {"metricsource": ["clusterpulse_register_aggregations", "clusterpulse_register_field_types",
+                                 "clusterpulse_register_filter_operators", "clusterpulse_expression_compiler",
+                                 "clusterpulse_aggregate_resources"],
+                "alerts": ["clusterpulse_register_alert_rules", "clusterpulse_stored_alerts"],
+                "ingester": ["clusterpulse_agent_connection", "clusterpulse_agent_sources",
+                             "clusterpulse_agent_read_types"],
+                "cluster": ["clusterpulse_cluster_health", "clusterpulse_fleet"],
+                "policy": ["clusterpulse_stored_policies"]}
+    for declarer, hooks in moved_to.items():
+        for hook in hooks:
+            assert by_hook[hook].declared_by == declarer, hook
+    assert set(hookspecs.MOVED_HOOKS) | {"clusterpulse_fleet"} == {h for hooks in moved_to.values() for h in hooks}
     assert by_hook["clusterpulse_aggregate_resources"].called.startswith("first result")
     assert all(row.called for row in rows)
     specified = {name for name, caller in vars(host.pm.hook).items() if getattr(caller, "has_spec", lambda: False)()}
@@ -160,7 +170,7 @@ def test_the_hookspec_table_covers_every_declared_hook() -> None:
 
 
 def test_registry_tables_come_from_the_declared_registry_hooks() -> None:
-    host = PluginHost(list(PROJECT_PLUGINS))
+    host = PluginHost(list(plugin_defaults().plugins))
     assert host.registry_hooks() == {
         "clusterpulse_register_aggregations": "aggregations",
         "clusterpulse_register_alert_rules": "alert_rules",
