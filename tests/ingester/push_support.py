@@ -29,6 +29,21 @@ CLUSTERPULSE = str(Path(sys.executable).parent / "clusterpulse")
 #: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
 #: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
 WAIT = CoreSettings().request_timeout
+#: The name the hub's own ingester certificate is verified against (the ingester Service's).
+SERVER_NAME = f"clusterpulse-ingester.{HUB_NAMESPACE}.svc"
+
+
+def hub_ca(hub: Any) -> str:
+    """The CA bundle the hub published for agents (TLS on by default, with the hub's own certificates)."""
+    found = hub.get("v1", "configmaps", "ingester-ca", HUB_NAMESPACE)
+    assert found is not None, "the hub published no ingester CA (ConfigMap ingester-ca)"
+    return str(found["data"]["service-ca.crt"])
+
+
+def hub_tls_channel(hub: Any, port: int) -> grpc.Channel:
+    """A test client's channel to the hub's ingester, verifying its certificate for :data:`SERVER_NAME`."""
+    return grpc.secure_channel(f"127.0.0.1:{port}", grpc.ssl_channel_credentials(hub_ca(hub).encode()),
+                               options=[("grpc.ssl_target_name_override", SERVER_NAME)])
 
 
 def node(name: str, ready: bool = True, role: str = "worker") -> dict[str, Any]:

@@ -45,7 +45,9 @@ def test_agent_in_a_pod_uses_the_service_account_over_tls(
     config = write_config(tmp_path / "agent.toml", ["cluster", "metricsource", "ingester"],
                           {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
                           core={"metrics_bind_address": f"127.0.0.1:{metrics_port}"})
+    # The ingester fixture talks plaintext (this test is about the agent's own cluster): said explicitly.
     env = {"CLUSTER_NAME": "edge", "INGESTER_ADDRESS": f"127.0.0.1:{port}", "COLLECTOR_TOKEN": TOKEN + "edge",
+           "INGESTER_TLS_ENABLED": "false",
            "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(cluster.port),
            "SERVICE_ACCOUNT_DIR": str(account), "HOME": str(home)}
     agent = AgentProcess(config, None, metrics_port, tmp_path / "agent.log", env=env)

@@ -24,12 +24,15 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from push_support import (
     CC_API,
     HUB_NAMESPACE,
+    SERVER_NAME,
     TOKEN,
     WAIT,
     AgentProcess,
     Stream,
     cluster_connection,
     collector_secret,
+    hub_ca,
+    hub_tls_channel,
     managed_objects,
     metric_source,
     secret,
@@ -76,7 +79,10 @@ class PushWorld:
         kubeconfig = (managed or self.managed).write_kubeconfig(self.tmp / f"{cluster}.kubeconfig",
                                                                 token=MANAGED_TOKEN)
         metrics_port = free_port()
+        ca_file = self.tmp / "ingester-ca.crt"
+        ca_file.write_text(hub_ca(self.hub))
         section = {"cluster_name": cluster, "ingester_address": f"127.0.0.1:{self.port}", "collector_token": token,
+                   "tls_ca": str(ca_file), "tls_server_name": SERVER_NAME,
                    "collect_interval": INTERVAL, "heartbeat_interval": 1.0, "ack_timeout": 10.0,
                    "flush_timeout": 5.0, **settings}
         config = write_config(self.tmp / f"agent-{len(self.agents)}.toml", ["cluster", "metricsource", "ingester"],
@@ -436,7 +442,7 @@ def test_the_hub_aggregates_pushed_resources_with_the_pull_code(world: PushWorld
     world.hub.create(_grouped_source())
     eventually(lambda: world.redis.exists("metricsource:clusterpulse:deploys"), "the hub's compiled MetricSource",
                timeout=WAIT)
-    stream = Stream(world.port, TOKEN + "edge")
+    stream = Stream(world.port, TOKEN + "edge", hub_tls_channel(world.hub, world.port))
     try:
         stream.register("edge", TOKEN + "edge")
         batch = pb.MetricsBatch(cluster_name="edge", batch_id="with-resources")

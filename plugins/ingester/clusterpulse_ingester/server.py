@@ -18,7 +18,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -41,6 +40,7 @@ from clusterpulse_ingester.auth import (
     token_cluster,
     valid_cluster_name,
 )
+from clusterpulse_ingester.certs import CertificateError
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
@@ -48,6 +48,7 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.settings import IngesterSettings
 from clusterpulse_ingester.sources import SourceBook
+from clusterpulse_ingester.tls import ServingCertificates
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,7 @@ class IngesterServer:
         self._stopping = False
         self._worker: StoreWorker | None = None
         self._hub_view: HubView | None = None
+        self._certificates: ServingCertificates | None = None
         #: Streams not registered yet, per peer address and in all.
         self._unregistered: dict[str, int] = {}
         self._unregistered_total = 0
@@ -263,6 +265,15 @@ class IngesterServer:
         if not self._hub_view.start(timeout):
             log.warning("ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
                         "asked to retry until they have", timeout)
+        if self.settings.tls_enabled and self._certificates is None:
+            certificates = ServingCertificates(self.settings, self.runtime.hub, self.runtime.namespace, self.clock)
+            try:
+                certificates.start()
+            except CertificateError as exc:
+                self._hub_view.stop()
+                self._hub_view = None
+                raise StartError(str(exc)) from exc
+            self._certificates = certificates
         ready = threading.Event()
         errors: list[BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(ready, errors), name="ingester", daemon=True)
@@ -272,12 +283,12 @@ class IngesterServer:
         if errors:
             raise StartError(str(errors[0])) from errors[0]
         log.info("ingester listening on %s:%d (TLS %s)", self.settings.bind_address, self.port,
-                 "on" if self.settings.tls_enabled else "off")
+                 f"on, {self._certificates.source} certificates" if self._certificates is not None else "off")
         self.metrics.plaintext.set(0 if self.settings.tls_enabled else 1)
         if not self.settings.tls_enabled:
             log.warning("ingester TLS is off (INGESTER_TLS_ENABLED=false): collector tokens, batches and "
                         "ConfigUpdates travel in plaintext and can be read or changed on the way "
-                        "(docs/push-mode.md#running-the-ingester)")
+                        "(docs/push-mode.md#tls)")
         return self.port
 
     def stop(self) -> None:
@@ -297,6 +308,9 @@ class IngesterServer:
         if self._hub_view is not None:
             self._hub_view.stop()
             self._hub_view = None
+        if self._certificates is not None:
+            self._certificates.stop()
+            self._certificates = None
 
     def health_changed(self, cluster: str) -> None:
         """A pushed batch changed the cluster's health: the hub reconciles it now to patch its status."""
@@ -373,10 +387,8 @@ class IngesterServer:
             server = grpc.aio.server(options=server_options(self.settings))
             add_servicer(server, _Servicer(self), self.metrics.bytes_received)
             address = f"{self.settings.bind_address}:{self.settings.port}"
-            if self.settings.tls_enabled:
-                key = Path(self.settings.tls_key).read_bytes()
-                cert = Path(self.settings.tls_cert).read_bytes()
-                port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+            if self._certificates is not None:
+                port = server.add_secure_port(address, self._certificates.credentials())
             else:
                 port = server.add_insecure_port(address)
             if not port:
