@@ -1,22 +1,30 @@
-"""A thin raw-JSON client over the ``kubernetes`` package's ApiClient.
+"""A thin raw-JSON client over the ``kubernetes`` package's public configuration.
 
 Hot paths never build the ``kubernetes`` model classes: responses are decoded with msgspec
 straight from the bytes, lists are paginated with ``limit``/``continue``, and every call
 has a wall-clock deadline covering connect, headers and body (:mod:`clusterpulse_core.deadline`)
 and a maximum response size. A managed cluster's client routes every call through its circuit
 breaker.
+
+The ``ApiClient`` is used through its public API only: its ``Configuration`` (host, TLS,
+proxy, credentials) and ``param_serialize`` (URL, default headers and the bearer token, refreshed
+by the configuration's hook). The calls themselves go through the client's own urllib3 pool
+(:func:`pool_manager`), built from that configuration, whose connections the deadline watchdog
+can cut: a socket timeout alone does not bound a server dripping its headers.
 """
 
 from __future__ import annotations
 
 import gc
+import ipaddress
+import ssl
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import msgspec
+import urllib3
 from kubernetes.client import ApiClient, Configuration
-from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from clusterpulse_core import deadline
@@ -130,12 +138,76 @@ def make_api_client(host: str, token: str = "", ca_pem: str = "", verify: bool =
     return ApiClient(config)
 
 
+def pool_manager(configuration: Configuration) -> urllib3.PoolManager:
+    """One urllib3 pool for the API server of ``configuration``, its calls cut by the watchdog.
+
+    Built from the public settings of the ``kubernetes`` ``Configuration``, as the client's own
+    REST layer reads them: TLS verification (``verify_ssl``, ``ssl_ca_cert``/``ca_cert_data``,
+    ``assert_hostname``, ``tls_server_name``), the client certificate (``cert_file``,
+    ``key_file``), ``socket_options``, ``connection_pool_maxsize`` and an HTTP(S) ``proxy``
+    (``proxy_headers``, ``proxy_ssl_context``; ``no_proxy`` honoured). A SOCKS proxy is refused
+    by urllib3 with a clear error rather than bypassed.
+    """
+    kwargs: dict[str, Any] = {
+        "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
+        "ca_certs": configuration.ssl_ca_cert,
+        "ca_cert_data": configuration.ca_cert_data,
+        "cert_file": configuration.cert_file,
+        "key_file": configuration.key_file,
+    }
+    if configuration.assert_hostname is not None:
+        kwargs["assert_hostname"] = configuration.assert_hostname
+    if configuration.tls_server_name:
+        kwargs["server_hostname"] = configuration.tls_server_name
+    if configuration.socket_options is not None:
+        kwargs["socket_options"] = configuration.socket_options
+    if configuration.connection_pool_maxsize is not None:
+        kwargs["maxsize"] = configuration.connection_pool_maxsize
+    manager: urllib3.PoolManager
+    if configuration.proxy and not _bypasses_proxy(str(configuration.host), configuration.no_proxy or ""):
+        manager = urllib3.ProxyManager(configuration.proxy, proxy_headers=configuration.proxy_headers,
+                                       proxy_ssl_context=configuration.proxy_ssl_context, **kwargs)
+    else:
+        manager = urllib3.PoolManager(**kwargs)
+    deadline.watch_pool(manager)
+    return manager
+
+
+def _bypasses_proxy(url: str, no_proxy: str) -> bool:
+    """Whether ``url``'s host matches a ``no_proxy`` rule: ``*``, a domain (and its subdomains),
+    ``host:port`` or an IP network, as the ``kubernetes`` client reads it."""
+    parsed = urllib3.util.parse_url(url)
+    host = (parsed.host or "").strip("[]").lower()
+    host_port = f"{host}:{parsed.port}" if parsed.port else host
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in (rule.strip().lower() for rule in no_proxy.split(",")):
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        if address is not None:
+            try:
+                if address in ipaddress.ip_network(entry, strict=False):
+                    return True
+            except ValueError:
+                pass
+        entry = entry.lstrip(".")
+        if entry in (host, host_port) or host.endswith("." + entry) or host_port.endswith("." + entry):
+            return True
+    return False
+
+
 class KubeClient:
     """Raw-JSON access to one API server (the hub or a managed cluster).
 
     ``timeout`` is each call's wall-clock limit (connect, headers and body together), capped by
     the deadline in force (:func:`clusterpulse_core.deadline.within`); ``max_bytes`` caps one
     response body. Watches (``stream=True``) are long-lived and bounded by the informer instead.
+    The calls go through one pool per client (:func:`pool_manager`), built from
+    ``api_client.configuration``.
     """
 
     def __init__(self, api_client: ApiClient, name: str = "hub", timeout: float = 30.0,
@@ -146,7 +218,7 @@ class KubeClient:
         self.timeout = timeout
         self.breaker = breaker
         self.max_bytes = max_bytes
-        deadline.watch_pool(api_client.rest_client.pool_manager)
+        self.pool = pool_manager(api_client.configuration)
 
     @property
     def host(self) -> str:
@@ -155,6 +227,7 @@ class KubeClient:
 
     def close(self) -> None:
         """Close the connection pool."""
+        self.pool.clear()
         self.api_client.close()
 
     # ------------------------------------------------------------------ raw calls
@@ -197,7 +270,7 @@ class KubeClient:
             request_timeout = timeout if timeout is not None else self.timeout
             # Connect within the timeout; the read timeout must outlive the server's watch timeout.
             try:
-                response = self.api_client.rest_client.pool_manager.request(
+                response = self.pool.request(
                     method, url, body=payload, headers=header_params,
                     timeout=_timeout((min(request_timeout, 10.0), request_timeout)),
                     preload_content=False, retries=False)
@@ -212,7 +285,7 @@ class KubeClient:
             raise CallDeadlineError(0, f"{method} {path}: {exc}") from exc
         try:
             with deadline.guard(limit, f"{method} {path}"):
-                response = self.api_client.rest_client.pool_manager.request(
+                response = self.pool.request(
                     method, url, body=payload, headers=header_params, timeout=_timeout(limit),
                     preload_content=False, retries=False,
                 )
@@ -221,8 +294,6 @@ class KubeClient:
             raise CallDeadlineError(0, str(exc)) from exc
         except HTTPError as exc:
             raise KubeApiError(0, f"{method} {path}: {exc}") from exc
-        except ApiException as exc:
-            raise api_error(exc.status or 0, exc.body, str(exc.reason)) from exc
         if not 200 <= response.status <= 299:
             raise api_error(response.status, data, f"{method} {path}: HTTP {response.status}")
         return _Body(response.status, data)
@@ -399,8 +470,6 @@ def _query_value(value: Any) -> str:
 
 
 def _timeout(value: Any) -> Any:
-    import urllib3
-
     if isinstance(value, tuple):
         return urllib3.Timeout(connect=value[0], read=value[1])
     return urllib3.Timeout(total=value)

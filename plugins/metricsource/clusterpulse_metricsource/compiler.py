@@ -47,6 +47,7 @@ from clusterpulse_metricsource.spec import CollectionSpec, MetricSourceSpec
 
 from clusterpulse_core.config import did_you_mean
 from clusterpulse_core.serde import camel, structure
+from clusterpulse_core.wildcard import PatternError, check_pattern
 
 #: ``discover(group, version, kind)``: the resource plural from API discovery, or None.
 Discover = Callable[[str, str, str], "str | None"]
@@ -135,6 +136,18 @@ def _as_go_hashes(spec: MetricSourceSpec) -> MetricSourceSpec:
     return attrs.evolve(spec, collection=attrs.evolve(spec.collection, retry_attempts=None))
 
 
+def check_namespace_patterns(include: Sequence[str] | None, exclude: Sequence[str] | None) -> None:
+    """Every include/exclude pattern within the length cap (docs/security.md#patterns), else a
+    :class:`SpecError` naming the pattern's field."""
+    for key, patterns in (("include", include), ("exclude", exclude)):
+        for i, pattern in enumerate(patterns or ()):
+            try:
+                check_pattern(pattern)
+            except PatternError as exc:
+                raise _validation(f"namespace pattern {key}[{i}]: {exc}",
+                                  f"spec.source.namespaces.{key}[{i}]") from exc
+
+
 def validate(spec: MetricSourceSpec) -> None:
     """The structural checks of docs/compatibility.md#metricsource-wire, in order (computed duplicates reported as
     such, M6)."""
@@ -153,6 +166,8 @@ def validate(spec: MetricSourceSpec) -> None:
         if field.name in seen:
             raise _validation(f"duplicate field name: {field.name}", f"spec.fields[{i}].name")
         seen.add(field.name)
+    if spec.source.namespaces is not None:
+        check_namespace_patterns(spec.source.namespaces.include, spec.source.namespaces.exclude)
     computed_seen: set[str] = set()
     for i, computed in enumerate(spec.computed):
         where = f"spec.computed[{i}].name"
@@ -333,6 +348,7 @@ def program_from_compiled(compiled: CompiledMetricSource, catalog: Catalog | Non
         steps = _computed_steps([f.name for f in compiled.fields], compiled.computed, catalog)
         namespace_filter = None
         if compiled.source.namespaces is not None:
+            check_namespace_patterns(compiled.source.namespaces.include, compiled.source.namespaces.exclude)
             namespace_filter = NamespaceFilter.from_patterns(compiled.source.namespaces.include,
                                                              compiled.source.namespaces.exclude)
         return Program(

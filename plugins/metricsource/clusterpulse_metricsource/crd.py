@@ -6,6 +6,7 @@ from typing import Any
 
 from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import resource_schema
+from clusterpulse_core.wildcard import MAX_PATTERN_LENGTH
 
 
 def _string(**extra: Any) -> dict[str, Any]:
@@ -16,8 +17,8 @@ def _int32(minimum: int, default: int) -> dict[str, Any]:
     return {"type": "integer", "format": "int32", "minimum": minimum, "default": default}
 
 
-def _strings() -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}}
+def _strings(**item: Any) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string", **item}}
 
 
 # Upstream's CRD restricts these three to enums; plugins may register more (``median``), so the
@@ -54,7 +55,8 @@ _SPEC: dict[str, Any] = {
                 "namespaces": {
                     "type": "object",
                     "description": "Namespace wildcard patterns; exclude wins",
-                    "properties": {"include": _strings(), "exclude": _strings()},
+                    "properties": {"include": _strings(maxLength=MAX_PATTERN_LENGTH),
+                                   "exclude": _strings(maxLength=MAX_PATTERN_LENGTH)},
                 },
                 "labelSelector": _LABEL_SELECTOR,
             },

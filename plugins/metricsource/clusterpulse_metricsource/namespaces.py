@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from clusterpulse_core.wildcard import Wildcard, has_wildcard
+
 _GO_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
 
 
@@ -17,39 +19,46 @@ def quote_meta(text: str) -> str:
 
 
 def wildcard_regex(pattern: str) -> str:
-    """The anchored regular expression of a wildcard pattern (``*`` any run, ``?`` one character)."""
+    """The anchored regular expression of a wildcard pattern (``*`` any run, ``?`` one character).
+
+    Informative only (the vectors' ``regex``, what the Go controller compiled): matching goes
+    through :class:`~clusterpulse_core.wildcard.Wildcard`, which does not backtrack.
+    """
     escaped = quote_meta(pattern).replace(r"\*", ".*").replace(r"\?", ".")
     return f"^{escaped}$"
 
 
-def compile_wildcard(pattern: str) -> re.Pattern[str]:
-    """A compiled pattern that must be used with ``fullmatch`` (``$`` alone would accept ``x\\n``)."""
-    return re.compile(wildcard_regex(pattern)[1:-1])
+def compile_wildcard(pattern: str) -> Wildcard:
+    """The compiled pattern, matched in linear time (docs/security.md#patterns).
+
+    Raises :class:`~clusterpulse_core.wildcard.PatternError` for a pattern longer than the cap.
+    """
+    return Wildcard.compile(pattern)
 
 
 def wildcard_match(pattern: str, text: str) -> bool:
     """Whether ``text`` as a whole matches the wildcard ``pattern`` (case-sensitive)."""
-    return compile_wildcard(pattern).fullmatch(text) is not None
+    return compile_wildcard(pattern).matches(text)
 
 
 @attrs.frozen
 class NamespaceFilter:
     """Compiled include/exclude patterns; exclude wins, no include patterns means all."""
 
-    include: tuple[re.Pattern[str], ...] = ()
-    exclude: tuple[re.Pattern[str], ...] = ()
+    include: tuple[Wildcard, ...] = ()
+    exclude: tuple[Wildcard, ...] = ()
 
     @classmethod
     def from_patterns(cls, include: Sequence[str] | None, exclude: Sequence[str] | None) -> NamespaceFilter:
-        """Compile the wildcard patterns."""
+        """Compile the wildcard patterns; :class:`~clusterpulse_core.wildcard.PatternError` for one too long."""
         return cls(tuple(compile_wildcard(p) for p in include or ()),
                    tuple(compile_wildcard(p) for p in exclude or ()))
 
     def keeps(self, namespace: str) -> bool:
         """Whether ``namespace`` passes the filter."""
-        if any(p.fullmatch(namespace) for p in self.exclude):
+        if any(p.matches(namespace) for p in self.exclude):
             return False
-        return not self.include or any(p.fullmatch(namespace) for p in self.include)
+        return not self.include or any(p.matches(namespace) for p in self.include)
 
     def select(self, namespaces: Iterable[str]) -> list[str]:
         """The namespaces that pass, in input order."""
@@ -67,4 +76,4 @@ def uses_cluster_wide_list(include: Sequence[str] | None, exclude: Sequence[str]
         return True
     if exclude:
         return True
-    return any("*" in pattern or "?" in pattern for pattern in include or ())
+    return any(has_wildcard(pattern) for pattern in include or ())

@@ -23,6 +23,7 @@ from clusterpulse_core.model.policy import (
     ResourceFilter,
 )
 from clusterpulse_core.serde import dumps
+from clusterpulse_core.wildcard import PatternError, check_pattern, has_wildcard
 from clusterpulse_policy.kind import (
     DEFAULT_ACCESS,
     EFFECTS,
@@ -45,7 +46,7 @@ class CompileError(ValueError):
 
 def is_pattern(text: str) -> bool:
     """A name containing ``*`` or ``?`` is a pattern, anything else a literal."""
-    return "*" in text or "?" in text
+    return has_wildcard(text)
 
 
 def pattern_regex(text: str) -> str:
@@ -54,6 +55,12 @@ def pattern_regex(text: str) -> str:
 
 
 def _pattern(text: str, where: str) -> PatternPair:
+    """The stored pair; a pattern longer than the shared cap (docs/security.md#patterns) or whose
+    regular expression does not compile is a :class:`CompileError`."""
+    try:
+        check_pattern(text)
+    except PatternError as exc:
+        raise CompileError(f"{where}: {exc}") from exc
     regex = pattern_regex(text)
     try:
         re.compile(regex)
