@@ -128,15 +128,13 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
             core = CoreSettings(plugins=PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                                 metrics_bind_address="0", health_probe_bind_address="0", leader_elect=True)
             ingester_port = free_port()
-            # The hub gives the agents it deploys the ingester's CA (the agent this test starts speaks
-            # plaintext to the local ingester; the deployed Deployment is only read).
-            fleet.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
-                              "metadata": {"name": "ingester-ca", "namespace": fleet.namespace},
-                              "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\n"}})
+            # TLS by default: the ingester makes its CA and certificate and publishes the CA for the
+            # agents the hub deploys (the agents this test starts verify the ingester with it).
             raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
                                                         "cluster": {"ingester_tls_enabled": True},
                                                         "ingester": {"bind_address": "127.0.0.1",
-                                                                     "port": ingester_port}},
+                                                                     "port": ingester_port,
+                                                                     "tls_renew_check_interval": 0.5}},
                             source="test")
             config = finish_config(raw, host.settings_classes(), env={})
             host.configure(config)
@@ -154,6 +152,11 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
                     eventually(functools.partial(agent_connected, manager, cluster.name),
                                f"the collector agent of {cluster.name}", CYCLE_TIMEOUT)
                 _run_cycles(manager, fleet, 2, echo=lambda _line: None)
+                # A new ingester CA (its Secret deleted): the certificate Secret and the published
+                # bundle are rewritten by the next renewal check.
+                bundle = _published_ca(fleet)
+                fleet.hub.delete("v1", "secrets", "clusterpulse-ingester-ca", fleet.namespace)
+                eventually(lambda: _published_ca(fleet) not in ("", bundle), "the new CA bundle", CYCLE_TIMEOUT)
             finally:
                 for agent in agents:
                     _stop_agent(agent)
@@ -170,6 +173,11 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
     assert pushed, "the demo fleet has a push-mode cluster (the hub installs its agent)"
     assert agents, "the push-mode cluster's agent connected to the ingester"
     return kinds, config.core, hub, managed, pushed
+
+
+def _published_ca(fleet: Any) -> str:
+    found = fleet.hub.get("v1", "configmaps", "ingester-ca", fleet.namespace)
+    return str(((found or {}).get("data") or {}).get("service-ca.crt") or "")
 
 
 def test_the_hub_role_allows_every_call_and_every_rule_is_used(fleet_calls: Any) -> None:
