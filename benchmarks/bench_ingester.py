@@ -49,14 +49,14 @@ from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_ingester.convert import NODE_FIELDS, pieces_from_batch
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from clusterpulse_testing.kube_api import KubeAPI
+from clusterpulse_testing.recording import BackendPlugin
+from clusterpulse_testing.servers import free_port
 
 from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
-from clusterpulse_core.testing.kube_api import KubeAPI
-from clusterpulse_core.testing.recording import BackendPlugin
-from clusterpulse_core.testing.servers import free_port
 
 NAMESPACE = "clusterpulse"
 TARGET_SHARE = 0.5

@@ -30,6 +30,13 @@ READER = "clusterpulse-reader"
 READER_NAMESPACE = "clusterpulse-reader"
 RBAC_API = "rbac.authorization.k8s.io/v1"
 _LABELS = {"app.kubernetes.io/part-of": "clusterpulse"}
+#: Pod Security Admission labels of every Namespace the manifests create: ``restricted`` enforced.
+POD_SECURITY_LABELS = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
+}
 
 
 def kind_hub_access(kind: ResourceKind) -> list[ApiAccess]:
@@ -83,6 +90,12 @@ def rules(accesses: Iterable[ApiAccess]) -> list[dict[str, Any]]:
     for path_verbs, paths in sorted(by_verbs.items()):
         out.append({"nonResourceURLs": sorted(paths), "verbs": list(path_verbs)})
     return out
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    meta = _meta(name)
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {**meta, "labels": {**meta.get("labels", {}), **POD_SECURITY_LABELS}}}
 
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -152,7 +165,7 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
             else:
                 accesses.append(access)
     docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
+        _namespace(namespace),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)},
         {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": _meta(name), "rules": rules(accesses)},
         _binding("ClusterRoleBinding", name, None, "ClusterRole", namespace, name),
@@ -167,7 +180,7 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
     # Push access confined to one namespace (the agent's): the Namespace, a Role there and its binding.
     for where, granted in sorted(scoped.items()):
         if where != namespace:
-            docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(where)})
+            docs.append(_namespace(where))
         docs.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(name, where),
                      "rules": rules(granted)})
         docs.append(_binding("RoleBinding", name, where, "Role", namespace, name))

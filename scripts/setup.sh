@@ -4,8 +4,8 @@
 #   bash scripts/setup.sh          # the test environment: redis-server, victoria-metrics,
 #                                  # docker-registry and haproxy (apt), the core, every plugins/*/ with its
 #                                  # testing extra, the test-only plugins, the dev tools, kubectl
-#   bash scripts/setup.sh --demo   # only what `clusterpulse demo` needs: redis-server, the core's
-#                                  # [demo] extra and the plugins the demo enables
+#   bash scripts/setup.sh --demo   # only what `clusterpulse demo` needs: redis-server, the core, the
+#                                  # model, testing and demo distributions and the plugins the demo enables
 #
 # Idempotent: re-running it only installs what is missing or changed. A failed install stops the
 # script with pip's message and leaves no stamp, so the next run tries again.
@@ -19,7 +19,7 @@ case "${1:-}" in
   *) echo "usage: bash scripts/setup.sh [--demo]" >&2; exit 2 ;;
 esac
 
-# The plugins `clusterpulse demo` enables (clusterpulse_core/demo/run.py DEMO_PLUGINS, checked by
+# The plugins `clusterpulse demo` enables (demo/clusterpulse_demo/run.py DEMO_PLUGINS, checked by
 # tests/test_packaging.py).
 DEMO_PLUGINS=(redis cluster registry metricsource policy alerts ingester)
 
@@ -54,14 +54,14 @@ pip_install() {
 }
 
 if [ "$mode" = demo ]; then
-  packages=(-e ".[demo]")
+  packages=(-e . -e model -e testing -e demo)
   for plugin in "${DEMO_PLUGINS[@]}"; do
     packages+=(-e "plugins/$plugin")
   done
-  projects=(pyproject.toml "${DEMO_PLUGINS[@]/#/plugins/}")
+  projects=(pyproject.toml model/ testing/ demo/ "${DEMO_PLUGINS[@]/#/plugins/}")
 else
   mapfile -t packages < <(bash scripts/test-packages.sh testing,dev)
-  projects=(pyproject.toml plugins/*/ tests/plugins/*/)
+  projects=(pyproject.toml model/ testing/ demo/ plugins/*/ tests/plugins/*/)
 fi
 
 # Reinstall only when a pyproject changed (editable installs pick up code changes by themselves).
@@ -77,7 +77,7 @@ stamp=.venv/.clusterpulse-$mode
 want=$(digest "${projects[@]}")
 test_stamp_ok=false
 if [ "$mode" = demo ] && [ -f .venv/.clusterpulse-test ]; then
-  test_want=$(mode=test digest pyproject.toml plugins/*/ tests/plugins/*/)
+  test_want=$(mode=test digest pyproject.toml model/ testing/ demo/ plugins/*/ tests/plugins/*/)
   [ "$(cat .venv/.clusterpulse-test)" = "$test_want" ] && test_stamp_ok=true
 fi
 if [ "$test_stamp_ok" = false ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

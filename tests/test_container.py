@@ -87,8 +87,8 @@ def test_every_copy_source_exists_and_is_in_the_build_context() -> None:
 
 def test_every_file_a_wheel_build_reads_is_copied() -> None:
     rules = dockerignore()
-    projects = [REPO, *sorted(p.parent for p in REPO.glob("plugins/*/pyproject.toml"))]
-    assert len(projects) > 1
+    projects = [REPO, REPO / "model", *sorted(p.parent for p in REPO.glob("plugins/*/pyproject.toml"))]
+    assert len(projects) > 2
     for project in projects:
         meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
         needed = ["pyproject.toml", *meta.get("license-files", [])]
@@ -104,7 +104,10 @@ def test_the_build_stage_makes_wheels_of_the_core_and_every_plugin() -> None:
     runs = [args for word, args in instructions(CONTAINERFILE.read_text()) if word == "RUN"]
     wheel = next(args for args in runs if "pip wheel" in args)
     targets = shlex.split(wheel)[shlex.split(wheel).index("/wheels") + 1:]
-    assert targets == [".", "plugins/*/"], "build the core and every plugin (by glob, so new plugins are included)"
+    assert targets == [".", "model/", "plugins/*/"], \
+        "build the core, the model and every plugin (by glob, so new plugins are included), not testing/ nor demo/"
+    copied = [args.split()[0] for word, args in instructions(CONTAINERFILE.read_text()) if word == "COPY"]
+    assert not [source for source in copied if source.rstrip("/") in ("testing", "demo")], copied
     install = next(args for args in runs if "pip install" in args)
     assert "--no-index" in install and "/wheels/clusterpulse_*.whl" in install
 

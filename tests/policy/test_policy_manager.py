@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import redis
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
+from clusterpulse_testing.polling import eventually
 from policy_support import NAMESPACE, snapshot, spec
 
 from clusterpulse_core.config import CoreSettings
@@ -20,7 +21,6 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
-from clusterpulse_core.testing.polling import eventually
 
 #: One reconcile and its writes: bounded by one hub request timeout.
 WAIT = CoreSettings().request_timeout

@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.polling import eventually
 
 PLUGIN_DIR = Path(__file__).parent.parent / "plugins" / "clusterpulse-configaudit" / "clusterpulse_configaudit"
 #: What a plugin may import from ClusterPulse: the public API table of docs/plugins.md.
 GUIDE = (Path(__file__).parent.parent.parent / "docs" / "plugins.md").read_text()
 PUBLIC_SECTION = GUIDE.split("## The public API")[1].split("\n## ")[0]
-PUBLIC_MODULES = set(re.findall(r"^\| `(clusterpulse_core[a-z_.]*)` \|", PUBLIC_SECTION, re.M))
+PUBLIC_MODULES = set(re.findall(r"^\| `(clusterpulse_[a-z_.]*)`(?:, `[a-z_.]*`)* \|", PUBLIC_SECTION, re.M))
 NAMESPACE = "clusterpulse"
 WAIT = 15.0
 

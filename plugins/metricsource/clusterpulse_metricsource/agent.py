@@ -18,9 +18,10 @@ from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiled import CompiledMetricSource
 from clusterpulse_metricsource.compiler import program_from_compiled
 from clusterpulse_metricsource.discovery import Discovery
+from clusterpulse_model.pieces import AggregationsPiece, CustomResourcesPiece
 
 from clusterpulse_core.collect import ClusterTarget
-from clusterpulse_core.pieces import AggregationsPiece, CustomResourcesPiece, Piece
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import loads, structure
 
 log = logging.getLogger(__name__)

@@ -22,12 +22,12 @@ from clusterpulse_metricsource.errors import MetricSourceError
 from clusterpulse_metricsource.failures import FailureTally, FunctionFailure
 from clusterpulse_metricsource.namespaces import uses_cluster_wide_list
 from clusterpulse_metricsource.program import IDENTITY_STEPS, Program
+from clusterpulse_model import AggregationResults, CollectedResource, CustomResourceCollection
 
 from clusterpulse_core.breaker import CircuitOpenError
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, no_gc
-from clusterpulse_core.model import AggregationResults, CollectedResource, CustomResourceCollection
-from clusterpulse_core.model.time import utcnow
 
 NAMESPACE_PAGE_SIZE = 500
 
