@@ -8,6 +8,7 @@ generated rules: the hub Role for the hub, the read-only ClusterRole for the man
 
 from __future__ import annotations
 
+import base64
 import functools
 import shutil
 import subprocess
@@ -276,3 +277,81 @@ def test_sharding_grants_the_member_leases() -> None:
     assert member_leases not in plain
     assert member_leases in sharded
     assert ApiAccess("coordination.k8s.io", ("leases",), ("get", "update"), resource_names=(LEASE_NAME,)) in sharded
+
+
+def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_role(
+        kube_api: Any, redis_url: str, tmp_path: Path) -> None:
+    """Switching a ClusterConnection to pull, then deleting it, removes what the hub installed (the agent's
+    ClusterRole and ClusterRoleBinding included) with calls the ``--push`` roles allow (docs/agent-deploy.md)."""
+    from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+
+    from clusterpulse_core.kube.client import KubeClient
+
+    host = PluginHost(("redis", "cluster"))
+    kinds = [kind for _owner, kind in host.kinds.values()]
+    docs = rbac.managed_manifests(kinds, push=True)
+    cluster_rules, role = _role_rules(docs, "ClusterRole"), next(d for d in docs if d["kind"] == "Role")
+
+    def granted(call: Call) -> bool:
+        return allowed(call, cluster_rules) or (call.namespace == AGENT_NS and allowed(call, role["rules"]))
+
+    namespace, token = "clusterpulse", "managed-token"
+    hub = kube_api()
+    hub.add_crd(CLUSTER_CONNECTION.group, CLUSTER_CONNECTION.version, CLUSTER_CONNECTION.kind,
+                CLUSTER_CONNECTION.plural)
+    lab = kube_api(require_token=token)
+    hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+              {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-token", "namespace": namespace},
+               "data": {"token": base64.b64encode(token.encode()).decode(),
+                        "ca.crt": base64.b64encode(lab.ca_pem.encode()).decode()}}])
+    lab.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}})  # as --push creates it
+    core = CoreSettings(plugins=("redis", "cluster"), namespace=namespace, metrics_bind_address="0",
+                        health_probe_bind_address="0")
+    raw = RawConfig(core=core, plugin_sections={"redis": {"url": redis_url},
+                                                "cluster": {"ingester_tls_enabled": False}}, source="test")
+    config = finish_config(raw, host.settings_classes(), env={})
+    host.configure(config)
+    manager = Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity="rbac-removal")
+    manager.start()
+    role_path = ("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None)
+    binding_path = ("rbac.authorization.k8s.io/v1", "clusterrolebindings", "clusterpulse-collector", None)
+    try:
+        def install() -> None:
+            eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+                       "the hub to install the agent", CYCLE_TIMEOUT)
+            assert lab.get(*role_path) is not None and lab.get(*binding_path) is not None
+
+        def removed(what: str) -> list[Call]:
+            eventually(lambda: lab.get(*role_path) is None and lab.get(*binding_path) is None,
+                       f"{what} to remove the agent's ClusterRole and ClusterRoleBinding", CYCLE_TIMEOUT)
+            eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None,
+                       f"{what} to remove the Deployment", CYCLE_TIMEOUT)
+            calls = [to_call(*request) for request in lab.requests]
+            denied = {c for c in calls if not granted(c)}
+            assert not denied, f"{what}: the push-mode roles lack {sorted(map(str, denied))}"
+            for resource in ("clusterroles", "clusterrolebindings"):
+                assert Call("delete", "rbac.authorization.k8s.io", resource, "", "clusterpulse-collector") in calls
+            return calls
+
+        spec = {"endpoint": lab.url, "credentialsRef": {"name": "lab-token"}, "collectionMode": "push",
+                "ingesterAddress": "ingester.example:9443"}
+        hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
+                    "metadata": {"name": "lab", "namespace": namespace}, "spec": spec})
+        install()
+        lab.clear_requests()
+        switched = hub.get(CC_API, "clusterconnections", "lab", namespace)
+        switched["spec"]["collectionMode"] = "pull"
+        hub.update(switched)
+        removed("switching to pull")
+
+        back = hub.get(CC_API, "clusterconnections", "lab", namespace)
+        back["spec"]["collectionMode"] = "push"
+        hub.update(back)
+        install()
+        lab.clear_requests()
+        hub.delete(CC_API, "clusterconnections", "lab", namespace)
+        removed("deleting the ClusterConnection")
+        eventually(lambda: hub.get(CC_API, "clusterconnections", "lab", namespace) is None,
+                   "the finalizer to go", CYCLE_TIMEOUT)
+    finally:
+        manager.stop()

@@ -22,11 +22,11 @@ from clusterpulse_ingester.agent.sni import certificate_matches
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.settings import IngesterSettings
+from clusterpulse_testing.servers import haproxy_sni_process, require_binary
+from clusterpulse_testing.tls import make_certificates
 from push_support import SERVER_NAME, TOKEN, hub_ca
 
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.testing.servers import haproxy_sni_process, require_binary
-from clusterpulse_core.testing.tls import make_certificates
 
 #: The host the agent dials (resolves to loopback): what a passthrough Route's host is.
 ROUTE_HOST = "localhost"

@@ -21,12 +21,12 @@ from clusterpulse_ingester.certs import CertificateError, CertificateKeeper, lea
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.settings import IngesterSettings
+from clusterpulse_testing.polling import eventually
 from cryptography import x509
 from push_support import HUB_NAMESPACE, TOKEN, WAIT
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.testing.polling import eventually
 
 CA_LIFE, CERT_LIFE = dt.timedelta(days=3650), dt.timedelta(days=90)
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
