@@ -279,7 +279,8 @@ class GoAgent:
     """A Go agent's stream: our agent's collection of its cluster, re-encoded with the stubs of the unmodified
     upstream listing (so only upstream fields travel, as a Go agent sends them), one batch at a time."""
 
-    def __init__(self, port: int, cluster: str, token: str, client: Any, config_dir: Path) -> None:
+    def __init__(self, port: int, cluster: str, token: str, client: Any, config_dir: Path,
+                 channel: grpc.Channel | None = None) -> None:
         from clusterpulse_ingester.agent.runner import Agent
 
         from clusterpulse_core.runtime.bootstrap import load
@@ -290,7 +291,7 @@ class GoAgent:
         config, host = load(str(config_file), env={})
         self.upstream = upstream_stubs(config_dir)
         self.agent = Agent(config.plugin("ingester"), host, client)
-        self.stream = Stream(port, token)
+        self.stream = Stream(port, token, channel)
         self._apply(self.stream.register(cluster, token))
 
     def _apply(self, response: pb.ConnectResponse) -> None:

@@ -532,7 +532,7 @@ def test_a_go_agents_push_cluster_differs_from_the_pulled_one_only_as_documented
     cluster pulled: the differences are docs/compatibility.md#w3's, nothing else."""
     _pulled_with_workloads(world)
     go = GoAgent(world.port, "edge", TOKEN + "edge", KubeClient(world.managed.api_client(token=MANAGED_TOKEN)),
-                 tmp_path)
+                 tmp_path, hub_tls_channel(world.hub, world.port))
     try:
         assert go.push().success
         assert world.json("cluster:edge:status")["agent"]["connected"] is True
