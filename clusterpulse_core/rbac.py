@@ -39,6 +39,22 @@ POD_SECURITY_LABELS = {
 }
 
 
+def never_read(group: str, resource: str) -> str:
+    """Why nothing ClusterPulse runs on a managed cluster may read ``group``/``resource``, or ``""``.
+
+    Secrets (``secrets`` in any case and group, or a subresource of it) and wildcards (``*`` in the
+    group or the resource) are never granted to the agent's role nor read by a collector, whatever a
+    MetricSource asks for (docs/security.md#the-agents-role); the hub refuses such a MetricSource
+    unless Secrets are explicitly allowed.
+    """
+    folded_group, folded = group.strip().lower(), resource.strip().lower()
+    if "*" in folded_group or "*" in folded:
+        return f"{group or 'core'}/{resource} holds a wildcard"
+    if folded.partition("/")[0] == "secrets":
+        return f"{group or 'core'}/{resource} is Secrets"
+    return ""
+
+
 def kind_hub_access(kind: ResourceKind) -> list[ApiAccess]:
     """What the core does with a kind on the hub (informer list/watch, status patch) plus its own declarations."""
     own = [ApiAccess(kind.group, (kind.plural,), ("list", "watch"))]
@@ -218,7 +234,8 @@ def parse_read(text: str, kinds: Sequence[ResourceKind] = ()) -> ApiAccess:
 
     A bare name is resolved from the built-in resources and ``kinds`` (the enabled plugins'
     kinds), never guessed: an unknown one is a :class:`ValueError` asking for its group. A
-    built-in resource named with the wrong group is refused too.
+    built-in resource named with the wrong group is refused too, and so is what :func:`never_read`
+    refuses (Secrets, a wildcard).
     """
     known = {**BUILTIN_RESOURCES, **{kind.plural: kind.group for kind in kinds}}
     group, slash, resource = text.rpartition("/")
@@ -235,6 +252,10 @@ def parse_read(text: str, kinds: Sequence[ResourceKind] = ()) -> ApiAccess:
         right = BUILTIN_RESOURCES[resource]
         raise ValueError(f"--read {text}: {resource} is in the {right or 'core'!r} group: "
                          f"--read {right}/{resource}")
+    refused = never_read(group, resource)
+    if refused:
+        raise ValueError(f"--read {text}: {refused}, which no generated role grants (docs/security.md); a "
+                         f"MetricSource allowed to read Secrets needs a rule written by hand")
     return ApiAccess(group, (resource,), ("get", "list"))
 
 

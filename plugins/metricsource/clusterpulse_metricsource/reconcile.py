@@ -282,7 +282,10 @@ class MetricSourceReconciler:
         refusal = self.settings.refusal(source.api_version, source.kind, source.group, source.resource)
         if refusal:
             raise CompileError(refusal)
-        return ClusterCollector(program, self.discovery)
+        settings = self.settings
+        return ClusterCollector(program, self.discovery,
+                                lambda group, resource: settings.refusal(source.api_version, source.kind, group,
+                                                                         resource))
 
     def _catalog(self, contributions: Contributions) -> Catalog:
         key = id(contributions)
