@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -296,11 +297,15 @@ def run_fleet(hub_kubeconfig: Path, redis_port: int, replicas: int, workers: int
                  "--format", "speedscope", "--output", str(profile)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(window)
-        if spy is not None:
-            spy.wait(120)
         done = [reconciles_done(port) - before for port, before in zip(ports, done0, strict=True)]
         cpu = [cpu_seconds(p.pid) - before for p, before in zip(processes, cpu0, strict=True)]
         rss = [peak_rss_mib(p.pid) for p in processes]
+        if spy is not None:
+            try:
+                spy.wait(60)
+            except subprocess.TimeoutExpired:
+                spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled on SIGINT
+                spy.wait(60)
     finally:
         for process in processes:
             process.terminate()
