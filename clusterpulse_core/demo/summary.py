@@ -79,7 +79,7 @@ def read_fleet(client: redis.Redis) -> list[ClusterRow]:
 
 
 def format_fleet(rows: list[ClusterRow]) -> str:
-    """The summary table."""
+    """The summary table, then each cluster's health reason (``Cluster is healthy``, ``Issues: ...``)."""
     header = ("CLUSTER", "HEALTH", "NODES", "CPU req/cap", "MEMORY req/cap", "PODS", "OPERATORS")
     lines = [header]
     for row in rows:
@@ -98,9 +98,7 @@ def format_fleet(rows: list[ClusterRow]) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in lines]
-    for row in rows:
-        if row.health != "healthy":
-            text.append(f"  {row.name}: {row.message}")
+    text += [f"  {row.name}: {row.message or '(no health message stored)'}" for row in rows]
     return "\n".join(text)
 
 

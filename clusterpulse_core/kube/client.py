@@ -29,6 +29,7 @@ from urllib3.exceptions import HTTPError
 
 from clusterpulse_core import deadline
 from clusterpulse_core.breaker import CircuitBreaker
+from clusterpulse_core.httpbody import BodyTooLargeError, read_capped
 
 P = TypeVar("P")
 
@@ -73,7 +74,6 @@ def hub_unreachable(exc: KubeApiError) -> bool:
 
 #: Default maximum size of one response body (one page of a list), bytes.
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-_CHUNK = 1024 * 1024
 
 _BY_STATUS: dict[int, type[KubeApiError]] = {404: NotFoundError, 409: ConflictError, 410: GoneError}
 #: Statuses that are the API server's answer about an object, not a failure of the cluster: they
@@ -397,28 +397,11 @@ class _Body:
 
 
 def _read_body(response: Any, max_bytes: int, what: str) -> bytes:
-    """Read the body in chunks, failing as soon as it exceeds ``max_bytes`` (Content-Length first)."""
+    """The body, failing as soon as it exceeds ``max_bytes`` after decompression (Content-Length first)."""
     try:
-        length = int(response.headers.get("Content-Length") or -1)
-    except ValueError:
-        length = -1
-    if max_bytes and length > max_bytes:
-        response.close()
-        raise ResponseTooLargeError(0, f"{what}: response of {length} bytes is over the limit of {max_bytes}")
-    buffer = bytearray()
-    try:
-        while True:
-            chunk = response.read(_CHUNK)
-            if not chunk:
-                break
-            buffer += chunk
-            if max_bytes and len(buffer) > max_bytes:
-                response.close()
-                raise ResponseTooLargeError(
-                    0, f"{what}: response over the limit of {max_bytes} bytes (read {len(buffer)})")
-    finally:
-        response.release_conn()
-    return bytes(buffer)
+        return read_capped(response, max_bytes, what)
+    except BodyTooLargeError as exc:
+        raise ResponseTooLargeError(0, str(exc)) from exc
 
 
 class _ListMeta(msgspec.Struct):

@@ -106,6 +106,23 @@ class ClusterMetrics:
     services: int = 0
     statefulsets: int = 0
     daemonsets: int = 0
+    #: Cordoned nodes (status ``SchedulingDisabled``) not known to be not Ready: counted in
+    #: ``nodes_not_ready`` (R1, as upstream) but not by the health (docs/compatibility.md#r8). Not stored.
+    nodes_cordoned: int = 0
+
+    @property
+    def nodes_unready(self) -> int:
+        """Nodes whose Ready condition is not True, what the health counts (docs/compatibility.md#r8)."""
+        return max(0, self.nodes_not_ready - self.nodes_cordoned)
+
+
+def cordoned_ready(node: NodeMetrics) -> bool:
+    """A cordoned node not known to be not Ready: its Ready condition is True, or its conditions are
+    unknown (a Go agent's batch carries the status alone; docs/compatibility.md#r8)."""
+    if node.status != NodeStatus.SCHEDULING_DISABLED.value:
+        return False
+    ready = [c.status for c in node.conditions if c.type == "Ready"]
+    return not node.conditions or (bool(ready) and ready[-1] == "True")
 
 
 @attrs.frozen
@@ -179,6 +196,7 @@ def cluster_metrics(nodes: Sequence[NodeMetrics], namespaces: Sequence[str], now
         statefulsets=counts.statefulsets,
         daemonsets=counts.daemonsets,
         pvcs=counts.pvcs,
+        nodes_cordoned=sum(1 for node in nodes if cordoned_ready(node)),
     )
 
 
@@ -220,16 +238,18 @@ def cluster_health(metrics: ClusterMetrics, thresholds: HealthThresholds = Healt
     """The health of a reachable cluster from its totals, as the Go controller at upstream 73eb0ca.
 
     ``degraded`` when any node is not Ready, ``unhealthy`` when at least ``node_unhealthy`` of
-    the nodes are not; ``degraded`` (if not worse) when requested CPU or memory is above its
+    the nodes are not (a cordoned node whose Ready condition is True is not "not ready",
+    docs/compatibility.md#r8); ``degraded`` (if not worse) when requested CPU or memory is above its
     critical percentage. The message names the first issue: not-ready nodes, then CPU, then
     memory above its warning percentage (which alone does not change the health).
     """
     health = Health.HEALTHY
     issues: list[str] = []
-    if metrics.nodes_not_ready > 0:
-        share = metrics.nodes_not_ready / metrics.nodes if metrics.nodes > 0 else 1.0
+    not_ready = metrics.nodes_unready
+    if not_ready > 0:
+        share = not_ready / metrics.nodes if metrics.nodes > 0 else 1.0
         health = Health.UNHEALTHY if share >= thresholds.node_unhealthy else Health.DEGRADED
-        issues.append(f"{metrics.nodes_not_ready} nodes not ready")
+        issues.append(f"{not_ready} nodes not ready")
     for label, percent, critical, warning in (
             ("CPU", metrics.cpu_usage_percent, thresholds.cpu_critical, thresholds.cpu_warning),
             ("memory", metrics.memory_usage_percent, thresholds.memory_critical, thresholds.memory_warning)):

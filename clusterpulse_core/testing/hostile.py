@@ -15,7 +15,11 @@ so a ClusterConnection pointed at it verifies TLS as against a real API server. 
 * ``stall_headers``: send the status line, then one header byte per second, never finishing;
 * ``huge``: a syntactically valid ``List`` of ``size`` bytes (one big annotation per item);
 * ``nested``: a JSON document nested ``depth`` levels deep;
-* ``respond``: a fixed status and JSON body (a stand-in for a simple endpoint).
+* ``respond``: a fixed status, JSON body and extra headers (a stand-in for a simple endpoint, a
+  redirect, a ``Link`` to elsewhere, a gzip bomb with ``Content-Encoding: gzip``).
+
+Every request received is recorded in :attr:`HostileProxy.seen` (method, path, headers), so a test
+can show what a client sent where (credentials included).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import socketserver
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any, Self
@@ -62,6 +66,8 @@ class HostileProxy:
         self._http = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(total=30),
                                          ca_certs=str(certificates.ca_file))
         self._stop = threading.Event()
+        #: ``(method, path with query, headers)`` of every request received, in order.
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -132,9 +138,10 @@ class HostileProxy:
         """Answer matching paths with JSON nested ``depth`` levels deep."""
         self._add(path_regex, "nested", depth=depth)
 
-    def respond(self, path_regex: str, status: int = 200, body: bytes = b"{}") -> None:
-        """Answer matching paths with ``status`` and ``body`` at once."""
-        self._add(path_regex, "respond", status=status, body=body)
+    def respond(self, path_regex: str, status: int = 200, body: bytes = b"{}",
+                headers: Mapping[str, str] | None = None) -> None:
+        """Answer matching paths with ``status``, ``body`` and ``headers`` at once."""
+        self._add(path_regex, "respond", status=status, body=body, headers=dict(headers or {}))
 
     def clear(self) -> None:
         """Forward everything again."""
@@ -151,6 +158,8 @@ class HostileProxy:
         return None
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.seen.append((request.command, request.path, dict(request.headers.items())))
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else None
         rule = self._rule(request.path.split("?", 1)[0])
@@ -176,7 +185,7 @@ class HostileProxy:
                     request.wfile.write(chunk)
             elif rule[0] == "respond":
                 data = bytes(rule[1]["body"])
-                self._send_head(request, int(rule[1]["status"]), len(data))
+                self._send_head(request, int(rule[1]["status"]), len(data), rule[1]["headers"])
                 request.wfile.write(data)
             elif rule[0] == "nested":
                 depth = int(rule[1]["depth"])
@@ -197,8 +206,11 @@ class HostileProxy:
         request.wfile.write(data)
 
     @staticmethod
-    def _send_head(request: BaseHTTPRequestHandler, status: int, length: int) -> None:
+    def _send_head(request: BaseHTTPRequestHandler, status: int, length: int,
+                   headers: Mapping[str, str] | None = None) -> None:
         request.send_response(status)
+        for name, value in (headers or {}).items():
+            request.send_header(name, value)
         request.send_header("Content-Type", "application/json")
         request.send_header("Content-Length", str(length))
         request.end_headers()

@@ -18,6 +18,7 @@ import yaml
 from clusterpulse_core.demo.fleet import FLEET_DIR
 from clusterpulse_core.demo.run import run_demo
 from clusterpulse_core.demo.summary import read_alerts, read_fleet, read_sources
+from clusterpulse_core.serde import parse_time
 
 
 def _fixture_objects(cluster: str, kind: str) -> list[dict[str, Any]]:
@@ -54,6 +55,36 @@ def _expected_alerts(clusters: list[str]) -> set[tuple[str, str, str]]:
     return expected
 
 
+#: What the hub installs on the push-mode edge-lab (docs/agent-deploy.md), which its collections then count.
+_AGENT_OBJECTS = {"Deployment": [("clusterpulse-system", "clusterpulse-collector")]}
+_LISTS = (("pods", "Pod"), ("deployments", "Deployment"), ("services", "Service"), ("statefulsets", "StatefulSet"),
+          ("daemonsets", "DaemonSet"))
+
+
+def _check_reader_keys(client: redis.Redis, cluster: str) -> None:
+    """What the readers show of a cluster, pushed or pulled alike: node conditions (R2) and ages (R6),
+    resource lists (R3) and the R1 counts, against the fleet's YAML."""
+    push = cluster == "edge-lab"
+    for node in _fixture_objects(cluster, "Node"):
+        name = node["metadata"]["name"]
+        current = json.loads(client.hget(f"cluster:{cluster}:node:{name}", "current") or "{}")
+        # The emulator, as an API server, sets metadata.creationTimestamp at creation: a real age, not zero.
+        assert parse_time(current["creation_timestamp"]).year > 2000, (cluster, name)
+        conditions = {k: json.loads(v) for k, v in client.hgetall(f"cluster:{cluster}:node:{name}:conditions").items()}
+        want = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+        assert {k: c["status"] for k, c in conditions.items()} == want, (cluster, name)
+    metrics = json.loads(client.get(f"cluster:{cluster}:metrics") or "{}")
+    for key, kind in _LISTS:
+        items = json.loads(client.get(f"cluster:{cluster}:{key}") or "[]")  # an empty list's key is deleted (R3)
+        want = sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in _fixture_objects(cluster, kind))
+        want = sorted(want + (_AGENT_OBJECTS.get(kind, []) if push else []))
+        assert sorted((i["namespace"], i["name"]) for i in items) == want, (cluster, key)
+        if key != "pods":
+            assert metrics[key] == len(want), (cluster, key)
+    assert metrics["pvcs"] == len(_fixture_objects(cluster, "PersistentVolumeClaim")), cluster
+    assert client.exists(f"cluster:{cluster}:resource_metadata")
+
+
 def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     lines: list[str] = []
     result = run_demo(2, redis_url, echo=lines.append)
@@ -68,8 +99,9 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     for name, row in rows.items():
         nodes = _fixture_objects(name, "Node")
         pods = _fixture_objects(name, "Pod")
-        # R7: the fixture's NotReady and cordoned nodes decide the health (requests stay low).
-        not_ready = sum(1 for n in nodes if _condition(n, "Ready") != "True" or n.get("spec", {}).get("unschedulable"))
+        # R7: the fixture's not-Ready nodes decide the health (requests stay low); a cordoned but Ready node
+        # is Ready (docs/compatibility.md#r8): k8s-staging, one NotReady and one cordoned node of four, is degraded.
+        not_ready = sum(1 for n in nodes if _condition(n, "Ready") != "True")
         assert (row.health, row.message) == (
             ("healthy", "Cluster is healthy") if not not_ready else
             ("unhealthy" if not_ready / len(nodes) >= 0.5 else "degraded", f"Issues: {not_ready} nodes not ready"))
@@ -78,6 +110,9 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
         assert row.pods == len(pods)
         assert row.pods_running == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
         assert row.cluster_operators == len(_fixture_objects(name, "ClusterOperator"))
+        # Every cluster's health reason is printed under the table.
+        assert f"  {name}: {row.message}" in result.summary.splitlines()
+        _check_reader_keys(client, name)
     sources = {row.cluster: row for row in read_sources(client) if row.source == "clusterpulse/pod-phases"}
     assert sorted(sources) == sorted(rows)
     for name, source in sources.items():

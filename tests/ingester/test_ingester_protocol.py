@@ -442,15 +442,21 @@ def test_stop_acks_the_batch_in_flight_then_closes_streams(
     assert len(recording.of(ClusterMetricsPiece)) == 1
 
 
-@pytest.mark.parametrize(("not_ready", "cpu_requested", "health", "message"), [
-    (0, 0.5, "healthy", "Cluster is healthy"),
-    (1, 0.5, "degraded", "Issues: 1 nodes not ready"),
-    (2, 0.5, "unhealthy", "Issues: 2 nodes not ready"),
-    (0, 3.2, "degraded", "Issues: High CPU usage: 91.43%"),
-], ids=["all-ready", "one-not-ready", "half-not-ready", "cpu-critical"])
+@pytest.mark.parametrize(("not_ready", "cpu_requested", "cordoned", "health", "message"), [
+    (0, 0.5, "", "healthy", "Cluster is healthy"),
+    (1, 0.5, "", "degraded", "Issues: 1 nodes not ready"),
+    (2, 0.5, "", "unhealthy", "Issues: 2 nodes not ready"),
+    (0, 3.2, "", "degraded", "Issues: High CPU usage: 91.43%"),
+    # docs/compatibility.md#r8: a cordoned node (SchedulingDisabled) is Ready unless its Ready condition,
+    # sent in the protocol extension, says otherwise; a Go agent's batch has the status alone.
+    (1, 0.5, "go-agent", "degraded", "Issues: 1 nodes not ready"),
+    (1, 0.5, "ready", "degraded", "Issues: 1 nodes not ready"),
+    (1, 0.5, "not-ready", "unhealthy", "Issues: 2 nodes not ready"),
+], ids=["all-ready", "one-not-ready", "half-not-ready", "cpu-critical", "cordoned-go-agent", "cordoned-ready",
+        "cordoned-not-ready"])
 def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, Any], redis_url: str,
-                                                      not_ready: int, cpu_requested: float, health: str,
-                                                      message: str) -> None:
+                                                      not_ready: int, cpu_requested: float, cordoned: str,
+                                                      health: str, message: str) -> None:
     """docs/readers.md#r7-health for push: the cluster plugin's thresholds, through the health hook."""
     runtime, _ = ingester
     stream = Stream(_port(runtime), TOKEN + "edge")
@@ -461,6 +467,13 @@ def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, An
         node.status = "NotReady"
     for node in sent.node_metrics:
         node.cpu_requested = cpu_requested
+    if cordoned:
+        first = sent.node_metrics[0]
+        first.status = "SchedulingDisabled"
+        sent.cluster_metrics.nodes_ready -= 1
+        if cordoned != "go-agent":
+            sent.clusterpulse.nodes.append(pb.ExtensionNode(name=first.name, conditions=[pb.ExtensionNodeCondition(
+                type="Ready", status="True" if cordoned == "ready" else "False")]))
     stream.send(pb.ConnectRequest(metrics=sent))
     assert stream.recv().ack.success
     # What the hub's reconcile of the pushed cluster patches into its ClusterConnection.
@@ -474,6 +487,6 @@ def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, An
         event = loads(client.lindex("events:edge", 0))
         assert event["type"] == "cluster.reconciled"
         assert event["data"] == {"health": health, "source": "collector-push", "nodes": 4,
-                                 "nodes_ready": 4 - not_ready, "namespaces": 2}
+                                 "nodes_ready": 4 - not_ready - bool(cordoned), "namespaces": 2}
     finally:
         client.close()

@@ -92,10 +92,14 @@ def node_ready(node: dict[str, Any]) -> bool:
 
 
 def expected_health(cluster: str) -> tuple[str, str]:
-    """R7 from the fixture's nodes (the demo fleet's requests stay below the CPU and memory thresholds)."""
+    """R7 from the fixture's nodes (the demo fleet's requests stay below the CPU and memory thresholds);
+    a cordoned node whose Ready condition is True is not "not ready" (docs/compatibility.md#r8)."""
     nodes = fixture_objects(cluster, "Node")
+    cordoned = sum(1 for n in nodes if n.get("spec", {}).get("unschedulable")
+                   and node_ready({**n, "spec": {}}))
     verdict = cluster_health(ClusterMetrics(nodes=len(nodes), nodes_ready=sum(map(node_ready, nodes)),
-                                            nodes_not_ready=sum(not node_ready(n) for n in nodes)))
+                                            nodes_not_ready=sum(not node_ready(n) for n in nodes),
+                                            nodes_cordoned=cordoned))
     return verdict.health, verdict.message
 
 

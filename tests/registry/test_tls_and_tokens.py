@@ -57,8 +57,9 @@ def test_insecure_means_plain_http_for_an_endpoint_without_scheme(
 
 def test_bearer_challenge_is_answered_with_a_cached_token(hub: RegistryHub, token_registry: TokenRegistry) -> None:
     hub.secret("token-creds", USERNAME, PASSWORD)
+    # The registry and its token issuer speak plain HTTP: an http:// realm needs the explicit opt-out.
     hub.create("tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"},
-                          "monitoring": {"checkCatalog": True}})
+                          "insecure": True, "monitoring": {"checkCatalog": True}})
     issued_before = len(token_registry.issuer.requests)
 
     outcome = hub.reconcile("tokens")
@@ -79,7 +80,8 @@ def test_bearer_challenge_is_answered_with_a_cached_token(hub: RegistryHub, toke
 def test_bearer_token_refused_for_wrong_credentials(hub: RegistryHub, token_registry: TokenRegistry,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     hub.secret("token-creds", USERNAME, "wrong")
-    hub.create("tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"}})
+    hub.create("tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"},
+                          "insecure": True})
 
     outcome = hub.reconcile("tokens")
 

@@ -37,7 +37,7 @@ from clusterpulse_core.model import (
     OperatorInfo,
     RelatedObject,
 )
-from clusterpulse_core.model.cluster import HEALTHY_MESSAGE, cluster_health, usage_percent
+from clusterpulse_core.model.cluster import HEALTHY_MESSAGE, cluster_health, cordoned_ready, usage_percent
 from clusterpulse_core.model.time import ZERO_TIME
 from clusterpulse_core.pieces import (
     AggregationsPiece,
@@ -284,7 +284,7 @@ def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics],
         cpu_usage_percent=usage_percent(cpu_requested, cpu_allocatable), memory_capacity=metrics.memory_capacity,
         memory_allocatable=memory_allocatable, memory_requested=memory_requested,
         memory_usage_percent=usage_percent(memory_requested, memory_allocatable), storage_capacity=storage,
-        deployments=metrics.deployments)
+        deployments=metrics.deployments, nodes_cordoned=sum(1 for node in nodes if cordoned_ready(node)))
 
 
 def _with_node_extension(nodes: tuple[NodeMetrics, ...], extensions: Any) -> tuple[NodeMetrics, ...]:

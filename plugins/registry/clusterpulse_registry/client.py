@@ -3,6 +3,12 @@
 
 One :class:`RegistryClient` (one ``requests`` session, so one connection pool) serves one
 registry for as long as its connection settings stay the same.
+
+A registry is not trusted (docs/security.md#registries): every answer is read up to
+:data:`MAX_RESPONSE_BYTES` after decompression, a redirect is followed only within the origin it
+was asked of, catalog pages only within the registry's origin, and a Bearer ``realm`` must be
+``https://`` unless the registry is declared ``insecure``: the credentials go to the registry and
+to the token service it names, nowhere else.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -20,6 +27,7 @@ from urllib3.exceptions import InsecureRequestWarning
 
 from clusterpulse_core import deadline as core_deadline
 from clusterpulse_core import serde
+from clusterpulse_core.httpbody import BodyTooLargeError, read_capped
 from clusterpulse_registry.auth import (
     BearerChallenge,
     Credentials,
@@ -42,6 +50,29 @@ MAX_CATALOG_PAGES = 50
 PAGE_SIZE_REFUSED = "PAGINATION_NUMBER_INVALID"
 #: Characters of an error body quoted in a message.
 BODY_EXCERPT = 200
+#: Largest answer read from a registry or its token service, after decompression (a catalog page
+#: of the default 100 entries is a few KiB; 1,000 names of the longest kind fit in 0.3 MiB).
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+#: Redirects followed at most for one request (each within the same origin).
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class RefusedError(requests.exceptions.RequestException):
+    """A request the client would not complete: a redirect to another origin, an answer over the
+    byte cap, a token realm that is not ``https://``."""
+
+
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url`` (the default port spelled out), lower-cased."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{scheme}://{(parts.hostname or '').lower()}:{port or _DEFAULT_PORTS.get(scheme, 0)}"
 
 
 class CatalogError(Exception):
@@ -72,10 +103,24 @@ class Deadline:
 
 
 @attrs.frozen
+class Reply:
+    """A registry's answer, its body read within the byte cap."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        """The body as text (undecodable bytes replaced)."""
+        return self.content.decode("utf-8", "replace")
+
+
+@attrs.frozen
 class Exchange:
     """The final response of a request plus what the authentication dance went through."""
 
-    response: requests.Response
+    response: Reply
     challenged: bool = False
     bearer: bool = False
     token_error: TokenError | None = None
@@ -107,9 +152,13 @@ def next_link(link_header: str | None, current_url: str) -> str | None:
 class RegistryClient:
     """Talks to one registry at ``base_url`` (already normalised)."""
 
-    def __init__(self, base_url: str, verify: bool = True, credentials: Credentials | None = None) -> None:
+    def __init__(self, base_url: str, verify: bool = True, credentials: Credentials | None = None,
+                 insecure: bool = False) -> None:
         self.base_url = base_url
+        self.origin = origin(base_url)
         self.credentials = credentials or Credentials()
+        #: The registry is declared plain HTTP (``spec.insecure``): an ``http://`` token realm is accepted.
+        self.insecure = insecure
         # Passed on every request: a session-level ``verify=False`` loses to $REQUESTS_CA_BUNDLE.
         self.verify = verify
         self.session = requests.Session()
@@ -134,9 +183,20 @@ class RegistryClient:
         header = basic_auth_header(self.credentials.username, self.credentials.password)
         return {"Authorization": header} if header else {}
 
+    def _check_realm(self, realm: str) -> None:
+        """The realm gets the Basic credentials: ``https://`` only, unless the registry is declared insecure."""
+        scheme = urlsplit(realm).scheme.lower()
+        if scheme == "https" or (scheme == "http" and self.insecure):
+            return
+        if scheme == "http":
+            raise TokenError(0, f"token realm {realm} refused: not https:// (the credentials would travel in "
+                                f"clear; spec.insecure allows it for a plain-HTTP registry)")
+        raise TokenError(0, f"token realm {realm!r} refused: not an https:// URL")
+
     def _fetch_token(self, challenge: BearerChallenge, deadline: Deadline) -> str:
         params = {key: value for key, value in (("service", challenge.service),
                                                 ("scope", challenge.scope)) if value}
+        self._check_realm(challenge.realm)
         try:
             response = self._send(challenge.realm, deadline, params=params, headers=self._basic_headers())
         except requests.RequestException as exc:
@@ -151,14 +211,38 @@ class RegistryClient:
         self._tokens.put(challenge, token.value, token.expires_in)
         return token.value
 
-    def _send(self, url: str, deadline: Deadline, **kwargs: Any) -> requests.Response:
-        """One GET within what is left of ``deadline``, wall clock (a dripping registry is cut off)."""
-        left = deadline.remaining()
-        try:
-            with core_deadline.guard(left, f"GET {url}"):
-                return self.session.get(url, timeout=left, verify=self.verify, **kwargs)
-        except core_deadline.DeadlineExceeded as exc:
-            raise requests.exceptions.Timeout(f"check timed out after {deadline.seconds:g}s") from exc
+    def _send(self, url: str, deadline: Deadline, params: Mapping[str, str] | None = None,
+              headers: Mapping[str, str] | None = None) -> Reply:
+        """One GET within what is left of ``deadline``, wall clock (a dripping registry is cut off).
+
+        Redirects are followed only within ``url``'s origin (so the headers, credentials included,
+        never reach another host), at most :data:`MAX_REDIRECTS`; the body is read up to
+        :data:`MAX_RESPONSE_BYTES` after decompression. :class:`RefusedError` otherwise.
+        """
+        allowed = origin(url)
+        for _ in range(MAX_REDIRECTS + 1):
+            left = deadline.remaining()
+            try:
+                with core_deadline.guard(left, f"GET {url}"):
+                    response = self.session.get(url, timeout=left, verify=self.verify, params=params,
+                                                headers=headers, allow_redirects=False, stream=True)
+                    try:
+                        location = response.headers.get("Location")
+                        if response.status_code in _REDIRECTS and location:
+                            target = urljoin(response.url, location)
+                        else:
+                            body = read_capped(response.raw, MAX_RESPONSE_BYTES, f"GET {url}")
+                            return Reply(response.status_code, response.headers, body)
+                    finally:
+                        response.close()
+            except core_deadline.DeadlineExceeded as exc:
+                raise requests.exceptions.Timeout(f"check timed out after {deadline.seconds:g}s") from exc
+            except BodyTooLargeError as exc:
+                raise RefusedError(str(exc)) from exc
+            if origin(target) != allowed:
+                raise RefusedError(f"redirect to {target} refused: not {allowed}, where the request went")
+            url, params = target, None
+        raise RefusedError(f"more than {MAX_REDIRECTS} redirects")
 
     def get(self, url: str, deadline: Deadline) -> Exchange:
         """GET ``url``, answering a Bearer challenge once with a (cached or fresh) token.
@@ -211,7 +295,9 @@ class RegistryClient:
                           "(spec.credentialsRef names a Secret with username and password)")
             return HealthCheckResult(available=True, response_time_ms=elapsed, version=facts.version,
                                      features=features)
-        if status == 401:
+        if status == 401 and exchange.token_error is not None and exchange.token_error.status == 0:
+            log.warning("401 from /v2/ and no token: %s", exchange.token_error)
+        elif status == 401:
             reason = f" ({exchange.token_error})" if exchange.token_error else ""
             log.warning("401 from /v2/%s: check the credentials in %s", reason, self.credentials.source)
         else:
@@ -252,6 +338,8 @@ class RegistryClient:
                 raise CatalogError(f"catalog request returned {response.status_code}: {body}")
             names.extend(_decode_catalog(response.content).repositories)
             url = next_link(response.headers.get("Link"), url)
+            if url is not None and origin(url) != self.origin:
+                raise CatalogError(f"catalog page link to {url} refused: not the registry's origin {self.origin}")
         return names[:max_entries] if max_entries > 0 else names
 
     def extended_health_check(self, check_catalog: bool, max_entries: int, timeout: float,

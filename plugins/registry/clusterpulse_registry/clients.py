@@ -17,6 +17,8 @@ class ClientSettings:
     base_url: str
     verify: bool
     credentials: Credentials
+    #: ``spec.insecure``: a plain-HTTP registry, whose token realm may be ``http://`` too.
+    insecure: bool = False
 
 
 class ClientCache:
@@ -34,7 +36,7 @@ class ClientCache:
                 return entry[1], False
             if entry is not None:
                 entry[1].close()
-            client = RegistryClient(settings.base_url, settings.verify, settings.credentials)
+            client = RegistryClient(settings.base_url, settings.verify, settings.credentials, settings.insecure)
             self._clients[key] = (settings, client)
             return client, True
 

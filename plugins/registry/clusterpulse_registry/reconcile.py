@@ -117,7 +117,7 @@ class RegistryReconciler:
         credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log,
                                            ctx.runtime.secrets)
         settings = ClientSettings(normalise_endpoint(spec.endpoint, spec.insecure),
-                                  verify=not spec.skip_tls_verify, credentials=credentials)
+                                  verify=not spec.skip_tls_verify, credentials=credentials, insecure=spec.insecure)
         client, new = self.clients.client(client_key(ctx.ref), settings)
         if new and not settings.verify and settings.base_url.startswith("https://"):
             ctx.log.info("TLS certificate verification is disabled (spec.skipTLSVerify)")
