@@ -32,10 +32,10 @@ from bench_ingester import EchoServer
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_ingester.agent.runner import Agent
 from clusterpulse_ingester.settings import IngesterSettings
+from clusterpulse_testing.servers import free_port, redis_process, require_binary
 
 from clusterpulse_core.kube.client import KubeClient, make_api_client
 from clusterpulse_core.runtime.bootstrap import load
-from clusterpulse_core.testing.servers import free_port, redis_process, require_binary
 
 TARGET_RSS = 128 * 2**20
 

@@ -40,12 +40,12 @@ from clusterpulse_cluster.nodes import PodTally, tally_pods
 from clusterpulse_cluster.resources import ResourceLists
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.wire_types import node_list_decoder, pod_list_decoder
+from clusterpulse_testing.servers import redis_process, require_binary
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeClient, make_api_client
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
-from clusterpulse_core.testing.servers import redis_process, require_binary
 
 TARGET_CPU_SECONDS = 0.5
 TARGET_ALERTS_SHARE = 0.05
@@ -167,7 +167,7 @@ def write_objects(folder: Path, nodes: int, pods: int, services: int = 0) -> Non
 
 def start_emulator(folder: Path) -> tuple[subprocess.Popen[str], str]:
     """The emulator in a subprocess (its CPU is not ours); returns the process and its URL."""
-    code = "import sys; from clusterpulse_core.testing.kube_api import serve; serve(sys.argv[1], 0, None)"
+    code = "import sys; from clusterpulse_testing.kube_api import serve; serve(sys.argv[1], 0, None)"
     process = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     url = process.stdout.readline().strip()

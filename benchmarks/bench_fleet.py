@@ -42,10 +42,10 @@ import msgspec
 import redis
 import urllib3
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_testing.servers import free_port, redis_process, require_binary
 
 from clusterpulse_core.kube.client import KubeClient, make_api_client
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object
-from clusterpulse_core.testing.servers import free_port, redis_process, require_binary
 
 sys.path.insert(0, str(Path(__file__).parent))
 import raw_redis
@@ -75,7 +75,7 @@ def peak_rss_mib(pid: int) -> float:
 
 def start_emulator(folder: Path | None, kubeconfig: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     """An emulator in its own process; returns it and its URL."""
-    code = ("import sys; from clusterpulse_core.testing.kube_api import serve; "
+    code = ("import sys; from clusterpulse_testing.kube_api import serve; "
             "serve(sys.argv[1] or None, 0, sys.argv[2] or None)")
     process = subprocess.Popen([sys.executable, "-c", code, str(folder or ""), str(kubeconfig or "")],
                                stdout=subprocess.PIPE, text=True)

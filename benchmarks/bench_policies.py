@@ -21,14 +21,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import redis
+from clusterpulse_model.pieces import PolicyPiece
+from clusterpulse_model.policy import PolicyStatusRecord
 from clusterpulse_policy.compiler import compile_policy
 from clusterpulse_policy.spec import parse_spec
 from clusterpulse_redis import RedisSettings, RedisStore
+from clusterpulse_testing.servers import redis_process
 
-from clusterpulse_core.model.policy import PolicyStatusRecord
-from clusterpulse_core.pieces import PolicyPiece
 from clusterpulse_core.serde import dumps
-from clusterpulse_core.testing.servers import redis_process
 
 POLICIES = 1000
 USERS_PER_POLICY = GROUPS_PER_POLICY = 50

@@ -17,9 +17,7 @@ import time
 from datetime import UTC, datetime
 
 import redis
-from clusterpulse_redis import RedisSettings, RedisStore
-
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     ClusterMetrics,
     ClusterSpecRecord,
     ClusterStatusRecord,
@@ -29,7 +27,7 @@ from clusterpulse_core.model import (
     NodeMetrics,
     Taint,
 )
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     ClusterInfoPiece,
     ClusterLabelsPiece,
     ClusterMetricsPiece,
@@ -38,9 +36,11 @@ from clusterpulse_core.pieces import (
     CustomResourcesPiece,
     EventPiece,
     NodesPiece,
-    Piece,
 )
-from clusterpulse_core.testing.servers import redis_process
+from clusterpulse_redis import RedisSettings, RedisStore
+from clusterpulse_testing.servers import redis_process
+
+from clusterpulse_core.pieces import Piece
 
 NODES = 500
 CUSTOM_RESOURCES = 1000

@@ -25,13 +25,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import urllib3
+from clusterpulse_model import ClusterMetrics, NodeMetrics
+from clusterpulse_model.pieces import ClusterMetricsPiece, NodesPiece
+from clusterpulse_testing.servers import ServerProcess
 from clusterpulse_vmwriter import VMSettings, VMWriterBackend
 from clusterpulse_vmwriter.client import gzip_body
 from clusterpulse_vmwriter.render import render_batch
 
-from clusterpulse_core.model import ClusterMetrics, NodeMetrics
-from clusterpulse_core.pieces import ClusterMetricsPiece, NodesPiece, Piece
-from clusterpulse_core.testing.servers import ServerProcess
+from clusterpulse_core.pieces import Piece
 
 
 def cluster_pieces(nodes: int, when: datetime) -> list[Piece]:

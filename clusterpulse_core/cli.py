@@ -18,7 +18,7 @@ import click
 
 from clusterpulse_core.cliutils import fail, input_name, warn
 from clusterpulse_core.config import Config, ConfigError, masked
-from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins
+from clusterpulse_core.plugins import PluginError, PluginHost, command_providers, installed_plugins
 
 #: Core commands that report plugin and config problems themselves (no start-up warning).
 SELF_REPORTING = frozenset({"plugins", "config", "run", "crds"})
@@ -311,112 +311,40 @@ def run_cmd(ctx: click.Context, once: bool, metrics_bind_address: str | None, he
     sys.exit(Manager(runtime).run())
 
 
-@cli.command("demo")
-@click.option("--cycles", type=click.IntRange(min=1), default=3, show_default=True,
-              help="reconcile cycles to run before printing the summary and exiting")
-@click.option("--redis-url", default=None, help="use this Redis instead of starting a private redis-server")
-@click.pass_context
-def demo_cmd(ctx: click.Context, cycles: int, redis_url: str | None) -> None:
-    """Run the real manager and plugins on an emulated demo fleet, then summarise Redis.
-
-    With ``--config FILE``, the plugins that file enables run too, beside the demo's (a
-    third-party backend or kind); the demo's own plugins keep the demo's settings.
-    """
-    try:
-        from clusterpulse_core.demo.run import DemoError, run_demo
-    except ImportError as exc:
-        fail(f"the demo needs the demo extra: pip install 'clusterpulse-core[demo]' ({exc})")
-    from clusterpulse_core.logs import configure_logging
-
-    configure_logging("warn")
-    try:
-        run_demo(cycles, redis_url, echo=click.echo, config_file=ctx.ensure_object(_State).config_file)
-    except (DemoError, PluginError, ConfigError) as exc:
-        fail(str(exc))
-
-
-@cli.group("testing")
-def testing_group() -> None:
-    """Test tools for plugin authors."""
-
-
-KUBE_API_HELP = """Serve one emulated Kubernetes API; prints its URL first, runs until stopped.
-
-\b
---objects seeds it from every *.yaml, *.yml and *.json file under a folder
-(recursively, sorted by path), or from standard input with '-'. A file holds
-Kubernetes objects as a client would send them: one object, several YAML
-documents separated by '---', or a List ({kind: List, items: [...]}). Each
-object needs apiVersion, kind and metadata.name (metadata.namespace defaults
-to 'default'); status is kept as given. CustomResourceDefinitions and
-Namespaces are created first, then the rest in file order. Built-in kinds
-(Namespace, Node, Pod, Secret, ConfigMap, Deployment...) are always served;
-a custom kind needs its CRD among the objects, or --crds.
-
-\b
---crds also creates the CRDs of the kinds the enabled plugins declare (what
-'clusterpulse crds' prints), so their objects can be seeded without a CRD file.
-"""
-
-
-@testing_group.command("kube-api", help=KUBE_API_HELP)
-@click.option("--objects", "objects_dir", default=None, metavar="DIR|-",
-              help="seed from every YAML/JSON file in this folder ('-' = stdin)")
-@click.option("--crds", "with_crds", is_flag=True, help="create the CRDs of the enabled plugins' kinds first")
-@click.option("--port", type=int, default=0, show_default=True, help="port on 127.0.0.1 (0 = free port)")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="write a kubeconfig here")
-@click.pass_context
-def kube_api_cmd(ctx: click.Context, objects_dir: str | None, with_crds: bool, port: int,
-                 kubeconfig: str | None) -> None:
-    from clusterpulse_core.testing.kube_api import SeedError, serve
-
-    crds: list[dict[str, Any]] = []
-    if with_crds:
-        from clusterpulse_core.crds import crd_manifest
-
-        _config, host = _loaded(ctx)
-        crds = [crd_manifest(kind) for _owner, kind in host.kinds.values()]
-    try:
-        serve(objects_dir, port, kubeconfig, crds=crds)
-    except SeedError as exc:
-        fail(str(exc))
-
-
-@cli.group("plugin")
-def plugin_group() -> None:
-    """Tools for writing plugins."""
-
-
-@plugin_group.command("new")
-@click.argument("name")
-@click.option("--directory", "-d", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="where to create the package folder")
-def plugin_new(name: str, directory: str) -> None:
-    """Write a working plugin package clusterpulse-NAME/: pyproject with the entry point, a hook, a test.
-
-    It passes its own test right after installing: cd clusterpulse-NAME && pip install -e '.[test]' && pytest
-    """
-    from clusterpulse_core.scaffold import ScaffoldError, create
-
-    try:
-        root = create(name, directory)
-    except ScaffoldError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"{directory}: {exc}")
-    click.echo(f"created {root}/ (plugin {name!r}): cd {root} && pip install -e '.[test]' && pytest")
-
-
 def _plugin_commands(group: click.Group, config_file: str | None) -> tuple[str, ...]:
-    """Let every plugin that loads add its subcommands; returns the problems met while loading."""
+    """Let every command provider and every plugin that loads add its subcommands.
+
+    Returns the problems met while loading. Command providers (entry-point group
+    ``clusterpulse.commands``: the tools of an installed distribution, such as ``demo`` or
+    ``testing kube-api``) add theirs whatever the config enables; plugins add theirs when enabled.
+    """
     from clusterpulse_core.runtime.bootstrap import diagnose
 
     found = diagnose(config_file)
-    try:
-        found.host.pm.hook.clusterpulse_add_commands(cli=group, plugins=found.host)
-    except Exception as exc:
-        return (*found.problems, *found.warnings, f"adding plugin commands failed: {type(exc).__name__}: {exc}")
-    return (*found.problems, *found.warnings)
+    problems = [*found.problems, *found.warnings]
+    tools = command_providers()
+    problems += tools.failures.values()
+    for hook, what in ((tools.pm.hook.clusterpulse_add_commands, "command provider"),
+                       (found.host.pm.hook.clusterpulse_add_commands, "plugin")):
+        try:
+            hook(cli=group, plugins=found.host)
+        except Exception as exc:
+            problems.append(f"adding {what} commands failed: {type(exc).__name__}: {exc}")
+    return tuple(problems)
+
+
+def loaded(ctx: click.Context) -> tuple[Config, PluginHost]:
+    """The configuration and plugins of this invocation, fully loaded; any problem is an ``error:`` exit.
+
+    For a command (a plugin's or a command provider's) that needs the enabled plugins, such as
+    the kinds they declare.
+    """
+    return _loaded(ctx)
+
+
+def config_file(ctx: click.Context) -> str | None:
+    """The ``--config`` file given to this invocation (``None``: the default lookup)."""
+    return ctx.ensure_object(_State).config_file
 
 
 def hoist_config(argv: Sequence[str]) -> list[str]:

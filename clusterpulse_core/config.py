@@ -24,6 +24,7 @@ import types
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
@@ -95,6 +96,13 @@ def _bind_address(value: str) -> None:
     parse_bind_address(value)
 
 
+def _allow_list(entries: tuple[str, ...]) -> None:
+    from clusterpulse_core.kube.credentials import check_allow_entry
+
+    for entry in entries:
+        check_allow_entry(entry)
+
+
 LOG_LEVELS = ("debug", "trace", "info", "warn", "warning", "error")
 
 
@@ -122,6 +130,12 @@ class CoreSettings:
                                         check=_bind_address)
     health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables",
                                              check=_bind_address)
+    probe_request_timeout: float = setting(
+        10.0, above=0, help="the /metrics and probe servers close a connection whose request is not answered "
+                            "within this many seconds (slow clients included)")
+    probe_max_connections: int = setting(
+        16, minimum=1, help="connections the /metrics and probe servers serve at once (each); more are "
+                            "answered 503")
     resync_period: float = setting(300.0, above=0, help="informer full relist period, seconds")
     watch_timeout: int = setting(300, minimum=1, help="server-side watch timeoutSeconds")
     watch_silence_limit: float = setting(600.0, above=0, help="restart a watch that delivered nothing for this long")
@@ -144,6 +158,12 @@ class CoreSettings:
     cluster_max_in_flight: int = setting(
         2, minimum=1, help="reconciles that may use one managed cluster at the same time")
     client_max_idle: float = setting(1800.0, above=0, help="close managed-cluster clients unused this long, seconds")
+    endpoint_allow_list: tuple[str, ...] = setting(
+        (), check=lambda entries: _allow_list(entries),
+        help="hosts (exact or *.domain), IP addresses or CIDRs that ClusterConnection and RegistryConnection "
+             "endpoints may name; empty = any (docs/security.md#who-may-point-the-hub-where)")
+    require_secret_label: bool = setting(
+        False, help="use a credentials Secret only when it carries the label clusterpulse.io/credentials: \"true\"")
     workers: dict[str, int] = setting(  # noqa: RUF009 (a fresh dict per instance; never mutated)
         factory=dict, help="reconcile workers per kind, e.g. {ClusterConnection = 16}; "
         "a kind not listed uses the count its plugin declares")
@@ -356,19 +376,56 @@ def _check_range(value: Any, field: attrs.Attribute[Any], key_path: str) -> None
         raise ConfigError(f"{key_path}: expected a value > {above}, got {value!r}")
 
 
+def mask_url(text: str) -> str:
+    """``text`` with the password of a URL's user info masked (``rediss://u:********@h``); other text as is."""
+    if "://" not in text or "@" not in text:
+        return text
+    try:
+        parts = urlsplit(text)
+        password = parts.password
+    except ValueError:
+        return text
+    if not password:
+        return text
+    userinfo, _at, hostinfo = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:{SECRET_MASK}@{hostinfo}"))
+
+
+def _masked_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_url(value)
+    if isinstance(value, tuple | list):
+        return [_masked_value(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _masked_value(item) for key, item in value.items()}
+    return value
+
+
 def masked(settings: Any) -> dict[str, Any]:
-    """The settings as a plain dict with secret fields masked (for ``config show`` and logs)."""
+    """The settings as a plain dict with secret fields, and passwords inside URLs, masked (``config show``, logs)."""
     out: dict[str, Any] = {}
     for field in attrs.fields(type(settings)):
         value = getattr(settings, field.name)
-        if field.metadata.get("secret") and value:
-            value = SECRET_MASK
-        elif isinstance(value, tuple):
-            value = list(value)
-        elif isinstance(value, Mapping):
-            value = dict(value)
-        out[field.name] = value
+        out[field.name] = SECRET_MASK if field.metadata.get("secret") and value else _masked_value(value)
     return out
+
+
+def settings_warnings(config: Config) -> list[str]:
+    """What each settings class says is insecure in ``config`` (``settings_warnings()``), with its key path.
+
+    A settings class may define ``settings_warnings(self)`` yielding ``"key: message"`` for a choice
+    that works but weakens security (an opt-out of verified TLS, a credential over plain TCP);
+    ``config check`` prints them as warnings and ``run`` logs them.
+    """
+    sections: list[tuple[str, Any]] = [("clusterpulse", config.core)]
+    sections += [(f"plugins.{name}", settings) for name, settings in config.plugins.items() if settings is not None]
+    found: list[str] = []
+    for path, settings in sections:
+        rules = getattr(settings, "settings_warnings", None)
+        if rules is not None:
+            found += [f"{path}.{warning}" for warning in rules()]
+    return found
 
 
 def env_names(cls: type) -> list[tuple[str, str, Any]]:

@@ -35,12 +35,7 @@ from clusterpulse_core import PROJECT_NAME
 
 if TYPE_CHECKING:
     import click
-
-    from clusterpulse_core.collect import Collector
-    from clusterpulse_core.config import Config
-    from clusterpulse_core.context import ReconcileContext, Runtime
-    from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-    from clusterpulse_core.model import (
+    from clusterpulse_model import (
         AgentConnection,
         AggregationResults,
         Alert,
@@ -48,7 +43,12 @@ if TYPE_CHECKING:
         CollectedResource,
         HealthVerdict,
     )
-    from clusterpulse_core.model.policy import StoredPolicy
+    from clusterpulse_model.policy import StoredPolicy
+
+    from clusterpulse_core.collect import Collector
+    from clusterpulse_core.config import Config
+    from clusterpulse_core.context import ReconcileContext, Runtime
+    from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -175,7 +175,7 @@ def clusterpulse_register_functions(register: Register) -> None:
     ``register(name, fn, min_args=N, max_args=M)``: ``fn`` receives the evaluated
     arguments as Python values (``None``, ``bool``, ``int``, ``float``, ``str``) and
     returns one; ``max_args=None`` means variadic. Called once at start-up.
-    :mod:`clusterpulse_core.values` converts arguments the way the built-ins do. A function
+    :mod:`clusterpulse_model.values` converts arguments the way the built-ins do. A function
     that raises leaves the computed field ``null``; the failure is logged, counted in
     ``clusterpulse_metricsource_function_errors_total`` and shown in the MetricSource status.
     """
@@ -188,7 +188,7 @@ def clusterpulse_register_aggregations(register: Register) -> None:
     ``register(name, fn, needs_field=True)``: ``fn(values, spec)`` receives the list of
     the (non-null) field values of the matching resources and the aggregation spec (for
     parameters such as ``percentile``), and returns the result value. The values may mix
-    numbers and text: :func:`clusterpulse_core.values.numbers` keeps the numbers. A function
+    numbers and text: :func:`clusterpulse_model.values.numbers` keeps the numbers. A function
     that raises gives ``null`` and is reported like a failing expression function.
     """
 
@@ -217,10 +217,10 @@ def clusterpulse_register_alert_rules(register: Register) -> None:
 
     ``register(name, evaluate, severity="warning", target="cluster", for_seconds=60.0,
     threshold=None, summary="")``: ``name`` is the alert name (``NodeNotReady``);
-    ``evaluate(view, threshold)`` receives a :class:`clusterpulse_core.alerting.ClusterView`
+    ``evaluate(view, threshold)`` receives a :class:`clusterpulse_model.alerting.ClusterView`
     (or a ``RegistryView`` for ``target="registry"``) and the rule's threshold (its default
     or the one set in ``[plugins.alerts.rules.<name>]``), and returns the objects it fires on
-    as :class:`clusterpulse_core.alerting.Finding`\ s, or ``None`` when the view lacks what
+    as :class:`clusterpulse_model.alerting.Finding`\ s, or ``None`` when the view lacks what
     it needs. It is called often (after every cluster reconcile) and must be cheap and pure.
     ``severity`` is ``critical``, ``warning`` or ``info``; ``for_seconds`` is how long the
     condition must hold before the alert fires. Called once at start-up.
@@ -323,7 +323,7 @@ def clusterpulse_cluster_health(metrics: ClusterMetrics) -> HealthVerdict | None
     ``NODE_UNHEALTHY_THRESHOLD``, ``CPU_CRITICAL_THRESHOLD``, ...); asked by whatever stores a
     cluster's status from its totals, so a pushed batch gets the same verdict as a pull
     reconcile. With no implementation the upstream default thresholds apply
-    (:func:`clusterpulse_core.model.cluster_health`).
+    (:func:`clusterpulse_model.cluster_health`).
     """
 
 

@@ -7,7 +7,7 @@ import importlib.metadata
 import inspect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
@@ -18,19 +18,19 @@ from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.model import (
-    AgentConnection,
-    AggregationResults,
-    ClusterMetrics,
-    CollectedResource,
-    HealthVerdict,
-    cluster_health,
-)
 from clusterpulse_core.store import StorageBackend
+
+if TYPE_CHECKING:
+    # The domain hooks' types (clusterpulse_model): these hooks move to the plugins that own them.
+    from clusterpulse_model import AgentConnection, AggregationResults, ClusterMetrics, CollectedResource, HealthVerdict
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "clusterpulse.plugins"
+#: Entry points of command providers: objects implementing ``clusterpulse_add_commands`` only, whose
+#: commands are tools of the distribution that installs them (``demo``, ``testing kube-api``,
+#: ``plugin new``). Always loaded by the command line, never enabled or run as plugins.
+COMMANDS_ENTRY_POINT_GROUP = "clusterpulse.commands"
 #: Every hook name the core specifies.
 HOOK_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(f"{PROJECT_NAME}_")
                        and callable(getattr(hookspecs, name)))
@@ -62,6 +62,36 @@ def installed_plugins() -> list[InstalledPlugin]:
             version=dist.version if dist else "?",
         ))
     return sorted(found, key=lambda p: p.name)
+
+
+@attrs.frozen
+class CommandProviders:
+    """The installed command providers, registered on a plugin manager of their own.
+
+    ``pm.hook.clusterpulse_add_commands`` calls them; ``failures`` maps an entry point that
+    could not be loaded or registered to why.
+    """
+
+    pm: pluggy.PluginManager
+    failures: Mapping[str, str]
+
+
+def command_providers() -> CommandProviders:
+    """Load every entry point of :data:`COMMANDS_ENTRY_POINT_GROUP`, checked against the hookspecs."""
+    pm = pluggy.PluginManager(PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    failures: dict[str, str] = {}
+    for ep in sorted(importlib.metadata.entry_points(group=COMMANDS_ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        dist = getattr(ep, "dist", None)
+        label = f"commands {ep.name!r} of {dist.name if dist else ep.value}"
+        try:
+            provider = ep.load()
+            if inspect.isclass(provider):
+                provider = provider()
+            pm.register(provider, name=f"{COMMANDS_ENTRY_POINT_GROUP}:{ep.name}")
+        except Exception as exc:
+            failures[ep.name] = f"{label} could not be loaded: {type(exc).__name__}: {exc}"
+    return CommandProviders(pm, failures)
 
 
 def distribution_for(name: str) -> str:
@@ -420,8 +450,12 @@ class PluginHost:
 
     def cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
         """The health verdict of a reachable cluster's totals (a plugin's thresholds, else the defaults)."""
-        verdict = self.pm.hook.clusterpulse_cluster_health(metrics=metrics)
-        return verdict if verdict is not None else cluster_health(metrics)
+        verdict: HealthVerdict | None = self.pm.hook.clusterpulse_cluster_health(metrics=metrics)
+        if verdict is not None:
+            return verdict
+        from clusterpulse_model import cluster_health  # the caller speaks the model (the ingester)
+
+        return cluster_health(metrics)
 
     def aggregate_resources(self, source_id: str,
                             resources: Sequence[CollectedResource]) -> AggregationResults | None:

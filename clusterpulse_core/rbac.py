@@ -30,6 +30,29 @@ READER = "clusterpulse-reader"
 READER_NAMESPACE = "clusterpulse-reader"
 RBAC_API = "rbac.authorization.k8s.io/v1"
 _LABELS = {"app.kubernetes.io/part-of": "clusterpulse"}
+#: Pod Security Admission labels of every Namespace the manifests create: ``restricted`` enforced.
+POD_SECURITY_LABELS = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
+}
+
+
+def never_read(group: str, resource: str) -> str:
+    """Why nothing ClusterPulse runs on a managed cluster may read ``group``/``resource``, or ``""``.
+
+    Secrets (``secrets`` in any case and group, or a subresource of it) and wildcards (``*`` in the
+    group or the resource) are never granted to the agent's role nor read by a collector, whatever a
+    MetricSource asks for (docs/security.md#the-agents-role); the hub refuses such a MetricSource
+    unless Secrets are explicitly allowed.
+    """
+    folded_group, folded = group.strip().lower(), resource.strip().lower()
+    if "*" in folded_group or "*" in folded:
+        return f"{group or 'core'}/{resource} holds a wildcard"
+    if folded.partition("/")[0] == "secrets":
+        return f"{group or 'core'}/{resource} is Secrets"
+    return ""
 
 
 def kind_hub_access(kind: ResourceKind) -> list[ApiAccess]:
@@ -83,6 +106,12 @@ def rules(accesses: Iterable[ApiAccess]) -> list[dict[str, Any]]:
     for path_verbs, paths in sorted(by_verbs.items()):
         out.append({"nonResourceURLs": sorted(paths), "verbs": list(path_verbs)})
     return out
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    meta = _meta(name)
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {**meta, "labels": {**meta.get("labels", {}), **POD_SECURITY_LABELS}}}
 
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -152,7 +181,7 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
             else:
                 accesses.append(access)
     docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
+        _namespace(namespace),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)},
         {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": _meta(name), "rules": rules(accesses)},
         _binding("ClusterRoleBinding", name, None, "ClusterRole", namespace, name),
@@ -167,7 +196,7 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
     # Push access confined to one namespace (the agent's): the Namespace, a Role there and its binding.
     for where, granted in sorted(scoped.items()):
         if where != namespace:
-            docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(where)})
+            docs.append(_namespace(where))
         docs.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(name, where),
                      "rules": rules(granted)})
         docs.append(_binding("RoleBinding", name, where, "Role", namespace, name))
@@ -205,7 +234,8 @@ def parse_read(text: str, kinds: Sequence[ResourceKind] = ()) -> ApiAccess:
 
     A bare name is resolved from the built-in resources and ``kinds`` (the enabled plugins'
     kinds), never guessed: an unknown one is a :class:`ValueError` asking for its group. A
-    built-in resource named with the wrong group is refused too.
+    built-in resource named with the wrong group is refused too, and so is what :func:`never_read`
+    refuses (Secrets, a wildcard).
     """
     known = {**BUILTIN_RESOURCES, **{kind.plural: kind.group for kind in kinds}}
     group, slash, resource = text.rpartition("/")
@@ -222,6 +252,10 @@ def parse_read(text: str, kinds: Sequence[ResourceKind] = ()) -> ApiAccess:
         right = BUILTIN_RESOURCES[resource]
         raise ValueError(f"--read {text}: {resource} is in the {right or 'core'!r} group: "
                          f"--read {right}/{resource}")
+    refused = never_read(group, resource)
+    if refused:
+        raise ValueError(f"--read {text}: {refused}, which no generated role grants (docs/security.md); a "
+                         f"MetricSource allowed to read Secrets needs a rule written by hand")
     return ApiAccess(group, (resource,), ("get", "list"))
 
 

@@ -4,8 +4,8 @@
 #   bash scripts/setup.sh          # the test environment: redis-server, victoria-metrics and
 #                                  # docker-registry (apt), the core, every plugins/*/ with its
 #                                  # testing extra, the test-only plugins, the dev tools, kubectl
-#   bash scripts/setup.sh --demo   # only what `clusterpulse demo` needs: redis-server, the core's
-#                                  # [demo] extra and the plugins the demo enables
+#   bash scripts/setup.sh --demo   # only what `clusterpulse demo` needs: redis-server, the core, the
+#                                  # model, testing and demo distributions and the plugins the demo enables
 #
 # Idempotent: re-running it only installs what is missing or changed. A failed install stops the
 # script with pip's message and leaves no stamp, so the next run tries again.
@@ -19,7 +19,7 @@ case "${1:-}" in
   *) echo "usage: bash scripts/setup.sh [--demo]" >&2; exit 2 ;;
 esac
 
-# The plugins `clusterpulse demo` enables (clusterpulse_core/demo/run.py DEMO_PLUGINS, checked by
+# The plugins `clusterpulse demo` enables (demo/clusterpulse_demo/run.py DEMO_PLUGINS, checked by
 # tests/test_packaging.py).
 DEMO_PLUGINS=(redis cluster registry metricsource policy alerts ingester)
 
@@ -54,14 +54,14 @@ pip_install() {
 }
 
 if [ "$mode" = demo ]; then
-  packages=(-e ".[demo]")
+  packages=(-e . -e model -e testing -e demo)
   for plugin in "${DEMO_PLUGINS[@]}"; do
     packages+=(-e "plugins/$plugin")
   done
-  projects=(pyproject.toml "${DEMO_PLUGINS[@]/#/plugins/}")
+  projects=(pyproject.toml model/ testing/ demo/ "${DEMO_PLUGINS[@]/#/plugins/}")
 else
   mapfile -t packages < <(bash scripts/test-packages.sh testing,dev)
-  projects=(pyproject.toml plugins/*/ tests/plugins/*/)
+  projects=(pyproject.toml model/ testing/ demo/ plugins/*/ tests/plugins/*/)
 fi
 
 # Reinstall only when a pyproject changed (editable installs pick up code changes by themselves).
@@ -71,20 +71,32 @@ digest() {
   for project in "$@"; do
     if [ -d "$project" ]; then files+=("${project%/}/pyproject.toml"); else files+=("$project"); fi
   done
-  { echo "$mode"; cat "${files[@]}"; } | sha256sum | cut -d' ' -f1
+  { echo "$mode"; cat "${files[@]}"; [ "$mode" = demo ] || cat requirements/test.lock; } | sha256sum | cut -d' ' -f1
 }
 stamp=.venv/.clusterpulse-$mode
 want=$(digest "${projects[@]}")
 test_stamp_ok=false
 if [ "$mode" = demo ] && [ -f .venv/.clusterpulse-test ]; then
-  test_want=$(mode=test digest pyproject.toml plugins/*/ tests/plugins/*/)
+  test_want=$(mode=test digest pyproject.toml model/ testing/ demo/ plugins/*/ tests/plugins/*/)
   [ "$(cat .venv/.clusterpulse-test)" = "$test_want" ] && test_stamp_ok=true
 fi
 if [ "$test_stamp_ok" = false ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   rm -f "$stamp"
   echo "setup: installing Python packages into .venv ($mode)" >&2
   pip_install --upgrade "pip>=23.2"
-  pip_install "${packages[@]}"
+  if [ "$mode" = test ]; then
+    # Third-party dependencies exactly as locked, each file checked against its hash; then ours,
+    # editable, without resolving anything more; pip check says when the lock is stale.
+    pip_install --require-hashes -r requirements/test.lock
+    pip_install --no-deps "${packages[@]}"
+    if ! broken=$(.venv/bin/python -m pip check 2>&1); then
+      echo "$broken" >&2
+      echo "setup: requirements/test.lock does not satisfy the pyprojects: run bash scripts/lock.sh" >&2
+      exit 1
+    fi
+  else
+    pip_install "${packages[@]}"
+  fi
   echo "$want" > "$stamp"
 fi
 

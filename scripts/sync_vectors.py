@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare (or refresh) the repository's copy of the public vectors with the project's shared folder.
 
-The tests read only ``tests/vectors`` (see ``clusterpulse_core/testing/vectors.py``). The reference
+The tests read only ``tests/vectors`` (see ``testing/clusterpulse_testing/vectors.py``). The reference
 files are maintained in a ``shared/vectors`` folder beside the repository, which a clone from the
 public home does not have; this script tells when that folder, if present, holds other files than
 the copy:

@@ -12,7 +12,7 @@ uv=.venv/bin/uv
 [ -x "$uv" ] || { echo "test-lowest: $uv missing: run bash scripts/setup.sh" >&2; exit 1; }
 mapfile -t packages < <(bash scripts/test-packages.sh testing)
 stamp=$venv/.clusterpulse-lowest
-want=$(cat pyproject.toml plugins/*/pyproject.toml tests/plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml {model,testing,demo}/pyproject.toml plugins/*/pyproject.toml tests/plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # A fresh venv each time: uv keeps installed versions that still satisfy a raised floor.
   rm -rf "$venv"

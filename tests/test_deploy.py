@@ -222,8 +222,11 @@ def test_metrics_service_pdb_and_network_policy_select_the_controller(rendered: 
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
     policy = _by_kind(docs, "NetworkPolicy", "clusterpulse-controller")
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
-    assert {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]} == {
-        "metrics", "probes", "ingester"}
+    # Metrics only from the namespaces that scrape them; probes need no rule (the kubelet is on the
+    # pod's node, always allowed); the ingester from anywhere (agents authenticate).
+    by_port = {p["port"]: rule.get("from") for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    assert by_port == {"metrics": [{"namespaceSelector": {"matchLabels": {"clusterpulse.io/metrics-scraper": "true"}}}],
+                       "ingester": None}
     monitor = _by_kind(docs, "ServiceMonitor", "clusterpulse-controller")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"

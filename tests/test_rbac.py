@@ -17,11 +17,8 @@ from typing import Any
 
 import attrs
 import pytest
-
-from clusterpulse_core import rbac
-from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
-from clusterpulse_core.demo.fleet import running_fleet
-from clusterpulse_core.demo.run import (
+from clusterpulse_demo.fleet import running_fleet
+from clusterpulse_demo.run import (
     CYCLE_TIMEOUT,
     _push_clusters,
     _run_cycles,
@@ -29,13 +26,16 @@ from clusterpulse_core.demo.run import (
     _stop_agent,
     _wait_for_deployment,
 )
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import free_port, redis_process
+
+from clusterpulse_core import rbac
+from clusterpulse_core.config import CoreSettings, RawConfig, finish_config
 from clusterpulse_core.kinds import ApiAccess, ResourceKind
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.leader import LEASE_NAME
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import free_port, redis_process
 
 PLUGINS = ("redis", "cluster", "registry", "metricsource", "policy", "alerts", "ingester")
 #: What the default ``system:discovery`` ClusterRole grants every authenticated user (a Role cannot

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clusterpulse_core.testing.vectors import FILES, groups
+from clusterpulse_testing.vectors import FILES, groups
 
 TESTS = Path(__file__).parent
 PENDING = TESTS / "vectors_pending.txt"

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from clusterpulse_core.testing import vectors
+from clusterpulse_testing import vectors
 
 REPO = Path(__file__).parent.parent
 SCRIPT = REPO / "scripts" / "sync_vectors.py"

@@ -1,9 +1,10 @@
 """One version source: ``VERSION`` at the root, read by every pyproject of the repository.
 
-The distributions (the core, the plugins under ``plugins/``, the test-only plugins under
-``tests/plugins/``) declare ``dynamic = ["version"]`` from a ``VERSION`` file that is the root
-one (plugins carry a symlink to it); the installed metadata says the same; every plugin's
-``clusterpulse-core`` requirement admits that version; and every plugin declares the core's
+The distributions (the core; the model, testing and demo ones under ``model/``, ``testing/`` and
+``demo/``; the plugins under ``plugins/``; the test-only plugins under ``tests/plugins/``) declare
+``dynamic = ["version"]`` from a ``VERSION`` file that is the root one (the others carry a symlink
+to it); the installed metadata says the same; every ``clusterpulse-*`` requirement between them
+admits that version; and every plugin declares the core's
 ``CORE_API_VERSION``, the plugin-contract number (a separate number, see CHANGELOG.md).
 """
 
@@ -20,7 +21,8 @@ from clusterpulse_core import CORE_API_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
-PROJECTS = [ROOT, *sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml")),
+PROJECTS = [ROOT, *(ROOT / folder for folder in ("model", "testing", "demo")),
+            *sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml")),
             *sorted(p.parent for p in ROOT.glob("tests/plugins/*/pyproject.toml"))]
 
 
@@ -29,7 +31,7 @@ def _pyproject(project: Path) -> dict:  # type: ignore[type-arg]
 
 
 def test_every_pyproject_reads_the_one_version_file() -> None:
-    assert len(PROJECTS) >= 10, PROJECTS
+    assert len(PROJECTS) >= 13, PROJECTS
     for project in PROJECTS:
         data = _pyproject(project)
         assert "version" not in data["project"], f"{project}: a hand-written version"
@@ -44,7 +46,7 @@ def test_the_installed_distributions_carry_it_and_the_plugins_accept_this_core()
         name = data["project"]["name"]
         assert metadata.version(name) == VERSION, f"{name}: reinstall (bash scripts/setup.sh)"
         for requirement in map(Requirement, data["project"].get("dependencies", [])):
-            if requirement.name == "clusterpulse-core":
+            if requirement.name.startswith("clusterpulse-"):
                 assert requirement.specifier.contains(VERSION, prereleases=True), f"{name}: {requirement}"
 
 

@@ -14,6 +14,7 @@ docs/compatibility.md#c13).
 from __future__ import annotations
 
 import base64
+import ipaddress
 import logging
 import threading
 from collections.abc import Mapping
@@ -91,10 +92,97 @@ class ClusterCredentials:
                 f'{ALLOW_HTTP_KEY}: "true" in {where} (docs/security.md)')
 
 
-class SecretCache:
-    """The last good read of each Secret, used while the hub is unreachable."""
+#: The label a credentials Secret must carry (value ``"true"``) when ``require_secret_label`` is on.
+CREDENTIALS_LABEL = "clusterpulse.io/credentials"
 
-    def __init__(self) -> None:
+
+class PolicyError(CredentialsError):
+    """The :class:`CredentialsPolicy` refuses: retrying cannot help until the object or the Secret changes."""
+
+
+class EndpointNotAllowedError(PolicyError):
+    """An endpoint names a host that ``endpoint_allow_list`` does not list."""
+
+
+class SecretNotLabelledError(PolicyError):
+    """A credentials Secret lacks :data:`CREDENTIALS_LABEL` while ``require_secret_label`` is on."""
+
+
+def check_allow_entry(entry: str) -> None:
+    """Raise ``ValueError`` for an allow-list entry that is neither a host, ``*.domain``, an address nor a CIDR."""
+    text = entry.strip().lower()
+    if ("/" in text and "://" not in text) or _is_address(text):
+        try:
+            ipaddress.ip_network(text, strict=False)
+        except ValueError as exc:
+            raise ValueError(f"{entry!r} is not a valid IP address or CIDR ({exc})") from exc
+        return
+    name = text[2:] if text.startswith("*.") else text
+    if not is_dns1123_subdomain(name):
+        raise ValueError(f"expected a host name, '*.domain', an IP address or a CIDR, got {entry!r}")
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+        return True
+    except ValueError:
+        return False
+
+
+@attrs.frozen
+class CredentialsPolicy:
+    """Who may point the hub where (docs/security.md#who-may-point-the-hub-where).
+
+    ``allowed_endpoints``: host names (exact), ``*.domain`` (any host under it), IP addresses or
+    CIDRs an endpoint may name; empty allows any. ``require_label``: a credentials Secret is used
+    only when it carries :data:`CREDENTIALS_LABEL` ``"true"``.
+    """
+
+    allowed_endpoints: tuple[str, ...] = ()
+    require_label: bool = False
+
+    def check_endpoint(self, endpoint: str, field: str = "spec.endpoint") -> None:
+        """Raise :class:`EndpointNotAllowedError` naming ``field`` when the endpoint's host is not allowed."""
+        if not self.allowed_endpoints:
+            return
+        text = endpoint.strip()
+        host = (urlsplit(text if "://" in text else f"//{text}").hostname or "").lower().rstrip(".")
+        if not host or not any(_host_allowed(host, entry) for entry in self.allowed_endpoints):
+            raise EndpointNotAllowedError(
+                f"{field}: host {host or text!r} is not in clusterpulse.endpoint_allow_list "
+                f"({', '.join(self.allowed_endpoints)}); ask an administrator to add it (docs/security.md)")
+
+    def check_secret(self, secret: Mapping[str, object], where: str) -> None:
+        """Raise :class:`SecretNotLabelledError` when the Secret must be labelled for use and is not."""
+        if not self.require_label:
+            return
+        meta = secret.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        value = labels.get(CREDENTIALS_LABEL) if isinstance(labels, Mapping) else None
+        if str(value or "").lower() != "true":
+            raise SecretNotLabelledError(
+                f"secret {where} does not carry the label {CREDENTIALS_LABEL}=true, which "
+                f"clusterpulse.require_secret_label asks of every credentials Secret (docs/security.md)")
+
+
+def _host_allowed(host: str, entry: str) -> bool:
+    rule = entry.strip().lower().rstrip(".")
+    if _is_address(host):
+        if "/" not in rule and not _is_address(rule):
+            return False
+        return ipaddress.ip_address(host.strip("[]")) in ipaddress.ip_network(rule.strip("[]"), strict=False)
+    if rule.startswith("*."):
+        return host.endswith(rule[1:]) and len(host) > len(rule) - 1
+    return host == rule
+
+
+class SecretCache:
+    """The last good read of each Secret, used while the hub is unreachable, and the
+    :class:`CredentialsPolicy` every read meets (the runtime's, from the core settings)."""
+
+    def __init__(self, policy: CredentialsPolicy | None = None) -> None:
+        self.policy = policy or CredentialsPolicy()
         self._lock = threading.Lock()
         self._data: dict[tuple[str, str], dict[str, str]] = {}
         self._stale: set[tuple[str, str]] = set()
@@ -147,6 +235,8 @@ def read_secret(hub: KubeClient, namespace: str, name: str, cache: SecretCache |
         if cached is not None:
             return cached
         raise CredentialsError(f"failed to get secret: secret {namespace}/{name}: {exc}") from exc
+    if cache is not None:
+        cache.policy.check_secret(secret, f"{namespace}/{name}")
     data = decode_secret_data(secret)
     if cache is not None:
         cache.put(namespace, name, data)
@@ -180,9 +270,12 @@ def cluster_credentials(hub: KubeClient, endpoint: str, namespace: str, name: st
                         cache: SecretCache | None = None) -> ClusterCredentials:
     """Token (required, key ``token``), CA (optional, key ``ca.crt``) and the TLS opt-outs from a Secret.
 
+    The cache's policy is met first: the endpoint's host allowed, the Secret labelled if asked.
     The token is refused for an ``http://`` endpoint unless the Secret allows it
     (:class:`InsecureTransportError`).
     """
+    if cache is not None:
+        cache.policy.check_endpoint(endpoint)
     data = read_secret(hub, namespace, name, cache)
     where = f"{namespace}/{name}"
     token = data.get("token", "")

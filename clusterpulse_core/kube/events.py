@@ -18,10 +18,10 @@ from datetime import datetime
 import attrs
 
 from clusterpulse_core import serde
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.fence import Fence, FencedError
 from clusterpulse_core.kinds import ObjectRef, ResourceKind
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.model.time import utcnow
 
 log = logging.getLogger(__name__)
 

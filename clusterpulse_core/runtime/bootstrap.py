@@ -10,11 +10,20 @@ from typing import Any
 import attrs
 from prometheus_client import CollectorRegistry
 
-from clusterpulse_core.config import Config, ConfigError, CoreSettings, did_you_mean, finish_config, read_config
+from clusterpulse_core.config import (
+    Config,
+    ConfigError,
+    CoreSettings,
+    did_you_mean,
+    finish_config,
+    read_config,
+    settings_warnings,
+)
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
+from clusterpulse_core.kube.credentials import CredentialsPolicy, SecretCache
 from clusterpulse_core.kube.events import EventRecorder
 from clusterpulse_core.kube.hub import hub_client
 from clusterpulse_core.kube.pool import ClientPool
@@ -69,7 +78,8 @@ class Diagnosis:
     config: Config | None
     problems: tuple[str, ...]
     source: str = ""
-    #: What plugins forgot but load without (``@hookimpl``, ``clusterpulse_api_version``).
+    #: What plugins forgot but load without (``@hookimpl``, ``clusterpulse_api_version``), and the
+    #: insecure choices of the settings (``settings_warnings``).
     warnings: tuple[str, ...] = ()
 
 
@@ -128,7 +138,10 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
             problems += exc.errors
         except PluginError:
             pass  # kinds declared twice: reported above
-    return Diagnosis(host, plan, config, tuple(problems), raw.source, tuple(host.warnings))
+    warnings = list(host.warnings)
+    if config is not None:
+        warnings += settings_warnings(config)
+    return Diagnosis(host, plan, config, tuple(problems), raw.source, tuple(warnings))
 
 
 def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = None,
@@ -143,8 +156,10 @@ def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = Non
     pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout,
                       max_bytes=config.core.max_response_bytes,
                       max_in_flight=config.core.cluster_max_in_flight)
+    policy = CredentialsPolicy(config.core.endpoint_allow_list, config.core.require_secret_label)
     return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence,
-                   events=EventRecorder(hub, fence, min_interval=config.core.event_interval))
+                   events=EventRecorder(hub, fence, min_interval=config.core.event_interval),
+                   secrets=SecretCache(policy))
 
 
 def start_plugins(runtime: Runtime) -> None:

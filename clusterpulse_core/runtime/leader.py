@@ -18,9 +18,9 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.lease import LeaseLock, check_timings
 
 log = logging.getLogger(__name__)

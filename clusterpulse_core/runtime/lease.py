@@ -34,10 +34,10 @@ from typing import Any
 import attrs
 
 from clusterpulse_core import serde
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.kube.client import ConflictError, KubeClient, NotFoundError
-from clusterpulse_core.model.time import utcnow
 
 LEASE_KIND = ResourceKind(group="coordination.k8s.io", version="v1", kind="Lease", plural="leases", schema={})
 

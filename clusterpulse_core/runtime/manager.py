@@ -331,7 +331,8 @@ class Manager:
                 shared.routes.update(routes)
                 self.servers[name] = shared
                 continue
-            server = ProbeServer(name, address, routes)
+            server = ProbeServer(name, address, routes, self.core.probe_request_timeout,
+                                 self.core.probe_max_connections)
             server.start()
             by_address[address] = server
             self.servers[name] = server

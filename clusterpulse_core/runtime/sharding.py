@@ -60,10 +60,10 @@ import attrs
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from clusterpulse_core import serde
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.fence import Fence
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import ConflictError, KubeClient, NotFoundError
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.lease import (
     LEASE_KIND,
     DeleteOptions,

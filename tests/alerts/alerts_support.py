@@ -13,14 +13,14 @@ import attrs
 import redis
 from clusterpulse_alerts.crd import ALERT_RULE
 from clusterpulse_alerts.plugin import AlertsPlugin
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
 TOKEN = "alerts-token"

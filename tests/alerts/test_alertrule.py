@@ -23,8 +23,7 @@ from alerts_support import (
     secret,
     start_controller,
 )
-
-from clusterpulse_core.testing.polling import eventually
+from clusterpulse_testing.polling import eventually
 
 PLUGINS = ("redis", "cluster", "metricsource", "alerts")
 POD_PHASES = {

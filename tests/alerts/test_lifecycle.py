@@ -25,8 +25,7 @@ from alerts_support import (
     secret,
     start_controller,
 )
-
-from clusterpulse_core.testing.polling import eventually
+from clusterpulse_testing.polling import eventually
 
 PLUGINS = ("redis", "cluster", "alerts")
 # Other built-in rules stay enabled; NodeNotReady gets a 60 s `for` the fake clock jumps over.

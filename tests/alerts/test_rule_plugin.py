@@ -26,8 +26,7 @@ from alerts_support import (
     secret,
     start_controller,
 )
-
-from clusterpulse_core.testing.polling import eventually
+from clusterpulse_testing.polling import eventually
 
 PLUGINS = ("redis", "cluster", "alerts", "example-rules")
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]

@@ -17,10 +17,7 @@ from clusterpulse_alerts.engine import Engine
 from clusterpulse_alerts.plugin import contributed_rules
 from clusterpulse_alerts.rules import register_builtin_rules
 from clusterpulse_alerts.settings import RuleOverride, read_overrides
-
-from clusterpulse_core.alerting import AlertRuleDef
-from clusterpulse_core.config import ConfigError
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     Alert,
     ClusterOperatorInfo,
     ClusterStatusRecord,
@@ -30,7 +27,8 @@ from clusterpulse_core.model import (
     RegistryStatusRecord,
     Taint,
 )
-from clusterpulse_core.pieces import (
+from clusterpulse_model.alerting import AlertRuleDef
+from clusterpulse_model.pieces import (
     AlertPiece,
     AlertResolution,
     ClusterDeletion,
@@ -42,8 +40,10 @@ from clusterpulse_core.pieces import (
     OperatorsPiece,
     RegistryStatusPiece,
 )
+from clusterpulse_testing.recording import RecordingBackend
+
+from clusterpulse_core.config import ConfigError
 from clusterpulse_core.store import Store
-from clusterpulse_core.testing.recording import RecordingBackend
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_model import Alert
+from clusterpulse_model.pieces import AlertPiece, AlertResolution, ClusterDeletion, RegistryDeletion
 from clusterpulse_redis import RedisSettings, RedisStore
 from clusterpulse_redis.alerts import read_alerts
-
-from clusterpulse_core.model import Alert
-from clusterpulse_core.pieces import AlertPiece, AlertResolution, ClusterDeletion, RegistryDeletion
 
 STARTED = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
 R4_FIELDS = {"id", "name", "severity", "message", "timestamp", "source", "resource_type", "resource_name",

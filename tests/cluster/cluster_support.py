@@ -10,11 +10,11 @@ from typing import Any
 import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.plugin import ClusterPlugin
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.runtime.bootstrap import Outcome, reconcile_object
 from clusterpulse_core.serde import loads
-from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 

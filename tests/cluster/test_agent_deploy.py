@@ -19,7 +19,7 @@ from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
 from clusterpulse_cluster.agent_deploy.plan import controller_version, image_tag
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.runtime.manager import Manager
 
 INGESTER = "ingester.hub.example:9443"
@@ -31,6 +31,7 @@ OBJECT_PATHS = {
     "clusterrole": "/apis/rbac.authorization.k8s.io/v1/clusterroles/clusterpulse-collector",
     "clusterrolebinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/clusterpulse-collector",
     "secret": f"/api/v1/namespaces/{NS}/secrets/clusterpulse-collector-token",
+    "networkpolicy": f"/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies/clusterpulse-collector",
     "deployment": f"/apis/apps/v1/namespaces/{NS}/deployments/clusterpulse-collector",
 }
 
@@ -125,7 +126,7 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
     (container,) = pod["containers"]
     tag = image_tag("", controller_version())
     assert container["name"] == "collector"
-    assert container["image"] == f"clusterpulse:{tag}"
+    assert container["image"] == f"quay.io/clusterpulse/clusterpulse:{tag}"
     assert container["command"] == ["clusterpulse", "agent"]
     assert container["resources"] == {"requests": {"cpu": "50m", "memory": "128Mi"},
                                       "limits": {"cpu": "200m", "memory": "512Mi"}}
@@ -136,6 +137,25 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
          "valueFrom": {"secretKeyRef": {"name": "clusterpulse-collector-token", "key": "token"}}},
         {"name": "OPERATOR_SCAN_INTERVAL", "value": "300"},
     ]
+
+    # The restricted Pod Security level (docs/security.md#the-agent-pod), on the namespace and the pod.
+    labels = live(cluster, "namespace")["metadata"]["labels"]
+    assert {key: labels[key] for key in labels if key.startswith("pod-security.kubernetes.io/")} == {
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted"}
+    assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+                                      "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    policy = live(cluster, "networkpolicy")
+    assert policy["spec"]["podSelector"] == {"matchLabels": {}}
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert "ingress" not in policy["spec"] or policy["spec"]["ingress"] == []
+    egress = [(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]]
+    assert not any("to" in rule for rule in policy["spec"]["egress"])
+    assert sorted(egress) == sorted([(53, "UDP"), (53, "TCP"), (443, "TCP"), (6443, "TCP"),
+                                     (int(INGESTER.rpartition(":")[2]), "TCP")])
 
     cr = harness.cr("east")
     assert FINALIZER in cr["metadata"]["finalizers"]
@@ -241,7 +261,8 @@ def test_a_version_change_updates_the_deployment_exactly_once(harness: Harness,
     for _ in range(3):
         assert harness.reconcile("east").ok
     assert writes(cluster) == [("PATCH", OBJECT_PATHS["deployment"])]
-    assert live(cluster, "deployment")["spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:1.4.2"
+    (container,) = live(cluster, "deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "quay.io/clusterpulse/clusterpulse:1.4.2"
     assert harness.cr("east")["status"]["agent"]["version"] == "1.4.2"
 
 

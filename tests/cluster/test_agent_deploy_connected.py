@@ -8,9 +8,9 @@ from typing import Any
 
 import three_node
 from cluster_support import Harness
+from clusterpulse_model import AgentConnection
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.model import AgentConnection
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 DEPLOYMENT = "/apis/apps/v1/namespaces/clusterpulse-system/deployments/clusterpulse-collector"
@@ -90,5 +90,5 @@ def test_a_connected_agent_is_upgraded_and_an_unreachable_api_is_no_error(
     _connect(agents, harness)
     assert harness.reconcile("edge").ok
     assert cluster.get("apps/v1", "deployments", "clusterpulse-collector", "clusterpulse-system")[
-        "spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:2.0.1"
+        "spec"]["template"]["spec"]["containers"][0]["image"] == "quay.io/clusterpulse/clusterpulse:2.0.1"
     assert harness.cr("edge")["status"]["agent"]["version"] == "2.0.1"

@@ -8,10 +8,10 @@ from typing import Any
 import attrs
 import three_node
 from cluster_support import CC_API, HUB_NAMESPACE, Harness
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.polling import eventually
 
 #: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
 #: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from string import Template
 from typing import Any
 
@@ -15,20 +14,19 @@ from cluster_support import Harness
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.plugin import ClusterPlugin
 from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_demo.fleet import FLEET_DIR, ca_variables
+from clusterpulse_testing.recording import RecordingBackend
 
-import clusterpulse_core
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import ClusterTarget, Collector
 from clusterpulse_core.config import build_settings
-from clusterpulse_core.demo.fleet import ca_variables
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import reconcile_once
 from clusterpulse_core.store import StorageBackend
-from clusterpulse_core.testing.recording import RecordingBackend
 
-FLEET = Path(clusterpulse_core.__file__).parent / "demo" / "fleet"
+FLEET = FLEET_DIR
 
 
 def test_cluster_connection_kind_matches_the_crd_spec() -> None:

@@ -13,9 +13,9 @@ from typing import Any
 import attrs
 import three_node
 from cluster_support import FakeClock, Harness
+from clusterpulse_model import AgentConnection
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.model import AgentConnection
 
 
 class Agents:

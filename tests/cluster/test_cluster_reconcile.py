@@ -7,11 +7,11 @@ from typing import Any
 
 import three_node
 from cluster_support import HUB_NAMESPACE, FakeClock, Harness, secret
+from clusterpulse_testing.vectors import same_value
 
 from clusterpulse_core.breaker import CircuitBreaker
 from clusterpulse_core.kube.pool import ClientPool
 from clusterpulse_core.serde import parse_time
-from clusterpulse_core.testing.vectors import same_value
 
 
 def managed_three_node(kube_api: Callable[..., Any]) -> Any:

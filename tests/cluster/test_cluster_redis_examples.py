@@ -24,9 +24,9 @@ import redis
 import three_node
 from cluster_support import EXAMPLE_CLOCK, Harness
 from clusterpulse_cluster.info import derive_console_url
+from clusterpulse_testing.vectors import cases, with_reader_decisions
 
 from clusterpulse_core.serde import loads, parse_time
-from clusterpulse_core.testing.vectors import cases, with_reader_decisions
 
 CLOCK_TEXT = "2025-01-01T00:00:00Z"
 CLOCK_UNIX = 1735689600

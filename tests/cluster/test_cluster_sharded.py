@@ -30,14 +30,14 @@ import three_node
 from cluster_support import HUB_NAMESPACE, cluster_connection, hub_objects, secret
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.plugin import ClusterPlugin
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import RedisClusterProcesses
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import RedisClusterProcesses
-from clusterpulse_core.testing.tls import loopback_ca
 
 CLUSTERS = 12
 

@@ -12,10 +12,10 @@ from clusterpulse_cluster.nodes import PodTally, node_metrics, node_roles, node_
 from clusterpulse_cluster.olm import operator_info
 from clusterpulse_cluster.spec import error_requeue_seconds, reconcile_interval
 from clusterpulse_cluster.wire_types import node_decoder, pod_decoder
+from clusterpulse_model import NodeMetrics, ObjectCounts, cluster_metrics
+from clusterpulse_testing.vectors import same_value, vector_test
 
-from clusterpulse_core.model import NodeMetrics, ObjectCounts, cluster_metrics
 from clusterpulse_core.serde import camel, unstructure
-from clusterpulse_core.testing.vectors import same_value, vector_test
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 #: Go JSON names of NodeMetrics whose snake_case is not the plain conversion.

@@ -14,10 +14,10 @@ from cluster_support import FakeClock, Harness
 from clusterpulse_cluster.inventory import InventoryCollector
 from clusterpulse_cluster.resources import ResourceLists
 from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_model.pieces import ResourceCollectionPiece
 
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.pieces import ResourceCollectionPiece
 from clusterpulse_core.serde import unstructure
 
 EVERY_POD = sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["status"]["phase"]) for p in three_node.PODS)

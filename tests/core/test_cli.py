@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
-
-from clusterpulse_core.testing.kube_api import KubeAPI
+from clusterpulse_testing.kube_api import KubeAPI
 
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 

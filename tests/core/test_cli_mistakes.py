@@ -15,11 +15,11 @@ from pathlib import Path
 
 import requests
 import yaml
+from clusterpulse_testing.kube_api import KubeAPI
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import free_port
 
 from clusterpulse_core.plugins import installed_plugins
-from clusterpulse_core.testing.kube_api import KubeAPI
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import free_port
 
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 ENV_SET_BY_TESTS = ("CLUSTERPULSE_CONFIG", "NAMESPACE", "VM_ENABLED", "LOG_LEVEL", "KUBECONFIG")
@@ -113,11 +113,12 @@ url = "redis://redis:6379/abc"
 BAD_CONFIG_PROBLEMS = [
     "clusterpulse.loglevel: unknown key (did you mean 'log_level'? expected one of: plugins, namespace, log_level, "
     "kubeconfig, leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, "
-    "shard_dead_after, metrics_bind_address, health_probe_bind_address, resync_period, watch_timeout, "
+    "shard_dead_after, metrics_bind_address, health_probe_bind_address, probe_request_timeout, "
+    "probe_max_connections, resync_period, watch_timeout, "
     "watch_silence_limit, queue_base_delay, queue_max_delay, queue_qps, queue_burst, shutdown_grace, "
     "ghost_sweep_interval, "
     "request_timeout, max_response_bytes, reconcile_timeout, event_interval, cluster_max_in_flight, "
-    "client_max_idle, workers)",
+    "client_max_idle, endpoint_allow_list, require_secret_label, workers)",
     "clusterpulse.queue_qps: expected a value > 0, got -1.0",
     "clusterpulse.shutdown_grace: expected a value >= 0, got -2.0",
     "clusterpulse.request_timeout: expected a value > 0, got 0.0",

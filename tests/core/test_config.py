@@ -54,10 +54,12 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         "clusterpulse.namespce: unknown key (did you mean 'namespace'? expected one of: plugins, namespace, "
         "log_level, kubeconfig, "
         "leader_elect, lease_duration, renew_deadline, retry_period, sharding, shard_handover_delay, shard_dead_after, "
-        "metrics_bind_address, health_probe_bind_address, resync_period, watch_timeout, watch_silence_limit, "
+        "metrics_bind_address, health_probe_bind_address, probe_request_timeout, probe_max_connections, "
+        "resync_period, watch_timeout, watch_silence_limit, "
         "queue_base_delay, queue_max_delay, queue_qps, queue_burst, shutdown_grace, ghost_sweep_interval, "
         "request_timeout, "
-        "max_response_bytes, reconcile_timeout, event_interval, cluster_max_in_flight, client_max_idle, workers)",
+        "max_response_bytes, reconcile_timeout, event_interval, cluster_max_in_flight, client_max_idle, "
+        "endpoint_allow_list, require_secret_label, workers)",
         "clusterpulse.log_level: expected one of debug, trace, info, warn, warning, error, got 'verbose'",
         "clusterpulse.metrics_bind_address: bind address must look like ':8080' or 'HOST:PORT', got '8080'",
         "clusterpulse.queue_burst: expected a value >= 1, got 0",

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import redis
 import yaml
+from clusterpulse_demo.fleet import FLEET_DIR
+from clusterpulse_demo.run import run_demo
+from clusterpulse_demo.summary import read_alerts, read_fleet, read_sources
 
-from clusterpulse_core.demo.fleet import FLEET_DIR
-from clusterpulse_core.demo.run import run_demo
-from clusterpulse_core.demo.summary import read_alerts, read_fleet, read_sources
 from clusterpulse_core.serde import parse_time
 
 

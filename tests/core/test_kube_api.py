@@ -17,9 +17,8 @@ from typing import Any
 import kubernetes
 import pytest
 import urllib3
+from clusterpulse_testing.kube_api import ApiError, KubeAPI
 from kubernetes.client import ApiException
-
-from clusterpulse_core.testing.kube_api import ApiError, KubeAPI
 
 WAIT = 5.0  # upper bound for anything that should happen "soon"
 
@@ -688,7 +687,7 @@ def test_serve_cli_helper(tmp_path: Path) -> None:
     namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: seeded}\n"
     (tmp_path / "objects" / "ns.yaml").write_text(namespace)
     kubeconfig = tmp_path / "kubeconfig"
-    code = ("import sys; from clusterpulse_core.testing.kube_api import serve; "
+    code = ("import sys; from clusterpulse_testing.kube_api import serve; "
             "serve(sys.argv[1], 0, sys.argv[2])")
     process = subprocess.Popen(
         [sys.executable, "-c", code, str(tmp_path / "objects"), str(kubeconfig)],

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from clusterpulse_core.testing.kube_api import KubeAPI
+from clusterpulse_testing.kube_api import KubeAPI
 
 GREETING = """apiVersion: example.clusterpulse.io/v1
 kind: Greeting

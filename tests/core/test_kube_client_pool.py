@@ -7,9 +7,9 @@ from typing import Any
 
 import kubernetes
 import pytest
+from clusterpulse_testing.servers import free_port
 
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, _bypasses_proxy, make_api_client
-from clusterpulse_core.testing.servers import free_port
 
 
 def test_a_proxy_in_the_configuration_carries_the_calls_unless_no_proxy_names_the_host(

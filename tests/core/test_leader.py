@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.leader import LEASE_NAME, LeaderElector
 from clusterpulse_core.runtime.lease import micro_time
-from clusterpulse_core.testing.polling import eventually
 
 NAMESPACE = "clusterpulse"
 LEASE_DURATION = 1.0

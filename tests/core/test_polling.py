@@ -5,8 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from clusterpulse_core.testing.polling import eventually
+from clusterpulse_testing.polling import eventually
 
 
 def test_returns_the_first_truthy_value() -> None:

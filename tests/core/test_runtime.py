@@ -23,6 +23,8 @@ from typing import Any
 
 import kubernetes.client
 import pytest
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config, ConfigError, CoreSettings
@@ -36,8 +38,6 @@ from clusterpulse_core.runtime.controller import spread_offset
 from clusterpulse_core.runtime.informer import Informer
 from clusterpulse_core.runtime.manager import Manager, kind_workers
 from clusterpulse_core.runtime.probes import parse_bind_address
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
 GROUP = "test.clusterpulse.io"

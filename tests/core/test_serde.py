@@ -6,9 +6,7 @@ from datetime import UTC, datetime
 
 import attrs
 import pytest
-
-from clusterpulse_core import serde
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     AggregationResults,
     ClusterSpecRecord,
     CollectedResource,
@@ -16,6 +14,8 @@ from clusterpulse_core.model import (
     NodeMetrics,
     RegistryStatusRecord,
 )
+
+from clusterpulse_core import serde
 
 T = datetime(2025, 1, 1, 12, 0, 0, 123450, tzinfo=UTC)
 

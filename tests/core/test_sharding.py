@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import ServerProcess
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config, CoreSettings
@@ -31,8 +33,6 @@ from clusterpulse_core.runtime.sharding import (
     object_key,
     parse_view,
 )
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import ServerProcess
 
 NAMESPACE = "clusterpulse"
 GROUP = "test.clusterpulse.io"

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from clusterpulse_model import ClusterStatusRecord
+from clusterpulse_model.pieces import ClusterStatusPiece
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
 from prometheus_client import CollectorRegistry
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.model import ClusterStatusRecord
-from clusterpulse_core.pieces import ClusterStatusPiece, Piece
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import Store, StoreError
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 
 
 class FailingBackend(RecordingBackend):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from clusterpulse_testing.vectors import same_value, vector_test
 
 from clusterpulse_core.breaker import CircuitBreaker, CircuitOpenError
 from clusterpulse_core.envvars import parse_bool, parse_int
 from clusterpulse_core.quantity import parse_cpu, parse_memory
-from clusterpulse_core.testing.vectors import same_value, vector_test
 
 
 @vector_test("utils", "parse_cpu")

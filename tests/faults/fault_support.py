@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.config import CoreSettings
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 TOKEN = "fault-token"

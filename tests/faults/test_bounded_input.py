@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from clusterpulse_testing.hostile import HostileProxy
+from clusterpulse_testing.polling import eventually
 from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
-
-from clusterpulse_core.testing.hostile import HostileProxy
-from clusterpulse_core.testing.polling import eventually
 
 MAX_RESPONSE = 32 * 1024 * 1024
 #: Documented in docs/faults.md: baseline (~100 MB) + about twice max_response_bytes.

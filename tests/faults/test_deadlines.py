@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from clusterpulse_registry.client import Deadline, RegistryClient
+from clusterpulse_testing.hostile import HostileProxy
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core import deadline
 from clusterpulse_core.kube.client import CallDeadlineError, KubeClient, ResponseTooLargeError, make_api_client
-from clusterpulse_core.testing.hostile import HostileProxy
-from clusterpulse_core.testing.polling import eventually
 
 SLACK = 1.5  # generous: the machine is shared
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_testing.kube_api import ApiError, KubeAPI
 
 from clusterpulse_core.crds import crd_manifest
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, make_api_client
 from clusterpulse_core.runtime.informer import Informer
-from clusterpulse_core.testing.kube_api import ApiError, KubeAPI
 
 NAMESPACE = "clusterpulse"
 API = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from clusterpulse_testing.polling import eventually
 from fault_support import CC_API, HUB_NAMESPACE, TOKEN, WAIT, ManagerProcess, add_cluster, make_hub, write_config
 from fault_support import managed_objects as objects_of
-
-from clusterpulse_core.testing.polling import eventually
 
 
 def test_a_cluster_deleted_while_the_controller_is_stopped_is_forgotten_at_start(

@@ -18,11 +18,11 @@ from typing import Any
 import redis
 from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
+from clusterpulse_testing.hostile import HostileProxy
 from fault_support import CC_API, HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, write_config
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
-from clusterpulse_core.testing.hostile import HostileProxy
 
 ROUNDS = 3  # reconcile rounds of all three objects while the hub is down
 RC_API = f"{REGISTRY_CONNECTION.group}/{REGISTRY_CONNECTION.version}"

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clusterpulse_testing.polling import eventually
 from fault_support import CC_API, HUB_NAMESPACE, WAIT, ManagerProcess, make_hub, secret, write_config
 
 from clusterpulse_core.context import MAX_STATUS_MESSAGE
 from clusterpulse_core.logs import MAX_LOG_MESSAGE
-from clusterpulse_core.testing.polling import eventually
 
 ENDPOINT_CHARS = 900_000
 #: What the log format puts before the message: time, level, logger name.

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from clusterpulse_metricsource.crd import METRIC_SOURCE
+from clusterpulse_testing.polling import eventually
 from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, secret, write_config
 
 from clusterpulse_core.kube.client import KubeClient
@@ -22,7 +23,6 @@ from clusterpulse_core.runtime.bootstrap import (
     start_plugins,
     stop_plugins,
 )
-from clusterpulse_core.testing.polling import eventually
 
 PASSWORD = "hunter2-do-not-log"
 MS_API = f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}"

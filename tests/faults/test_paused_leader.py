@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_testing.polling import eventually
 from fault_support import (
     CC_API,
     HUB_NAMESPACE,
@@ -32,7 +33,6 @@ from fault_support import (
 )
 
 from clusterpulse_core.runtime.leader import LEASE_NAME
-from clusterpulse_core.testing.polling import eventually
 
 TIMINGS = {"leader_elect": True, "lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.5}
 

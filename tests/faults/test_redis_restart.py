@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import ServerProcess
 from fault_support import TOKEN, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
-
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import ServerProcess
 
 BOUND_SECONDS = 5.0
 

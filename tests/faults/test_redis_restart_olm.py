@@ -16,6 +16,8 @@ from typing import Any
 
 import redis
 from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import ServerProcess
 from fault_support import (
     TOKEN,
     ManagerProcess,
@@ -25,9 +27,6 @@ from fault_support import (
     olm_objects,
     write_config,
 )
-
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import ServerProcess
 
 INTERVAL = ClusterSettings().reconciliation_interval  # the bound: one reconcile interval
 SCAN_INTERVAL = 600  # far longer than the bound: a skipped scan cannot be hidden by the scan coming due

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
+from clusterpulse_testing.hostile import HostileProxy
 from fault_support import HUB_NAMESPACE, make_hub, write_config
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
-from clusterpulse_core.testing.hostile import HostileProxy
 
 
 def test_registry_health_changes_record_events_and_the_ready_condition(

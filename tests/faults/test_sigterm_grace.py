@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from clusterpulse_testing.hostile import HostileProxy
+from clusterpulse_testing.polling import eventually
 from fault_support import TOKEN, WAIT, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
-
-from clusterpulse_core.testing.hostile import HostileProxy
-from clusterpulse_core.testing.polling import eventually
 
 GRACE = 1.5
 CALL_TIMEOUT = 60  # spec.monitoring.timeout of the hung reconcile

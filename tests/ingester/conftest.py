@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_metricsource.crd import METRIC_SOURCE
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
+from clusterpulse_testing.servers import free_port
 from push_support import HUB_NAMESPACE, TOKEN, cluster_connection, collector_secret, secret, write_config
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
-from clusterpulse_core.testing.servers import free_port
 
 
 @pytest.fixture

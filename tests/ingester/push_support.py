@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import importlib.util
 import os
 import queue
 import re
@@ -11,15 +12,16 @@ import sys
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import grpc
 import pytest
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.config import CoreSettings
-from clusterpulse_core.testing.tls import loopback_ca
 
 HUB_NAMESPACE = "clusterpulse"
 CC_API = "clusterpulse.io/v1alpha1"
@@ -214,3 +216,86 @@ class Stream:
     def close(self) -> None:
         self._requests.put(None)
         self.channel.close()
+
+
+def upstream_stubs(tmp_path: Path) -> ModuleType:
+    """``collector_pb2`` generated from the unmodified upstream listing, as a Go ingester's or Go agent's would be
+    (once per process: its descriptors live in the process-wide pool)."""
+    from grpc_tools import protoc
+    from test_proto_drift import SPEC_LISTING
+
+    if "upstream_collector_pb2" in sys.modules:
+        return sys.modules["upstream_collector_pb2"]
+
+    listing = re.search(r"## 3\. Complete interface listing\n\n```proto\n(.*?)```", SPEC_LISTING.read_text(), re.S)
+    assert listing is not None
+    # Another file name than ours: both descriptors live in one process-wide pool.
+    proto = tmp_path / "upstream" / "collector.proto"
+    proto.parent.mkdir()
+    proto.write_text(listing.group(1).replace("package clusterpulse.collector.v1;", "package upstream.v1;"))
+    include = Path(protoc.__file__).resolve().parent / "_proto"
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"-I{include}", f"--python_out={tmp_path}", str(proto)]) == 0
+    spec = importlib.util.spec_from_file_location("upstream_collector_pb2", tmp_path / "upstream" / "collector_pb2.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def workload_objects() -> list[dict[str, Any]]:
+    """A Service, a StatefulSet, a DaemonSet and a PVC: what the R1 counts and R3 lists carry beyond pods and
+    Deployments (docs/compatibility.md#r1, #r3)."""
+    return [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "app-a"},
+         "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.10", "ports": [{"port": 80}]}},
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "app-b"},
+         "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}}},
+         "status": {"replicas": 1, "readyReplicas": 1}},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "logs", "namespace": "kube-system"},
+         "spec": {"selector": {"matchLabels": {"app": "logs"}}},
+         "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 3}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "app-b"},
+         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+    ]
+
+
+class GoAgent:
+    """A Go agent's stream: our agent's collection of its cluster, re-encoded with the stubs of the unmodified
+    upstream listing (so only upstream fields travel, as a Go agent sends them), one batch at a time."""
+
+    def __init__(self, port: int, cluster: str, token: str, client: Any, config_dir: Path) -> None:
+        from clusterpulse_ingester.agent.runner import Agent
+
+        from clusterpulse_core.runtime.bootstrap import load
+
+        config_file = write_config(config_dir / f"go-agent-{cluster}.toml", ["cluster", "metricsource", "ingester"],
+                                   {"ingester": {"cluster_name": cluster, "collector_token": token,
+                                                 "ingester_address": f"127.0.0.1:{port}"}})
+        config, host = load(str(config_file), env={})
+        self.upstream = upstream_stubs(config_dir)
+        self.agent = Agent(config.plugin("ingester"), host, client)
+        self.stream = Stream(port, token)
+        self._apply(self.stream.register(cluster, token))
+
+    def _apply(self, response: pb.ConnectResponse) -> None:
+        if response.WhichOneof("payload") == "config":
+            self.agent.host.agent_sources(list(response.config.metric_sources_json))
+
+    def push(self) -> pb.Ack:
+        """Collect, send the upstream fields of the batch, and return the hub's ack (config updates applied)."""
+        ours = self.agent.collect_once()
+        theirs = self.upstream.MetricsBatch.FromString(ours.SerializeToString())
+        theirs.DiscardUnknownFields()  # the extension is no field of the upstream listing
+        batch = pb.MetricsBatch.FromString(theirs.SerializeToString())
+        assert not batch.HasField("clusterpulse") and batch.node_metrics
+        self.stream.send(pb.ConnectRequest(metrics=batch))
+        while True:
+            response = self.stream.recv()
+            if response.WhichOneof("payload") == "ack":
+                return response.ack
+            self._apply(response)
+
+    def close(self) -> None:
+        self.stream.close()
+        self.agent.close()

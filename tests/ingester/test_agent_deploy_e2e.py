@@ -23,6 +23,8 @@ import grpc
 import pytest
 import redis
 from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import free_port
 from push_support import (
     CC_API,
     CLUSTERPULSE,
@@ -40,8 +42,6 @@ from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import free_port
 
 MANAGED_TOKEN = "lab-cluster-token"
 AGENT_NS = "clusterpulse-system"
@@ -112,7 +112,7 @@ def test_the_hub_deploys_the_agent_which_then_reports(
         cr["spec"]["collectorVersion"] = "9.9.9"
         hub.update(cr)
         eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
-                   ["spec"]["template"]["spec"]["containers"][0]["image"] == "clusterpulse:9.9.9",
+                   ["spec"]["template"]["spec"]["containers"][0]["image"] == "quay.io/clusterpulse/clusterpulse:9.9.9",
                    "the Deployment to roll to 9.9.9", timeout=WAIT)
         writes = [(m, p) for m, p, _ in lab.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
         assert writes == [("PATCH", f"/apis/apps/v1/namespaces/{AGENT_NS}/deployments/clusterpulse-collector")]

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import free_port
+from clusterpulse_testing.tls import make_certificates
 from push_support import TOKEN, AgentProcess, managed_objects, write_config
 
 from clusterpulse_core.serde import loads
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.servers import free_port
-from clusterpulse_core.testing.tls import make_certificates
 
 SA_TOKEN = "eyJhbGciOiJSUzI1NiJ9.service-account-token"
 

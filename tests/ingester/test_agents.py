@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from clusterpulse_ingester.agents import AgentBook, hub_view, streaming_status
+from clusterpulse_model import AgentStatus, ClusterStatusRecord
+from clusterpulse_model.pieces import ClusterDeletion, ClusterStatusPiece
 
-from clusterpulse_core.model import AgentStatus, ClusterStatusRecord
-from clusterpulse_core.pieces import ClusterDeletion, ClusterStatusPiece
 from clusterpulse_core.serde import unstructure
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -10,8 +10,7 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_metricsource.agent import AgentSources
 from clusterpulse_metricsource.catalog import builtin_catalog
 from clusterpulse_metricsource.compiler import compile_metric_source
-
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     AggregationResults,
     ClusterMetrics,
     CollectedResource,
@@ -20,8 +19,8 @@ from clusterpulse_core.model import (
     NodeMetrics,
     OperatorInfo,
 )
-from clusterpulse_core.model.cluster import ObjectCounts, PodPhaseCounts, cluster_metrics
-from clusterpulse_core.pieces import (
+from clusterpulse_model.cluster import ObjectCounts, PodPhaseCounts, cluster_metrics
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     ClusterInfoPiece,
     ClusterMetricsPiece,
@@ -32,6 +31,7 @@ from clusterpulse_core.pieces import (
     NodesPiece,
     OperatorsPiece,
 )
+
 from clusterpulse_core.serde import dumps, unstructure
 
 AT = datetime(2025, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)

@@ -24,11 +24,11 @@ from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.server import FIRST_BACKOFF
 from clusterpulse_ingester.settings import MIB, IngesterSettings
+from clusterpulse_testing.polling import eventually
 from push_support import TOKEN, WAIT, Stream
 from test_ingester_protocol import batch
 
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.testing.polling import eventually
 
 CLIENT = Path(__file__).with_name("hostile_client.py")
 #: The limits under test (small, so the attacks cross them many times over).

@@ -17,15 +17,15 @@ from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.server import REFUSED
+from clusterpulse_model import ClusterMetrics
+from clusterpulse_model.pieces import ClusterMetricsPiece, MetricSourceDeletion, MetricSourcePiece
+from clusterpulse_testing.polling import eventually
 from push_support import HUB_NAMESPACE, TOKEN, WAIT, Stream
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kinds import ObjectRef
-from clusterpulse_core.model import ClusterMetrics
-from clusterpulse_core.pieces import ClusterMetricsPiece, MetricSourceDeletion, MetricSourcePiece
 from clusterpulse_core.runtime.sharding import HashRing, ShardMember, object_key
 from clusterpulse_core.serde import loads
-from clusterpulse_core.testing.polling import eventually
 
 
 def batch(cluster: str, batch_id: str = "b-1", nodes: int = 2, values_json: bytes = b'{"replicas": 3}',
@@ -369,8 +369,7 @@ def test_tls_with_a_private_ca_and_a_server_name_override(
         start_ingester: Callable[..., tuple[Runtime, Any]], tmp_path: Path) -> None:
     from clusterpulse_ingester.agent.runner import open_channel
     from clusterpulse_ingester.settings import IngesterSettings
-
-    from clusterpulse_core.testing.tls import make_certificates
+    from clusterpulse_testing.tls import make_certificates
 
     made = make_certificates(tmp_path, "clusterpulse-ingester.clusterpulse.svc")
     ca, cert, key = made.ca_file, made.cert_file, made.key_file

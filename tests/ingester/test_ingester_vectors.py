@@ -9,9 +9,8 @@ from clusterpulse_ingester.agent.backoff import Backoff
 from clusterpulse_ingester.agent.buffer import BatchBuffer
 from clusterpulse_ingester.convert import cluster_info_map, operator_proto, to_float64
 from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_testing.vectors import floats_equal, vector_test
 from google.protobuf.json_format import MessageToDict
-
-from clusterpulse_core.testing.vectors import floats_equal, vector_test
 
 
 @vector_test("utils", "collector_backoff")

@@ -7,49 +7,24 @@ and every upstream field must be what our own stubs read.
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 
 from clusterpulse_ingester.convert import batch_from_pieces, pieces_from_batch
 from clusterpulse_ingester.proto import collector_pb2 as pb
-from google.protobuf.json_format import MessageToDict
-from test_proto_drift import SPEC_LISTING
-
-from clusterpulse_core.model import ClusterMetrics, NodeCondition, NodeMetrics
-from clusterpulse_core.pieces import (
+from clusterpulse_model import ClusterMetrics, NodeCondition, NodeMetrics
+from clusterpulse_model.pieces import (
     ClusterMetricsPiece,
     NodesPiece,
     PodSummary,
     ResourceCollection,
     ResourceCollectionPiece,
 )
+from google.protobuf.json_format import MessageToDict
+from push_support import upstream_stubs
 
 AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CREATED = datetime(2024, 9, 12, 8, 15, 10, tzinfo=UTC)
-
-
-def _upstream_stubs(tmp_path: Path) -> ModuleType:
-    """``collector_pb2`` generated from the spec's listing (§3), as a Go ingester's would be."""
-    from grpc_tools import protoc
-
-    listing = re.search(r"## 3\. Complete interface listing\n\n```proto\n(.*?)```", SPEC_LISTING.read_text(), re.S)
-    assert listing is not None
-    # Another file name than ours: both descriptors live in one process-wide pool.
-    proto = tmp_path / "upstream" / "collector.proto"
-    proto.parent.mkdir()
-    proto.write_text(listing.group(1).replace("package clusterpulse.collector.v1;", "package upstream.v1;"))
-    include = Path(protoc.__file__).resolve().parent / "_proto"
-    assert protoc.main(["protoc", f"-I{tmp_path}", f"-I{include}", f"--python_out={tmp_path}", str(proto)]) == 0
-    spec = importlib.util.spec_from_file_location("upstream_collector_pb2", tmp_path / "upstream" / "collector_pb2.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _our_batch() -> pb.MetricsBatch:
@@ -66,7 +41,7 @@ def _our_batch() -> pb.MetricsBatch:
 
 
 def test_a_go_ingester_reads_every_upstream_field_of_our_batch(tmp_path: Path) -> None:
-    upstream = _upstream_stubs(tmp_path)
+    upstream = upstream_stubs(tmp_path)
     ours = _our_batch()
     assert ours.HasField("clusterpulse")
     decoded = upstream.MetricsBatch.FromString(ours.SerializeToString())

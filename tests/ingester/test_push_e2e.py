@@ -21,30 +21,32 @@ import pytest
 import redis
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
+from clusterpulse_model.pieces import ClusterMetricsPiece, ClusterSpecPiece
+from clusterpulse_testing.kube_api_util import ApiError
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
+from clusterpulse_testing.servers import free_port
 from push_support import (
     CC_API,
     HUB_NAMESPACE,
     TOKEN,
     WAIT,
     AgentProcess,
+    GoAgent,
     Stream,
     cluster_connection,
     collector_secret,
     managed_objects,
     metric_source,
     secret,
+    workload_objects,
     write_config,
 )
 
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.pieces import ClusterMetricsPiece, ClusterSpecPiece
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import dumps, loads
-from clusterpulse_core.testing.kube_api_util import ApiError
-from clusterpulse_core.testing.polling import eventually
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
-from clusterpulse_core.testing.servers import free_port
 
 MANAGED_TOKEN = "managed-cluster-token"
 #: A stored health message (docs/readers.md#r7-health).
@@ -96,14 +98,16 @@ class PushWorld:
 
 
 @pytest.fixture
-def world(hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> Iterator[PushWorld]:
+def world(hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path,
+          request: pytest.FixtureRequest) -> Iterator[PushWorld]:
+    """``@pytest.mark.parametrize("world", [{...}], indirect=True)`` adds settings to ``[plugins.redis]``."""
     managed = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
     hub.create(secret("pulled-token", MANAGED_TOKEN))
     hub.create(cluster_connection("pulled", managed.url))
     port = free_port()
     config_file = write_config(
         tmp_path / "hub.toml", ["redis", "cluster", "metricsource", "ingester"],
-        {"redis": {"url": redis_url}, "cluster": {"agent_silence_limit": 5.0},
+        {"redis": {"url": redis_url, **getattr(request, "param", {})}, "cluster": {"agent_silence_limit": 5.0},
          "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0}})
     recording = RecordingBackend()
     config, host = load(str(config_file), env={}, extra_plugins={"recording": BackendPlugin(recording)})
@@ -125,7 +129,7 @@ def _normalise(value: Any, cluster: str) -> Any:
     if isinstance(value, dict):
         return {k: _normalise(v, cluster) for k, v in value.items()
                 if k not in {"timestamp", "last_check", "collectedAt", "collected_at", "computedAt", "last_update",
-                             "collection_time_ms"}}
+                             "collection_time_ms", "lastCollectionTime", "durationMs"}}
     if isinstance(value, list):
         return [_normalise(v, cluster) for v in value]
     if isinstance(value, str):
@@ -172,6 +176,53 @@ def _cluster_keys(world: PushWorld, cluster: str) -> set[str]:
     return {k.decode().split(":", 2)[2] for k in world.redis.keys(f"cluster:{cluster}:*")}
 
 
+def _fields_differing(a: Any, b: Any, prefix: str = "") -> set[str]:
+    """The fields (``current.conditions``: one level into hashes) whose values differ; ``<value>`` for the whole."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return set() if a == b else {prefix.rstrip(".") or "<value>"}
+    out: set[str] = set()
+    for key in a.keys() | b.keys():
+        if a.get(key, KeyError) == b.get(key, KeyError):
+            continue
+        if not prefix and isinstance(a.get(key), dict) and isinstance(b.get(key), dict):
+            out |= _fields_differing(a[key], b[key], key + ".")
+        else:
+            out.add(prefix + key)
+    return out
+
+
+def _differences(world: PushWorld, pushed: str, pulled: str) -> dict[str, set[str]]:
+    """Every key the readers read of two collections of one cluster, compared: key suffix -> differing fields
+    (``<absent>`` for a key only one of them has). Times, names and each object's own endpoint are left out."""
+    # The spec (and its labels, which a test's touch sets) differ by construction: endpoint, mode.
+    keys_pushed, keys_pulled = _cluster_keys(world, pushed) - {"labels"}, _cluster_keys(world, pulled) - {"labels"}
+    out: dict[str, set[str]] = {k: {"<absent>"} for k in keys_pushed ^ keys_pulled}
+    for suffix in sorted((keys_pushed & keys_pulled) - {"spec", "status"}):
+        fields = _fields_differing(_comparable(suffix, _value(world, f"cluster:{pushed}:{suffix}")),
+                                   _comparable(suffix, _value(world, f"cluster:{pulled}:{suffix}")))
+        if fields:
+            out[suffix] = fields
+    a, b = world.json(f"cluster:{pushed}:status"), world.json(f"cluster:{pulled}:status")
+    if (a["health"], a["message"]) != (b["health"], b["message"]):
+        out["status"] = {"health", "message"}
+    return out
+
+
+def _node_names() -> list[str]:
+    return [o["metadata"]["name"] for o in managed_objects() if o["kind"] == "Node"]
+
+
+#: What the readers see differently for a Go agent's push cluster than for the same cluster pulled: exactly
+#: docs/compatibility.md#w3 (a Go agent's batch has upstream fields only; the rest is the same).
+GO_AGENT_DIFFERENCES: dict[str, set[str]] = {
+    **{key: {"<absent>"} for key in ("pods", "deployments", "services", "statefulsets", "daemonsets",
+                                     "resource_metadata")},  # R3 lists: not in the upstream messages
+    "metrics": {"services", "statefulsets", "daemonsets", "pvcs"},  # R1 counts the upstream proto reserved
+    **{f"node:{n}:conditions": {"<absent>"} for n in _node_names()},  # R2
+    **{f"node:{n}": {"current.conditions", "current.creation_timestamp"} for n in _node_names()},  # R2, R6
+}
+
+
 def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_follow_edits(
         world: PushWorld) -> None:
     agent = world.start_agent()
@@ -183,17 +234,9 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
     assert (pushed_status["health"], pushed_status["message"]) == (pulled_status["health"], pulled_status["message"])
     assert HEALTH_MESSAGE.fullmatch(pulled_status["message"])
 
-    pushed, pulled = _cluster_keys(world, "edge"), _cluster_keys(world, "pulled")
-    # Our agent's batches (with the protocol extension) write every key a pull writes.
-    assert {"node:worker-1:conditions", "pods", "resource_metadata"} <= pushed
-    assert pushed == pulled
-    differing = {}
-    for suffix in sorted(pushed - {"spec", "status"}):  # spec: different endpoint/mode by construction
-        a = _comparable(suffix, _value(world, f"cluster:edge:{suffix}"))
-        b = _comparable(suffix, _value(world, f"cluster:pulled:{suffix}"))
-        if a != b:
-            differing[suffix] = (a, b)
-    assert differing == {}
+    # Our agent's batches (with the protocol extension) write every key a pull writes, with the same values.
+    assert {"node:worker-1:conditions", "pods", "resource_metadata"} <= _cluster_keys(world, "edge")
+    assert _differences(world, "edge", "pulled") == {}
     # Conditions and the real age arrive through the extension.
     node = _value(world, "cluster:edge:node:worker-2")["current"]
     assert node["conditions"] and node["creation_timestamp"] == _value(
@@ -460,3 +503,108 @@ def test_the_hub_aggregates_pushed_resources_with_the_pull_code(world: PushWorld
         assert world.json(key)["values"] == {"total": 7.0}
     finally:
         stream.close()
+
+
+def _pulled_with_workloads(world: PushWorld) -> None:
+    """The managed cluster gains a Service, StatefulSet, DaemonSet and PVC, and the hub the grouped MetricSource
+    once ``pulled`` is Connected (a MetricSource collects from connected clusters); wait until the pull has
+    stored them (its counts and the MetricSource's aggregations)."""
+    for obj in workload_objects():
+        world.managed.create(obj)
+    eventually(lambda: _status(world, "pulled").get("phase") == "Connected", "the first pull", timeout=WAIT)
+    world.hub.create(_grouped_source())
+    _touch(world, "pulled")
+    eventually(lambda: (world.json("cluster:pulled:metrics") or {}).get("pvcs") == 1
+               and world.json("cluster:pulled:daemonsets")
+               and world.json("cluster:pulled:custom:clusterpulse/deploys:aggregations"),
+               "the pull of the cluster with its workloads and the MetricSource", timeout=WAIT)
+
+
+def test_a_go_agents_push_cluster_differs_from_the_pulled_one_only_as_documented(world: PushWorld,
+                                                                                  tmp_path: Path) -> None:
+    """Issue: the readers' keys of a cluster pushed by a Go agent (upstream fields only) against the same
+    cluster pulled: the differences are docs/compatibility.md#w3's, nothing else."""
+    _pulled_with_workloads(world)
+    go = GoAgent(world.port, "edge", TOKEN + "edge", KubeClient(world.managed.api_client(token=MANAGED_TOKEN)),
+                 tmp_path)
+    try:
+        assert go.push().success
+        assert world.json("cluster:edge:status")["agent"]["connected"] is True
+        differences = _differences(world, "edge", "pulled")
+    finally:
+        go.close()
+    assert differences == GO_AGENT_DIFFERENCES
+    # The MetricSource's grouped aggregations reach Redis for a Go agent too (the hub aggregates).
+    aggregations = world.json("cluster:edge:custom:clusterpulse/deploys:aggregations")["values"]
+    assert aggregations["by_ns"] == {"app-a": 2.0, "app-b": 3.0}
+    # What is absent is left out, never made up (W2): no zero creation time.
+    for name in _node_names():
+        assert "creation_timestamp" not in _value(world, f"cluster:edge:node:{name}")["current"]
+    documented = Path(__file__).resolve().parents[2].joinpath("docs", "compatibility.md").read_text()
+    w3 = documented.split("{#w3}", 1)[1].split("\n#### ", 1)[0]
+    for word in ("conditions", "creation_timestamp", "services", "statefulsets", "daemonsets", "pvcs",
+                 "resource_metadata", "pods", "deployments"):
+        assert f"`{word}`" in w3, word
+
+
+#: Values a reader would show as nonsense: the zero time, an unknown status.
+NONSENSE = re.compile(r"^(0001-01-01T00:00:00Z|Unknown|unknown)$")
+
+
+def _nonsense(value: Any, where: str) -> list[str]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _nonsense(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _nonsense(v, f"{where}[{i}]")]
+    return [f"{where}={value!r}"] if isinstance(value, str) and NONSENSE.match(value) else []
+
+
+def _reader_pages(world: PushWorld, cluster: str) -> list[str]:
+    """What is wrong on the readers' pages of ``cluster`` (docs/readers.md): missing, zero or unknown values."""
+    wrong: list[str] = []
+    metrics = world.json(f"cluster:{cluster}:metrics") or {}
+    for field in ("nodes", "nodes_ready", "namespaces", "pods", "pods_running", "cpu_capacity", "cpu_requested",
+                  "memory_capacity", "deployments", "services", "statefulsets", "daemonsets", "pvcs"):
+        if not metrics.get(field):
+            wrong.append(f"metrics.{field}={metrics.get(field)!r}")
+    status = world.json(f"cluster:{cluster}:status") or {}
+    if not HEALTH_MESSAGE.fullmatch(status.get("message", "")):
+        wrong.append(f"status.message={status.get('message')!r}")
+    info = world.json(f"cluster:{cluster}:info") or {}
+    wrong += [f"info.{k}={info.get(k)!r}" for k in ("api_url", "version") if not info.get(k)]
+    for name in _node_names():
+        current = _value(world, f"cluster:{cluster}:node:{name}").get("current") if world.redis.exists(
+            f"cluster:{cluster}:node:{name}") else None
+        if not isinstance(current, dict) or not current.get("creation_timestamp"):
+            wrong.append(f"node {name}: no value or no age")
+        if not world.redis.hlen(f"cluster:{cluster}:node:{name}:conditions"):
+            wrong.append(f"node {name}: no conditions")
+    for key in ("pods", "deployments", "services", "statefulsets", "daemonsets", "resource_metadata", "namespaces",
+                "custom:clusterpulse/deploys:resources", "custom:clusterpulse/deploys:aggregations"):
+        if not world.json(f"cluster:{cluster}:{key}"):
+            wrong.append(f"{key}: missing or empty")
+    for key in _cluster_keys(world, cluster):
+        wrong += _nonsense(_value(world, f"cluster:{cluster}:{key}"), key)
+    return wrong
+
+
+@pytest.mark.parametrize("world", [{"cache_ttl": 60}], indirect=True)
+def test_after_cache_ttl_the_readers_see_the_same_for_push_and_pull(world: PushWorld) -> None:
+    """With the shortest CACHE_TTL: once every key written before a point has expired unless rewritten, the
+    push cluster's keys are the agent's (not left over from a pull) and the readers' pages of both
+    clusters hold no missing, zero or unknown value."""
+    cache_ttl = world.manager.runtime.config.plugin("redis").cache_ttl
+    assert cache_ttl == 60
+    _pulled_with_workloads(world)
+    agent = world.start_agent()
+    eventually(lambda: world.json("cluster:edge:custom:clusterpulse/deploys:aggregations"),
+               "the agent's batches with the MetricSource", timeout=WAIT)
+    # A key of its own with the TTL marks the moment: when Redis has expired it, every key written
+    # before it has expired too unless it was rewritten since.
+    world.redis.set("test:cache-ttl-marker", "1", ex=cache_ttl)
+    eventually(lambda: not world.redis.exists("test:cache-ttl-marker"), "CACHE_TTL to pass",
+               timeout=cache_ttl + WAIT)
+    assert _reader_pages(world, "edge") == []
+    assert _reader_pages(world, "pulled") == []
+    assert _differences(world, "edge", "pulled") == {}
+    assert agent.stop() == 0

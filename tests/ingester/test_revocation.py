@@ -16,11 +16,11 @@ import pytest
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.server import REFUSED
+from clusterpulse_testing.polling import eventually
 from push_support import CC_API, HUB_NAMESPACE, TOKEN, Stream, cluster_connection, collector_secret, secret
 from test_ingester_protocol import batch
 
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.testing.polling import eventually
 
 #: What the issue asks: the open stream ends within a second of the hub change.
 REVOCATION_BOUND = 1.0

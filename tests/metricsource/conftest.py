@@ -14,6 +14,8 @@ import attrs
 import pytest
 from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
+from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.config import Config, CoreSettings
 from clusterpulse_core.context import Runtime
@@ -21,8 +23,6 @@ from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import Outcome, build_runtime, reconcile_object
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
-from clusterpulse_core.testing.tls import loopback_ca
 
 NAMESPACE = "clusterpulse"
 CUSTOM_GROUP = "botany.example.io"

@@ -16,8 +16,7 @@ from typing import Any
 
 import attrs
 import pytest
-
-from clusterpulse_core.testing.vectors import same_value
+from clusterpulse_testing.vectors import same_value
 
 MAIN = "from clusterpulse_core.cli import main; main()"
 RUN_TIMEOUT_SECONDS = 60

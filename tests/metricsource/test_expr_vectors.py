@@ -24,8 +24,7 @@ from clusterpulse_metricsource.expr import (
     tokenize,
 )
 from clusterpulse_metricsource.expr.nodes import references
-
-from clusterpulse_core.testing.vectors import decode_value, same_value, vector_test
+from clusterpulse_testing.vectors import decode_value, same_value, vector_test
 
 FUNCTIONS = builtin_function_table()
 HELPERS = {"toBool": to_bool, "toFloat": to_float, "toString": to_string}

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
+from clusterpulse_model.pieces import AggregationsPiece, CustomResourcesPiece
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config, CoreSettings
 from clusterpulse_core.hookspecs import Register
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.pieces import AggregationsPiece, CustomResourcesPiece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
 
 from .conftest import CUSTOM_API_VERSION, NAMESPACE, Fleet
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     CustomResourcesPiece,
     EventPiece,
     MetricSourceDeletion,
     MetricSourcePiece,
 )
+
 from clusterpulse_core.serde import unstructure
 
 from .conftest import CUSTOM_API_VERSION, Fleet, cactus

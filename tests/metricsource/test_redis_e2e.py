@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import redis
 from clusterpulse_metricsource.crd import METRIC_SOURCE
+from clusterpulse_testing.vectors import same_value
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, reconcile_once, stop_plugins
-from clusterpulse_core.testing.vectors import same_value
 
 from .conftest import CUSTOM_API_VERSION, NAMESPACE, Fleet
 

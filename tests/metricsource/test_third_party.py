@@ -10,13 +10,13 @@ import pytest
 from clusterpulse_metricsource.catalog import catalog_of_plugins
 from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
 from clusterpulse_metricsource.plugin import MetricSourcePlugin
+from clusterpulse_model.pieces import AggregationsPiece
+from clusterpulse_testing.recording import BackendPlugin
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.hookspecs import Register
-from clusterpulse_core.pieces import AggregationsPiece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
-from clusterpulse_core.testing.recording import BackendPlugin
 
 from .conftest import CUSTOM_API_VERSION, Fleet
 

@@ -23,9 +23,9 @@ from clusterpulse_metricsource.naming import label_selector_text, pluralize, res
 from clusterpulse_metricsource.paths import NOT_FOUND, navigate, split_path
 from clusterpulse_metricsource.spec import CollectionSpec, LabelSelectorSpec
 from clusterpulse_metricsource.status import duration_text, requeue_seconds
+from clusterpulse_testing.vectors import decode_value, same_value, vector_test
 
 from clusterpulse_core.serde import structure, unstructure
-from clusterpulse_core.testing.vectors import decode_value, same_value, vector_test
 
 
 def _source(spec: dict[str, Any]) -> dict[str, Any]:

@@ -8,11 +8,10 @@ from datetime import datetime
 from typing import Any
 
 import redis
+from clusterpulse_model.pieces import PolicyPiece
+from clusterpulse_model.policy import CompiledPolicy, PolicyStatusRecord, policy_state
 from clusterpulse_policy.compiler import compile_policy
 from clusterpulse_policy.spec import parse_spec
-
-from clusterpulse_core.model.policy import CompiledPolicy, PolicyStatusRecord, policy_state
-from clusterpulse_core.pieces import PolicyPiece
 
 NAMESPACE = "clusterpulse"
 

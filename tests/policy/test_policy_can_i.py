@@ -124,7 +124,7 @@ def test_bad_principals_are_one_error_line(config: Path, args: list[str], messag
 
 
 def test_an_unreachable_redis_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from clusterpulse_core.testing.servers import free_port
+    from clusterpulse_testing.servers import free_port
 
     path = tmp_path / "clusterpulse.toml"
     path.write_text(f'[clusterpulse]\nplugins = ["redis", "policy"]\n[plugins.redis]\n'

@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import redis
+from clusterpulse_model.pieces import PolicyDeletion
 from clusterpulse_redis import RedisSettings, RedisStore
+from clusterpulse_testing.servers import RedisClusterProcesses
 from policy_support import NAMESPACE, piece, spec
-
-from clusterpulse_core.pieces import PolicyDeletion
-from clusterpulse_core.testing.servers import RedisClusterProcesses
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 KEY = f"policy:{NAMESPACE}:p1"

@@ -64,7 +64,7 @@ def test_pattern_translation(text: str, regex: str) -> None:
 
 
 def test_compiled_status_counts() -> None:
-    from clusterpulse_core.model.policy import PolicyStatusRecord
+    from clusterpulse_model.policy import PolicyStatusRecord
 
     compiled = _compile(CASES["cases"][5])
     status = unstructure(PolicyStatusRecord.of(compiled, "Active", "Policy is active"))

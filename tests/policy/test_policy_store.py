@@ -8,19 +8,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
-from clusterpulse_redis import RedisStore
-from clusterpulse_redis.policies import group_cache_hit, parse_policy_key
-from clusterpulse_vmwriter.render import render_batch
-from policy_support import NAMESPACE, messages, piece, snapshot, spec
-
-from clusterpulse_core.model.policy import PolicyErrorRecord
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     PolicyDeletion,
     PolicyErrorPiece,
     PolicyEvalCacheReset,
     PolicyEventPiece,
     PolicyValidation,
 )
+from clusterpulse_model.policy import PolicyErrorRecord
+from clusterpulse_redis import RedisStore
+from clusterpulse_redis.policies import group_cache_hit, parse_policy_key
+from clusterpulse_vmwriter.render import render_batch
+from policy_support import NAMESPACE, messages, piece, snapshot, spec
+
 from clusterpulse_core.serde import loads
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

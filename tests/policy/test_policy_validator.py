@@ -12,6 +12,7 @@ import redis
 from clusterpulse_policy.settings import PolicySettings
 from clusterpulse_policy.validator import LEADER_POLL, Validator
 from clusterpulse_redis import RedisSettings
+from clusterpulse_testing.polling import eventually
 from policy_support import NAMESPACE, piece, spec
 
 from clusterpulse_core.config import Config, CoreSettings
@@ -20,7 +21,6 @@ from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.serde import loads
-from clusterpulse_core.testing.polling import eventually
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 #: Slack for one store round trip on a loaded machine.

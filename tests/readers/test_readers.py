@@ -21,12 +21,12 @@ import msgspec
 import pytest
 import redis
 import yaml
+from clusterpulse_demo.fleet import FLEET_DIR
+from clusterpulse_demo.run import run_demo
+from clusterpulse_model import ClusterMetrics, cluster_health
+from clusterpulse_testing.servers import redis_process, require_binary
 
-from clusterpulse_core.demo.fleet import FLEET_DIR
-from clusterpulse_core.demo.run import run_demo
-from clusterpulse_core.model import ClusterMetrics, cluster_health
 from clusterpulse_core.serde import parse_time
-from clusterpulse_core.testing.servers import redis_process, require_binary
 
 CLUSTERS = ("edge-lab", "k8s-staging", "ocp-prod-east")
 #: The demo MetricSource and its resourceTypeName.

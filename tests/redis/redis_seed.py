@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     AggregationResults,
     ClusterMetrics,
     ClusterOperatorCondition,
@@ -23,7 +23,7 @@ from clusterpulse_core.model import (
     RegistryStatusRecord,
     Taint,
 )
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     ClusterInfoPiece,
     ClusterLabelsPiece,
@@ -36,7 +36,6 @@ from clusterpulse_core.pieces import (
     MetricSourcePiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
     PodSummary,
     RegistryMetricsPiece,
     RegistrySpecPiece,
@@ -44,6 +43,8 @@ from clusterpulse_core.pieces import (
     ResourceCollection,
     ResourceCollectionPiece,
 )
+
+from clusterpulse_core.pieces import Piece
 
 #: The clock of the upstream tests (redis.md §14).
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

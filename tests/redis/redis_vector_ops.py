@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     AggregationResults,
     ClusterMetrics,
     ClusterOperatorInfo,
@@ -24,7 +24,7 @@ from clusterpulse_core.model import (
     RegistrySpecRecord,
     RegistryStatusRecord,
 )
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     ClusterDeletion,
     ClusterInfoPiece,
@@ -41,7 +41,6 @@ from clusterpulse_core.pieces import (
     NamespacesPiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
     RegistryDeletion,
     RegistryMetricsPiece,
     RegistrySpecPiece,
@@ -49,6 +48,8 @@ from clusterpulse_core.pieces import (
     ResourceCollection,
     ResourceCollectionPiece,
 )
+
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import parse_time, structure
 
 #: Whole reconciles: they need a managed cluster or registry and belong to the cluster and

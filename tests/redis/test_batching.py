@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_model.pieces import EventPiece, NodesPiece
 from clusterpulse_redis import RedisStore, RedisStoreError
 from clusterpulse_redis.resp import SEND_COMMANDS
 from redis_seed import cluster_reconcile
 
-from clusterpulse_core.pieces import EventPiece, NodesPiece, Piece
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import dumps, loads, unstructure
 
 #: Nodes enough for several socket writes (five commands per node).

@@ -8,12 +8,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import redis
+from clusterpulse_model.pieces import ClusterDeletion, MetricSourceDeletion
 from clusterpulse_redis import RedisSettings, RedisStore, RedisStoreError
 from clusterpulse_redis.connection import connect, is_cluster
+from clusterpulse_testing.servers import RedisClusterProcesses
 from redis_seed import T0, cluster_reconcile, custom_data, metricsource, registry_reconcile
 
-from clusterpulse_core.pieces import ClusterDeletion, MetricSourceDeletion, Piece
-from clusterpulse_core.testing.servers import RedisClusterProcesses
+from clusterpulse_core.pieces import Piece
 
 
 def contents(client: redis.Redis | redis.RedisCluster) -> dict[bytes, tuple[str, object]]:

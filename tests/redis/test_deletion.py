@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import redis
-from clusterpulse_redis import RedisStore
-from redis_readback import snapshot
-from redis_seed import cluster_reconcile, custom_data, metricsource, registry_reconcile
-
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     ClusterDeletion,
     EventPiece,
     MetricSourceClusterDeletion,
     MetricSourceDeletion,
     RegistryDeletion,
 )
+from clusterpulse_redis import RedisStore
+from redis_readback import snapshot
+from redis_seed import cluster_reconcile, custom_data, metricsource, registry_reconcile
 
 
 def test_cluster_deletion_removes_only_that_clusters_keys(store: RedisStore, raw: redis.Redis) -> None:

@@ -7,11 +7,7 @@ from typing import Any
 
 import pytest
 import redis
-from clusterpulse_redis import RedisStore
-from redis_readback import blank_volatile, readback, split_volatile, ttl_matches, value_of
-from redis_vector_ops import BUILDERS, RECONCILE_LEVEL_OPS, build_piece
-
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     ClusterSpecRecord,
     ClusterStatusRecord,
     CustomResourceCollection,
@@ -19,8 +15,12 @@ from clusterpulse_core.model import (
     RegistrySpecRecord,
     RegistryStatusRecord,
 )
+from clusterpulse_redis import RedisStore
+from clusterpulse_testing.vectors import cases, load, same_value, vector_test, with_reader_decisions
+from redis_readback import blank_volatile, readback, split_volatile, ttl_matches, value_of
+from redis_vector_ops import BUILDERS, RECONCILE_LEVEL_OPS, build_piece
+
 from clusterpulse_core.serde import loads, parse_time, structure, unstructure
-from clusterpulse_core.testing.vectors import cases, load, same_value, vector_test, with_reader_decisions
 
 CLOCK = parse_time(load("redis")["conventions"]["clock"])
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import redis
-from clusterpulse_redis import RedisStore
-
-from clusterpulse_core.model import ClusterMetrics, NodeCondition, NodeMetrics
-from clusterpulse_core.pieces import (
+from clusterpulse_model import ClusterMetrics, NodeCondition, NodeMetrics
+from clusterpulse_model.pieces import (
     ClusterDeletion,
     ClusterMetricsPiece,
     DaemonSetSummary,
@@ -17,6 +15,8 @@ from clusterpulse_core.pieces import (
     ResourceCollection,
     ResourceCollectionPiece,
 )
+from clusterpulse_redis import RedisStore
+
 from clusterpulse_core.serde import loads
 
 T1 = datetime(2024, 12, 1, 10, 0, 0, tzinfo=UTC)

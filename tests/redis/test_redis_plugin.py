@@ -7,11 +7,11 @@ from collections.abc import Iterator
 import pytest
 from clusterpulse_redis import RedisSettings, RedisStore
 from clusterpulse_redis.plugin import RedisPlugin
+from clusterpulse_testing.servers import ServerProcess, redis_process, require_binary
 from redis_seed import cluster_reconcile
 
 from clusterpulse_core.config import ConfigError, CoreSettings, RawConfig, build_settings, finish_config, masked
 from clusterpulse_core.plugins import PluginHost
-from clusterpulse_core.testing.servers import ServerProcess, redis_process, require_binary
 
 
 def test_entry_point_provides_the_settings_class_and_a_backend(redis_server: ServerProcess) -> None:

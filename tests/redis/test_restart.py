@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 import redis
 from clusterpulse_redis import RedisStore, RedisStoreError
+from clusterpulse_testing.servers import ServerProcess
 from redis_readback import snapshot
 from redis_seed import cluster_reconcile, registry_reconcile
-
-from clusterpulse_core.testing.servers import ServerProcess
 
 
 def test_store_fails_while_redis_is_down_and_restores_every_key_after(

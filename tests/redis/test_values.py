@@ -9,10 +9,7 @@ from typing import Any
 import attrs
 import pytest
 import redis
-from clusterpulse_redis import RedisStore, RedisStoreError
-from redis_seed import T0, cluster_reconcile, node, registry_reconcile
-
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     ClusterOperatorInfo,
     CustomResourceCollection,
     NodeCondition,
@@ -21,16 +18,19 @@ from clusterpulse_core.model import (
     RegistryMetricsRecord,
     RegistryStatusRecord,
 )
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     ClusterOperatorsPiece,
     CustomResourcesPiece,
     EventPiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
     RegistryMetricsPiece,
     RegistryStatusPiece,
 )
+from clusterpulse_redis import RedisStore, RedisStoreError
+from redis_seed import T0, cluster_reconcile, node, registry_reconcile
+
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import loads, structure
 
 

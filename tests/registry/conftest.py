@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 import requests
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
+from clusterpulse_testing.recording import BackendPlugin, RecordingBackend
+from clusterpulse_testing.servers import require_binary
 from registry_pki import Pki, make_pki
 from registry_servers import RegistryAuth, TokenIssuer, push_image, registry_process
 from registry_support import (
@@ -26,8 +28,6 @@ from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
-from clusterpulse_core.testing.recording import BackendPlugin, RecordingBackend
-from clusterpulse_core.testing.servers import require_binary
 
 
 @pytest.fixture(scope="session")

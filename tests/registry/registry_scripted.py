@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from clusterpulse_core.testing.servers import free_port
+from clusterpulse_testing.servers import free_port
 
 
 class ScriptedRegistry:

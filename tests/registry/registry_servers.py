@@ -26,10 +26,9 @@ import attrs
 import bcrypt
 import requests
 import yaml
+from clusterpulse_testing.servers import ServerProcess, free_port
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
-from clusterpulse_core.testing.servers import ServerProcess, free_port
 
 MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
 TOKEN_SERVICE = "clusterpulse-test-registry"

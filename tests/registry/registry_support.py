@@ -11,11 +11,11 @@ from typing import Any
 import attrs
 import pytest
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
+from clusterpulse_testing.servers import ServerProcess, ServerUnavailable
 from registry_servers import TokenIssuer
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.runtime.bootstrap import Outcome, reconcile_object
-from clusterpulse_core.testing.servers import ServerProcess, ServerUnavailable
 
 NAMESPACE = "clusterpulse"
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from clusterpulse_model.pieces import EventPiece, RegistryMetricsPiece, RegistrySpecPiece, RegistryStatusPiece
+from clusterpulse_testing.recording import BackendPlugin
 from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry
-
-from clusterpulse_core.pieces import EventPiece, RegistryMetricsPiece, RegistrySpecPiece, RegistryStatusPiece
-from clusterpulse_core.testing.recording import BackendPlugin
 
 
 def _spec(registry: RunningRegistry, **extra: object) -> dict[str, object]:
@@ -134,7 +133,7 @@ def test_status_is_patched_only_when_it_changed(hub: RegistryHub, docker_registr
 
 def test_deletion_forgets_the_registry(hub: RegistryHub, recorder: BackendPlugin,
                                        docker_registry: RunningRegistry) -> None:
-    from clusterpulse_core.pieces import RegistryDeletion
+    from clusterpulse_model.pieces import RegistryDeletion
 
     hub.create("gone", {"endpoint": docker_registry.url})
     assert hub.reconcile("gone").ok

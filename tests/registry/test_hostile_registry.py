@@ -12,9 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 from clusterpulse_registry.client import MAX_RESPONSE_BYTES
+from clusterpulse_testing.hostile import HostileProxy
 from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry
-
-from clusterpulse_core.testing.hostile import HostileProxy
 
 BASIC = "Basic " + base64.b64encode(f"{USERNAME}:{PASSWORD}".encode()).decode()
 #: What the bomb inflates to: 64 times the cap (its gzip is about 1.1 MiB, the size of the report's).

@@ -16,6 +16,7 @@ import pytest
 import redis
 from clusterpulse_redis import RedisSettings, RedisStore
 from clusterpulse_registry.plugin import RegistryPlugin
+from clusterpulse_testing.vectors import cases, same_value
 from registry_pki import Pki
 from registry_scripted import ConnectProxy, ScriptedRegistry
 from registry_servers import wait_until
@@ -23,7 +24,6 @@ from registry_support import RegistryHub, fixed_clock
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.serde import loads, parse_time
-from clusterpulse_core.testing.vectors import cases, same_value
 
 OPERATION = "reconcile_registry_connection"
 

@@ -9,9 +9,9 @@ from clusterpulse_registry.endpoint import basic_auth_header, catalog_url, norma
 from clusterpulse_registry.policy import classify_health, health_message, reconcile_interval, should_update_status
 from clusterpulse_registry.resource import RegistryConnectionStatus
 from clusterpulse_registry.result import HealthCheckResult
+from clusterpulse_testing.vectors import same_value, vector_test
 
 from clusterpulse_core import serde
-from clusterpulse_core.testing.vectors import same_value, vector_test
 
 
 @vector_test("utils", "registry_reconcile_interval")

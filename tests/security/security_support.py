@@ -31,9 +31,13 @@ def managed_objects() -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}, node("node-a")]
 
 
-def secret(name: str, data: Mapping[str, str], namespace: str = NAMESPACE) -> dict[str, Any]:
-    """A hub Secret with ``data`` (plain text, encoded here)."""
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
+def secret(name: str, data: Mapping[str, str], namespace: str = NAMESPACE,
+           labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A hub Secret with ``data`` (plain text, encoded here) and ``labels``."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta,
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
 
 
@@ -44,9 +48,10 @@ class ClusterHub:
         self.hub = hub
         self.runtime = runtime
 
-    def add(self, name: str, endpoint: str, data: Mapping[str, str], **spec: Any) -> None:
-        """The Secret ``<name>-token`` with ``data`` and a ClusterConnection to ``endpoint`` using it."""
-        self.hub.create(secret(f"{name}-token", data))
+    def add(self, name: str, endpoint: str, data: Mapping[str, str], labels: Mapping[str, str] | None = None,
+            **spec: Any) -> None:
+        """The Secret ``<name>-token`` with ``data`` (and ``labels``), a ClusterConnection to ``endpoint`` using it."""
+        self.hub.create(secret(f"{name}-token", data, labels=labels))
         self.hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
                          "metadata": {"name": name, "namespace": NAMESPACE},
                          "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}, **spec}})
@@ -68,15 +73,16 @@ class ClusterHub:
         self.runtime.store.close()
 
 
-def make_cluster_hub(kube_api: Any, redis_url: str, tmp_path: Path) -> ClusterHub:
-    """A :class:`ClusterHub` on a fresh hub emulator (HTTPS with the loopback CA)."""
+def make_cluster_hub(kube_api: Any, redis_url: str, tmp_path: Path, core: str = "") -> ClusterHub:
+    """A :class:`ClusterHub` on a fresh hub emulator (HTTPS with the loopback CA); ``core``: more
+    ``[clusterpulse]`` lines of the config."""
     hub = kube_api()
     kind = CLUSTER_CONNECTION
     hub.add_crd(kind.group, kind.version, kind.kind, kind.plural, short_names=kind.short_names)
     hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text(f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
-                           f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
+                           f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n{core}\n'
                            f'[plugins.redis]\nurl = "{redis_url}"\n')
     config, host = load(str(config_file), env={})
     return ClusterHub(hub, build_runtime(config, host, hub=KubeClient(hub.api_client())))

@@ -12,9 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clusterpulse_testing.tls import make_certificates
 from security_support import TOKEN, ClusterHub, condition, managed_objects
-
-from clusterpulse_core.testing.tls import make_certificates
 
 SKIP_TLS_VERIFY_KEY = "insecure-skip-tls-verify"
 ALLOW_HTTP_KEY = "insecure-allow-http"

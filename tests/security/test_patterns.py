@@ -17,7 +17,7 @@ from clusterpulse_metricsource.namespaces import NamespaceFilter
 from clusterpulse_policy.compiler import CompileError, compile_policy
 from clusterpulse_policy.spec import parse_spec
 
-from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.wildcard import MAX_PATTERN_LENGTH, Wildcard
 
 #: The issue's reproduction: 16 ``*?`` then ``*!``, a 35-character namespace it cannot match.

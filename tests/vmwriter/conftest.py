@@ -14,24 +14,24 @@ from typing import Any
 import attrs
 import pytest
 import urllib3
-
-from clusterpulse_core import serde
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     AggregationResults,
     ClusterMetrics,
     ClusterOperatorInfo,
     NodeMetrics,
     OperatorInfo,
 )
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     ClusterMetricsPiece,
     ClusterOperatorsPiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
 )
-from clusterpulse_core.testing.servers import ServerProcess, ServerUnavailable, require_binary
+from clusterpulse_testing.servers import ServerProcess, ServerUnavailable, require_binary
+
+from clusterpulse_core import serde
+from clusterpulse_core.pieces import Piece
 
 #: (metric name, sorted label pairs without __name__) -> {timestamp_ms: value}
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], dict[int, float]]

@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from clusterpulse_model import Alert
+from clusterpulse_model.pieces import AlertPiece, AlertResolution
 from clusterpulse_vmwriter.backend import VMWriterBackend
 from clusterpulse_vmwriter.settings import VMSettings
-
-from clusterpulse_core.model import Alert
-from clusterpulse_core.pieces import AlertPiece, AlertResolution
 
 STARTED = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from clusterpulse_model.pieces import ClusterMetricsPiece
+from clusterpulse_testing.servers import free_port
 from clusterpulse_vmwriter import VMSettings, VMWriterBackend
-
-from clusterpulse_core.pieces import ClusterMetricsPiece
-from clusterpulse_core.testing.servers import free_port
 
 
 def backend_for(url: str, **overrides: Any) -> VMWriterBackend:
@@ -95,3 +94,18 @@ def test_close_gives_up_after_flush_timeout_and_counts_the_rest(pieces: Any) -> 
     assert value(backend, "clusterpulse_vm_queue_batches") == 0
     backend.store([ClusterMetricsPiece("c", pieces.cluster_metrics(pieces.at(0)))])  # closed: ignored
     assert len(backend.queue) == 0
+
+
+def test_credentials_from_files_mounted_from_a_secret(recorder: Any, pieces: Any, tmp_path: Any) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("from-file\n")  # a Secret key written by hand often ends with a newline
+    backend = backend_for(recorder.url, bearer_token_file=str(token_file))
+    backend.store([ClusterMetricsPiece("c", pieces.cluster_metrics(pieces.at(1)))])
+    backend.close()
+    password_file = tmp_path / "password"
+    password_file.write_text("pw-file")
+    backend = backend_for(recorder.url, username="writer", password_file=str(password_file))
+    backend.store([ClusterMetricsPiece("c", pieces.cluster_metrics(pieces.at(1)))])
+    backend.close()
+    assert [request.headers["authorization"] for request in recorder.requests] == [
+        "Bearer from-file", "Basic " + base64.b64encode(b"writer:pw-file").decode()]

@@ -49,10 +49,23 @@ def test_file_settings_are_typed_and_secrets_masked() -> None:
     (VMSettings(extra_labels={"bad-name": "x"}), "not a valid label name"),
     (VMSettings(username="u", bearer_token="t"), "not both"),
     (VMSettings(retry_backoff=5.0, retry_backoff_max=1.0), "retry_backoff_max"),
+    (VMSettings(password="p", password_file="/p"), r"plugins\.vmwriter\.password_file: set either password"),
+    (VMSettings(bearer_token="t", bearer_token_file="/t"), r"plugins\.vmwriter\.bearer_token_file: set either"),
+    (VMSettings(username="u", bearer_token_file="/t"), "not both"),
+    (VMSettings(bearer_token_file="/nonexistent/token"), r"plugins\.vmwriter\.bearer_token_file: cannot read "
+                                                         r"/nonexistent/token"),
 ])
 def test_unusable_settings_are_refused(settings: VMSettings, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         settings.check()
+
+
+def test_credentials_come_from_the_environment() -> None:
+    settings = build_settings(VMSettings, {}, PATH, env={"VM_USERNAME": "writer", "VM_PASSWORD": "pw",
+                                                         "VM_PASSWORD_FILE": "", "VM_BEARER_TOKEN": ""})
+    assert (settings.username, settings.basic_password(), settings.token()) == ("writer", "pw", "")
+    settings = build_settings(VMSettings, {}, PATH, env={"VM_BEARER_TOKEN_FILE": "/run/secrets/vm/token"})
+    assert settings.bearer_token_file == "/run/secrets/vm/token"
 
 
 def test_disabled_plugin_provides_no_backend() -> None:

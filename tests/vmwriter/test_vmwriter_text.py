@@ -7,6 +7,14 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from clusterpulse_model import AggregationResults, ClusterOperatorInfo, ClusterStatusRecord, OperatorInfo
+from clusterpulse_model.pieces import (
+    AggregationsPiece,
+    ClusterOperatorsPiece,
+    ClusterStatusPiece,
+    NodesPiece,
+    OperatorsPiece,
+)
 from clusterpulse_vmwriter import (
     custom_resource_lines,
     escape_label_value,
@@ -20,15 +28,7 @@ from clusterpulse_vmwriter.render import encode_chunks, epoch_ms, piece_lines, r
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterpulse_core.model import AggregationResults, ClusterOperatorInfo, ClusterStatusRecord, OperatorInfo
-from clusterpulse_core.model.time import ZERO_TIME
-from clusterpulse_core.pieces import (
-    AggregationsPiece,
-    ClusterOperatorsPiece,
-    ClusterStatusPiece,
-    NodesPiece,
-    OperatorsPiece,
-)
+from clusterpulse_core.clock import ZERO_TIME
 
 
 def test_float_text_spec_examples() -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_model import ClusterMetrics, ClusterOperatorInfo, OperatorInfo
+from clusterpulse_model.pieces import ClusterMetricsPiece
+from clusterpulse_testing.vectors import decode_value, vector_test
 from clusterpulse_vmwriter import (
     VMSettings,
     VMWriterBackend,
@@ -14,10 +17,6 @@ from clusterpulse_vmwriter import (
     operator_lines,
 )
 from clusterpulse_vmwriter.render import epoch_ms
-
-from clusterpulse_core.model import ClusterMetrics, ClusterOperatorInfo, OperatorInfo
-from clusterpulse_core.pieces import ClusterMetricsPiece
-from clusterpulse_core.testing.vectors import decode_value, vector_test
 
 #: camelCase keys of the vectors' ClusterMetrics -> attribute names.
 CLUSTER_METRIC_FIELDS = {"nodes": "nodes", "nodesReady": "nodes_ready", "pods": "pods",

@@ -15,13 +15,13 @@ from contextvars import ContextVar
 from typing import Any
 
 import attrs
+from clusterpulse_model import ClusterMetrics
+from clusterpulse_model.alerting import ClusterView, Finding
 
 from clusterpulse_alerts.engine import Rule
 from clusterpulse_alerts.settings import SEVERITIES
-from clusterpulse_core.alerting import ClusterView, Finding
 from clusterpulse_core.contributions import Contribution
 from clusterpulse_core.hookspecs import CompiledExpression, ExpressionCompiler
-from clusterpulse_core.model import ClusterMetrics
 from clusterpulse_core.serde import unstructure
 
 #: Identifiers a condition may use: the scalar cluster metrics.

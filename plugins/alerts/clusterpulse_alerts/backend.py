@@ -16,11 +16,8 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from clusterpulse_alerts.engine import Engine
-from clusterpulse_core.context import Runtime
-from clusterpulse_core.kinds import ObjectRef
-from clusterpulse_core.model.alert import Alert
-from clusterpulse_core.pieces import (
+from clusterpulse_model.alert import Alert
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     ClusterDeletion,
     ClusterLabelsPiece,
@@ -33,10 +30,14 @@ from clusterpulse_core.pieces import (
     MetricSourceOutcomePiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
     RegistryDeletion,
     RegistryStatusPiece,
 )
+
+from clusterpulse_alerts.engine import Engine
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.pieces import Piece
 
 log = logging.getLogger(__name__)
 

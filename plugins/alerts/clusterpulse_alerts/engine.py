@@ -1,6 +1,6 @@
 """Alert lifecycle: pending -> firing after ``for`` -> resolved, per target (cluster or registry).
 
-The engine keeps the last view of every target (:mod:`clusterpulse_core.alerting`) and the
+The engine keeps the last view of every target (:mod:`clusterpulse_model.alerting`) and the
 active alerts of each. Evaluating a target runs every rule for its kind and returns the
 pieces to store: an :class:`AlertPiece` and an ``alert.fired`` event when an alert starts
 firing, the piece again to refresh one still firing, an :class:`AlertResolution` and an
@@ -20,11 +20,12 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+from clusterpulse_model import Alert
+from clusterpulse_model.alerting import ClusterView, Finding, RegistryView, Target
+from clusterpulse_model.pieces import AlertPiece, AlertResolution, EventPiece
 
-from clusterpulse_core.alerting import ClusterView, Finding, RegistryView, Target
-from clusterpulse_core.model import Alert
-from clusterpulse_core.model.time import utcnow
-from clusterpulse_core.pieces import AlertPiece, AlertResolution, EventPiece, Piece
+from clusterpulse_core.clock import utcnow
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import unstructure
 
 log = logging.getLogger(__name__)

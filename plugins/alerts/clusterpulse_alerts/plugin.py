@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
+from clusterpulse_model.alerting import AlertRuleDef
 
 from clusterpulse_alerts.alertrule import RuleError, compile_rule, rule_key
 from clusterpulse_alerts.backend import AlertsBackend, stored_alerts
@@ -17,12 +18,11 @@ from clusterpulse_alerts.engine import Engine, Rule
 from clusterpulse_alerts.rules import register_builtin_rules
 from clusterpulse_alerts.settings import AlertsSettings, RuleOverride
 from clusterpulse_core import hookimpl
-from clusterpulse_core.alerting import AlertRuleDef
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import Config, ConfigError
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.hookspecs import Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import StorageBackend
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from clusterpulse_core.alerting import ClusterView, Finding, RegistryView
+from clusterpulse_model import Health, NodeMetrics, NodeStatus, is_health_verdict
+from clusterpulse_model.alerting import ClusterView, Finding, RegistryView
+
 from clusterpulse_core.hookspecs import Register
-from clusterpulse_core.model import Health, NodeMetrics, NodeStatus, is_health_verdict
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 

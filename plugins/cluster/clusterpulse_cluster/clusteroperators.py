@@ -6,17 +6,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-
-from clusterpulse_cluster.remote import get_optional
-from clusterpulse_core.collect import ClusterTarget
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     ClusterOperatorCondition,
     ClusterOperatorInfo,
     ClusterOperatorVersion,
     RelatedObject,
 )
-from clusterpulse_core.model.time import ZERO_TIME
-from clusterpulse_core.pieces import ClusterOperatorsPiece, Piece
+from clusterpulse_model.pieces import ClusterOperatorsPiece
+
+from clusterpulse_cluster.remote import get_optional
+from clusterpulse_core.clock import ZERO_TIME
+from clusterpulse_core.collect import ClusterTarget
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import parse_time
 
 CLUSTER_OPERATORS_PATH = "/apis/config.openshift.io/v1/clusteroperators"

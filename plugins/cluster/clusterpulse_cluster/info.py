@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+from clusterpulse_model.pieces import ClusterInfoPiece
 
 from clusterpulse_cluster.remote import get_optional
 from clusterpulse_core.collect import ClusterTarget
-from clusterpulse_core.pieces import ClusterInfoPiece, Piece
+from clusterpulse_core.pieces import Piece
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import attrs
+from clusterpulse_model import ObjectCounts, PodPhaseCounts, cluster_metrics
+from clusterpulse_model.pieces import ClusterMetricsPiece, NamespacesPiece, NodesPiece
 
 from clusterpulse_cluster.nodes import MAX_ANNOTATION_BYTES, PodTally, node_metrics, tally_pods
 from clusterpulse_cluster.resources import PodSummaries, ResourceLists
@@ -30,8 +32,7 @@ from clusterpulse_cluster.wire_types import (
 from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeApiError
-from clusterpulse_core.model import ObjectCounts, PodPhaseCounts, cluster_metrics
-from clusterpulse_core.pieces import ClusterMetricsPiece, NamespacesPiece, NodesPiece, Piece
+from clusterpulse_core.pieces import Piece
 
 log = logging.getLogger(__name__)
 

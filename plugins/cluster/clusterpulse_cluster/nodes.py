@@ -7,11 +7,11 @@ from datetime import datetime
 from functools import lru_cache
 
 import attrs
+from clusterpulse_model import NodeCondition, NodeMetrics, NodeStatus, Taint, usage_percent
 
 from clusterpulse_cluster.wire_types import NodeDoc, PodDoc
 from clusterpulse_core import quantity
-from clusterpulse_core.model import NodeCondition, NodeMetrics, NodeStatus, Taint, usage_percent
-from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.clock import ZERO_TIME
 
 ROLE_PREFIX = "node-role.kubernetes.io/"
 #: Pod phases counted per node; other or empty phases only count toward the total.

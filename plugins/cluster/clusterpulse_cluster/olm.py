@@ -8,12 +8,13 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+from clusterpulse_model import OperatorInfo
+from clusterpulse_model.pieces import OperatorsPiece
 
 from clusterpulse_cluster.remote import get_optional
+from clusterpulse_core.clock import ZERO_TIME
 from clusterpulse_core.collect import ClusterTarget
-from clusterpulse_core.model import OperatorInfo
-from clusterpulse_core.model.time import ZERO_TIME
-from clusterpulse_core.pieces import OperatorsPiece, Piece
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import parse_time
 
 log = logging.getLogger(__name__)

@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from clusterpulse_model import ClusterMetrics, HealthVerdict, cluster_health
+
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.info import ClusterInfoCollector
@@ -15,12 +17,11 @@ from clusterpulse_cluster.reconcile import NODES_COLLECTOR, ClusterReconciler
 from clusterpulse_cluster.resources import ResourceLists
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_core import hookimpl
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.model import ClusterMetrics, HealthVerdict, cluster_health
-from clusterpulse_core.model.time import utcnow
 
 
 class ClusterPlugin:

@@ -9,6 +9,28 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+from clusterpulse_model import (
+    HEALTHY_MESSAGE,
+    ClusterMetrics,
+    ClusterStatusRecord,
+    Health,
+    HealthVerdict,
+    cluster_health,
+)
+from clusterpulse_model.pieces import (
+    ClusterDeletion,
+    ClusterInfoPiece,
+    ClusterLabelsPiece,
+    ClusterMetricsPiece,
+    ClusterOperatorsPiece,
+    ClusterSpecPiece,
+    ClusterStatusPiece,
+    EventPiece,
+    NamespacesPiece,
+    NodesPiece,
+    OperatorsPiece,
+)
+
 from clusterpulse_cluster import status as connection_status
 from clusterpulse_cluster.agent_deploy.deployer import AgentDeployer, AgentDeployError
 from clusterpulse_cluster.olm import LAST_SCAN_KEY
@@ -31,28 +53,7 @@ from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
-from clusterpulse_core.model import (
-    HEALTHY_MESSAGE,
-    ClusterMetrics,
-    ClusterStatusRecord,
-    Health,
-    HealthVerdict,
-    cluster_health,
-)
-from clusterpulse_core.pieces import (
-    ClusterDeletion,
-    ClusterInfoPiece,
-    ClusterLabelsPiece,
-    ClusterMetricsPiece,
-    ClusterOperatorsPiece,
-    ClusterSpecPiece,
-    ClusterStatusPiece,
-    EventPiece,
-    NamespacesPiece,
-    NodesPiece,
-    OperatorsPiece,
-    Piece,
-)
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 
 #: Threads of the collector pool shared by every reconcile (made on demand, up to this many).

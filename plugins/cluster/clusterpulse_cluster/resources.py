@@ -23,11 +23,7 @@ from typing import Any, TypeVar
 
 import attrs
 import msgspec
-
-from clusterpulse_cluster.settings import ClusterSettings
-from clusterpulse_cluster.wire_types import LabelledPodMeta, PodDoc
-from clusterpulse_core.collect import ClusterTarget
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     DaemonSetSummary,
     DeploymentSummary,
     PodSummary,
@@ -36,6 +32,10 @@ from clusterpulse_core.pieces import (
     ServiceSummary,
     StatefulSetSummary,
 )
+
+from clusterpulse_cluster.settings import ClusterSettings
+from clusterpulse_cluster.wire_types import LabelledPodMeta, PodDoc
+from clusterpulse_core.collect import ClusterTarget
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import attrs
+from clusterpulse_model import HealthThresholds
 
 from clusterpulse_core.config import setting
-from clusterpulse_core.model import HealthThresholds
+
+#: This project's image (it runs the agent as ``clusterpulse agent``), with its registry host: a short
+#: name would be resolved through each node's registry search list.
+DEFAULT_COLLECTOR_IMAGE = "quay.io/clusterpulse/clusterpulse"
+
+
+def fully_qualified(image: str) -> bool:
+    """Whether an image reference starts with a registry host (``quay.io/...``, ``localhost:5000/...``)."""
+    first, sep, _rest = image.partition("/")
+    return bool(sep) and ("." in first or ":" in first or first == "localhost")
 
 
 def _fraction(value: float) -> None:
@@ -71,7 +83,8 @@ class ClusterSettings:
         help="requested memory above this percentage is named in the status message")
     # Push mode: the collector agent the hub installs on managed clusters (docs/agent-deploy.md).
     collector_image: str = setting(
-        "clusterpulse", help="agent image repository; the tag is spec.collectorVersion or the controller version")
+        DEFAULT_COLLECTOR_IMAGE, help="agent image repository, fully qualified (registry host first); the tag is "
+                                      "spec.collectorVersion or the controller version; repo@sha256:... pins a digest")
     collector_command: tuple[str, ...] = setting(
         ("clusterpulse", "agent"), help="agent container command (empty = the image's entrypoint)")
     collector_token_source: str = setting(
@@ -93,6 +106,12 @@ class ClusterSettings:
         300.0, help="seconds a deletion waits for an unreachable cluster before leaving the agent behind")
     agent_sweep_interval: float = setting(
         600.0, help="seconds between checks of a cluster for agent objects whose owner is gone")
+
+    def settings_warnings(self) -> Iterator[str]:
+        """Insecure choices: an agent image without its registry host."""
+        if not fully_qualified(self.collector_image):
+            yield (f"collector_image: {self.collector_image!r} names no registry host: each managed cluster's "
+                   f"nodes resolve it through their own registry search list (docs/security.md#the-agent-pod)")
 
     def health_thresholds(self) -> HealthThresholds:
         """The health thresholds these settings give."""

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 import attrs
 import cattrs
+from clusterpulse_model import ClusterSpecRecord, CredentialsRef, MonitoringRecord
 
-from clusterpulse_core.model import ClusterSpecRecord, CredentialsRef, MonitoringRecord
 from clusterpulse_core.serde import structure, wire
 
 PULL = "pull"

@@ -7,10 +7,10 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+from clusterpulse_model import Health, HealthVerdict
 
+from clusterpulse_core.conditions import Condition, condition, ready_condition
 from clusterpulse_core.kube.credentials import TransportWarning
-from clusterpulse_core.model import Health, HealthVerdict
-from clusterpulse_core.model.condition import Condition, condition, ready_condition
 from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"

@@ -88,7 +88,7 @@ class NodeStatusDoc(msgspec.Struct, rename="camel", gc=False):
 
 
 class NodeDoc(msgspec.Struct, gc=False):
-    """A Node, reduced to what :class:`~clusterpulse_core.model.NodeMetrics` needs."""
+    """A Node, reduced to what :class:`~clusterpulse_model.NodeMetrics` needs."""
 
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: NodeSpec = msgspec.field(default_factory=NodeSpec)

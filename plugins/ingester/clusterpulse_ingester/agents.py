@@ -23,8 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from clusterpulse_core.model import AgentStatus
-from clusterpulse_core.pieces import ClusterDeletion, ClusterSpecPiece, ClusterStatusPiece, Piece
+from clusterpulse_model import AgentStatus
+from clusterpulse_model.pieces import ClusterDeletion, ClusterSpecPiece, ClusterStatusPiece
+
+from clusterpulse_core.pieces import Piece
 
 PUSH = "push"
 

@@ -17,14 +17,14 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+from clusterpulse_model import AgentStatus
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import decode_secret_data
-from clusterpulse_core.model import AgentStatus
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.runtime.informer import Informer, Obj
 from clusterpulse_ingester.agents import hub_view
 

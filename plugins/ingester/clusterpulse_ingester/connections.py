@@ -7,8 +7,7 @@ import threading
 from datetime import datetime
 
 import attrs
-
-from clusterpulse_core.model import AgentConnection
+from clusterpulse_model import AgentConnection
 
 
 @attrs.define

@@ -18,8 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
-
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     AgentStatus,
     AggregationResults,
     ClusterMetrics,
@@ -37,9 +36,8 @@ from clusterpulse_core.model import (
     OperatorInfo,
     RelatedObject,
 )
-from clusterpulse_core.model.cluster import HEALTHY_MESSAGE, cluster_health, cordoned_ready, usage_percent
-from clusterpulse_core.model.time import ZERO_TIME
-from clusterpulse_core.pieces import (
+from clusterpulse_model.cluster import HEALTHY_MESSAGE, cluster_health, cordoned_ready, usage_percent
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     ClusterInfoPiece,
     ClusterMetricsPiece,
@@ -50,10 +48,12 @@ from clusterpulse_core.pieces import (
     NamespacesPiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
     ResourceCollection,
     ResourceCollectionPiece,
 )
+
+from clusterpulse_core.clock import ZERO_TIME
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import dumps, loads, structure
 from clusterpulse_ingester.proto import collector_pb2 as pb
 
@@ -267,7 +267,7 @@ _node_totals = operator.attrgetter("pods_pending", "pods_failed", "cpu_allocatab
 def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics], at: datetime) -> ClusterMetrics:
     """Cluster totals of a batch (docs/compatibility.md#r1): what the proto carries, the rest from its nodes.
 
-    The same totals as :func:`~clusterpulse_core.model.cluster.cluster_metrics` of pull mode
+    The same totals as :func:`~clusterpulse_model.cluster.cluster_metrics` of pull mode
     (test_convert checks it), summed in one pass. The proto's own totals win over sums of its
     nodes (they agree for a complete batch). Pending and failed pods are the batch's nodes'
     tallies (unbound pods are not carried); Services, StatefulSets, DaemonSets and PVCs are not

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import attrs
 import click
+from clusterpulse_model import AgentConnection
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.model import AgentConnection
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_ingester.agents import AgentBook

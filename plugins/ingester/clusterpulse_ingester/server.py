@@ -26,10 +26,10 @@ import grpc
 from google.protobuf.message import DecodeError
 from prometheus_client import Counter
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import FencedError
 from clusterpulse_core.kinds import ObjectRef
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_ingester.agents import AgentBook

@@ -12,7 +12,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from clusterpulse_core.pieces import MetricSourceDeletion, MetricSourcePiece, Piece
+from clusterpulse_model.pieces import MetricSourceDeletion, MetricSourcePiece
+
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import dumps
 
 

@@ -5,6 +5,10 @@ The hub sends the compiled definitions as JSON; each is turned back into a :clas
 here (expressions and namespace patterns compiled from their source text), so the agent
 evaluates computed fields and namespace filters exactly as a pull collection would. A
 document that cannot be decoded or compiled is skipped with a warning; the others still run.
+
+The agent never reads what its role may not grant (Secrets, wildcards:
+:func:`clusterpulse_core.rbac.never_read`), whatever the hub sends: such a definition is skipped,
+and a kind the agent's cluster resolves to Secrets is refused before anything is listed.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiled import CompiledMetricSource
 from clusterpulse_metricsource.compiler import program_from_compiled
 from clusterpulse_metricsource.discovery import Discovery
+from clusterpulse_model.pieces import AggregationsPiece, CustomResourcesPiece
 
 from clusterpulse_core.collect import ClusterTarget
-from clusterpulse_core.pieces import AggregationsPiece, CustomResourcesPiece, Piece
+from clusterpulse_core.pieces import Piece
+from clusterpulse_core.rbac import never_read
 from clusterpulse_core.serde import loads, structure
 
 log = logging.getLogger(__name__)
@@ -50,7 +56,13 @@ class AgentSources:
         for index, document in enumerate(documents):
             try:
                 compiled = structure(loads(document), CompiledMetricSource)
-                collectors.append(ClusterCollector(program_from_compiled(compiled, catalog), self.discovery))
+                refused = never_read(compiled.source.group, compiled.source.resource)
+                if refused:
+                    problems.append(f"metric_sources_json[{index}]: source {compiled.source_id} refused: {refused}, "
+                                    "which the agent never reads")
+                    continue
+                collectors.append(ClusterCollector(program_from_compiled(compiled, catalog), self.discovery,
+                                                   never_read))
             except Exception as exc:
                 problems.append(f"metric_sources_json[{index}]: {type(exc).__name__}: {exc}")
         for problem in problems:

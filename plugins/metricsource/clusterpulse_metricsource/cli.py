@@ -24,9 +24,9 @@ from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
 from clusterpulse_metricsource.errors import MetricSourceError
 from clusterpulse_metricsource.failures import FailureTally
 from clusterpulse_metricsource.program import Program
+from clusterpulse_model import CollectedResource
 
 from clusterpulse_core.cliutils import STDIN, fail, input_name, read_text, warn
-from clusterpulse_core.model import CollectedResource
 from clusterpulse_core.serde import dumps, unstructure
 
 

@@ -22,12 +22,12 @@ from clusterpulse_metricsource.errors import MetricSourceError
 from clusterpulse_metricsource.failures import FailureTally, FunctionFailure
 from clusterpulse_metricsource.namespaces import uses_cluster_wide_list
 from clusterpulse_metricsource.program import IDENTITY_STEPS, Program
+from clusterpulse_model import AggregationResults, CollectedResource, CustomResourceCollection
 
 from clusterpulse_core.breaker import CircuitOpenError
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, no_gc
-from clusterpulse_core.model import AggregationResults, CollectedResource, CustomResourceCollection
-from clusterpulse_core.model.time import utcnow
 
 NAMESPACE_PAGE_SIZE = 500
 
@@ -90,12 +90,25 @@ class _Listed:
     capped: bool
 
 
-class ClusterCollector:
-    """Runs one compiled MetricSource against clusters; build once per compile, reuse per cluster."""
+#: ``refuse(group, resource)``: why the collector must not list the resolved resource, or ``""``.
+Refuse = Callable[[str, str], str]
 
-    def __init__(self, program: Program, discovery: Discovery | None = None) -> None:
+
+class RefusedSourceError(CollectionError):
+    """The source resolves, on this cluster, to a resource the collector may not read (Secrets)."""
+
+
+class ClusterCollector:
+    """Runs one compiled MetricSource against clusters; build once per compile, reuse per cluster.
+
+    ``refuse`` is asked again about the resource each cluster's discovery resolves the kind to,
+    before anything is listed: a kind that is Secrets on one cluster only is refused there.
+    """
+
+    def __init__(self, program: Program, discovery: Discovery | None = None, refuse: Refuse | None = None) -> None:
         self.program = program
         self.discovery = discovery or Discovery()
+        self.refuse = refuse
         paths = [e.steps for e in program.extractors] + list(IDENTITY_STEPS)
         self._decoder = page_decoder(paths)
 
@@ -112,6 +125,10 @@ class ClusterCollector:
         if served is False:
             raise UnknownKindError(f"kind {source.api_version}/{source.kind} does not exist on cluster {target.name}")
         resource = self._resource_name(client, source, deadline)
+        refused = self.refuse(source.group, resource) if self.refuse is not None else ""
+        if refused:
+            raise RefusedSourceError(f"kind {source.api_version}/{source.kind} resolves to {source.group or 'core'}/"
+                                     f"{resource} on cluster {target.name}, which is not read: {refused}")
         errors: list[str] = []
         tally = FailureTally()
         if source.scope == "Cluster":

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import attrs
 
-from clusterpulse_core.model.time import ZERO_TIME
+from clusterpulse_core.clock import ZERO_TIME
 from clusterpulse_core.serde import wire
 
 

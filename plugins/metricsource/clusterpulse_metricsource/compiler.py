@@ -40,7 +40,13 @@ from clusterpulse_metricsource.errors import CompileError, ExpressionError, Metr
 from clusterpulse_metricsource.expr import compile_expression
 from clusterpulse_metricsource.extractor import FieldExtractor, converted_default
 from clusterpulse_metricsource.namespaces import NamespaceFilter
-from clusterpulse_metricsource.naming import label_selector_text, pluralize, split_api_version
+from clusterpulse_metricsource.naming import (
+    api_version_problem,
+    kind_problem,
+    label_selector_text,
+    pluralize,
+    split_api_version,
+)
 from clusterpulse_metricsource.paths import compile_steps, split_path
 from clusterpulse_metricsource.program import ComputedStep, Program
 from clusterpulse_metricsource.spec import CollectionSpec, MetricSourceSpec
@@ -155,6 +161,10 @@ def validate(spec: MetricSourceSpec) -> None:
         raise _validation("source.apiVersion is required", "spec.source.apiVersion")
     if spec.source.kind == "":
         raise _validation("source.kind is required", "spec.source.kind")
+    for problem, where in ((api_version_problem(spec.source.api_version), "spec.source.apiVersion"),
+                           (kind_problem(spec.source.kind), "spec.source.kind")):
+        if problem:
+            raise _validation(problem, where)
     if not spec.fields:
         raise _validation("at least one field extraction is required", "spec.fields")
     seen: set[str] = set()

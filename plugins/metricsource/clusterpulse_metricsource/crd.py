@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_metricsource.naming import API_VERSION_MAX_LENGTH, API_VERSION_PATTERN, KIND_MAX_LENGTH, KIND_PATTERN
+
 from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import resource_schema
 from clusterpulse_core.wildcard import MAX_PATTERN_LENGTH
@@ -49,8 +51,10 @@ _SPEC: dict[str, Any] = {
             "type": "object",
             "required": ["apiVersion", "kind"],
             "properties": {
-                "apiVersion": _string(description="API version of the resource, e.g. v1, apps/v1"),
-                "kind": _string(description="Kind of the resource, e.g. PersistentVolumeClaim"),
+                "apiVersion": _string(description="API version of the resource, e.g. v1, apps/v1",
+                                      pattern=API_VERSION_PATTERN, maxLength=API_VERSION_MAX_LENGTH),
+                "kind": _string(description="Kind of the resource, e.g. PersistentVolumeClaim",
+                                pattern=KIND_PATTERN, maxLength=KIND_MAX_LENGTH),
                 "scope": _string(enum=["Namespaced", "Cluster"], default="Namespaced"),
                 "namespaces": {
                     "type": "object",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,32 @@ _IRREGULAR_PLURALS: Mapping[str, str] = {
     "customresourcedefinition": "customresourcedefinitions",
 }
 _VOWELS = frozenset("aeiou")
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+#: ``source.apiVersion``: ``VERSION`` (the core group) or ``GROUP/VERSION``, a DNS-1123 subdomain and
+#: label as the API server requires of them (the CRD's ``pattern``, checked again when compiling).
+API_VERSION_PATTERN = rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?{_DNS_LABEL}$"
+API_VERSION_MAX_LENGTH = 253 + 1 + 63
+#: ``source.kind``: a letter, then letters, digits and inner ``-`` (a kind lower-cased is a DNS-1035 label).
+KIND_PATTERN = r"^[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?$"
+KIND_MAX_LENGTH = 63
+_API_VERSION = re.compile(API_VERSION_PATTERN)
+_KIND = re.compile(KIND_PATTERN)
+
+
+def api_version_problem(api_version: str) -> str:
+    """Why ``api_version`` is not a valid ``source.apiVersion`` (``/v1``, ``*/v1``, ``Apps/v1``), or ``""``."""
+    if len(api_version) > API_VERSION_MAX_LENGTH or not _API_VERSION.fullmatch(api_version):
+        return (f"source.apiVersion {api_version!r} is not VERSION or GROUP/VERSION (lower-case DNS names, "
+                f"e.g. v1, apps/v1)")
+    return ""
+
+
+def kind_problem(kind: str) -> str:
+    """Why ``kind`` is not a valid ``source.kind`` (a ``*``, a ``/``, spaces), or ``""``."""
+    if len(kind) > KIND_MAX_LENGTH or not _KIND.fullmatch(kind):
+        return f"source.kind {kind!r} is not a kind name (letters and digits, e.g. PersistentVolumeClaim)"
+    return ""
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:

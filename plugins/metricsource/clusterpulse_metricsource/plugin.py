@@ -14,6 +14,7 @@ from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.functions import register_builtin_functions
 from clusterpulse_metricsource.reconcile import MetricSourceReconciler
 from clusterpulse_metricsource.settings import MetricSourceSettings
+from clusterpulse_model import AggregationResults, CollectedResource
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
@@ -21,7 +22,6 @@ from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.hookspecs import ExpressionCompiler, Register
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.model import AggregationResults, CollectedResource
 from clusterpulse_core.plugins import PluginHost
 
 

@@ -19,8 +19,7 @@ from clusterpulse_metricsource.failures import FailureTally, FunctionError
 from clusterpulse_metricsource.namespaces import NamespaceFilter
 from clusterpulse_metricsource.naming import resource_id
 from clusterpulse_metricsource.paths import NOT_FOUND, compile_steps, walk
-
-from clusterpulse_core.model import CollectedResource
+from clusterpulse_model import CollectedResource
 
 _NAME = compile_steps(("metadata", "name"))
 _NAMESPACE = compile_steps(("metadata", "namespace"))

@@ -30,14 +30,7 @@ from clusterpulse_metricsource.fleet import ClusterRef, FleetOutcome, collect_fl
 from clusterpulse_metricsource.settings import MetricSourceSettings
 from clusterpulse_metricsource.shares import SHARDS_FIELD, ClusterShare, ShardShare, Totals, add_up, read_shares
 from clusterpulse_metricsource.status import ERROR_REQUEUE_SECONDS, collected_status, failed_status, requeue_seconds
-from prometheus_client import CollectorRegistry, Counter
-
-from clusterpulse_core.context import ReconcileContext
-from clusterpulse_core.contributions import Contributions
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
-from clusterpulse_core.kube.client import KubeApiError, hub_unreachable
-from clusterpulse_core.model.time import utcnow
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     CustomResourcesPiece,
     EventPiece,
@@ -45,6 +38,13 @@ from clusterpulse_core.pieces import (
     MetricSourceOutcomePiece,
     MetricSourcePiece,
 )
+from prometheus_client import CollectorRegistry, Counter
+
+from clusterpulse_core.clock import utcnow
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.contributions import Contributions
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.kube.client import KubeApiError, hub_unreachable
 from clusterpulse_core.serde import unstructure
 
 if TYPE_CHECKING:
@@ -282,7 +282,10 @@ class MetricSourceReconciler:
         refusal = self.settings.refusal(source.api_version, source.kind, source.group, source.resource)
         if refusal:
             raise CompileError(refusal)
-        return ClusterCollector(program, self.discovery)
+        settings = self.settings
+        return ClusterCollector(program, self.discovery,
+                                lambda group, resource: settings.refusal(source.api_version, source.kind, group,
+                                                                         resource))
 
     def _catalog(self, contributions: Contributions) -> Catalog:
         key = id(contributions)

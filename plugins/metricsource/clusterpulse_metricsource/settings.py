@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from clusterpulse_core.config import setting
+from clusterpulse_core.rbac import never_read
 
 #: Kinds no MetricSource may read unless ``allowed_source_kinds`` names them: a MetricSource copies
 #: the fields it extracts into Redis, readable by everyone who can read the dashboards, so a
@@ -25,13 +26,13 @@ class MetricSourceSettings:
         """Why a MetricSource may not read ``api_version``/``kind``, or ``""`` when it may.
 
         Names compare case-insensitively; with the resolved ``group``/``resource`` (after
-        discovery), whatever resolves to core ``secrets`` or holds a ``*`` is the Secret denial.
+        discovery), whatever :func:`~clusterpulse_core.rbac.never_read` refuses (``secrets`` in any
+        spelling, a ``*``) is the Secret denial.
         """
         name = f"{api_version}/{kind}"
         folded = name.lower()
         secret = folded in (d.lower() for d in ALWAYS_DENIED) or (
-            resource is not None and ((resource.strip().lower() == "secrets" and (group or "").lower() in ("", "core"))
-                                      or "*" in (group or "") or "*" in resource))
+            resource is not None and bool(never_read(group or "", resource)))
         allowed = {a.lower() for a in self.allowed_source_kinds}
         if secret and not (allowed & {d.lower() for d in ALWAYS_DENIED}):
             return (f"source {name} is refused: a MetricSource would copy Secret data into Redis "

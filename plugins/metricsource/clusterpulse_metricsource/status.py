@@ -7,7 +7,7 @@ from datetime import datetime
 
 import attrs
 
-from clusterpulse_core.model.condition import Condition
+from clusterpulse_core.conditions import Condition
 from clusterpulse_core.serde import wire
 
 #: Requeue after a compile or store failure (upstream's error status path).

@@ -1,4 +1,4 @@
-"""Moved to :mod:`clusterpulse_core.textform` so every plugin can use the same text rules."""
+"""Moved to :mod:`clusterpulse_model.textform` so every plugin can use the same text rules."""
 
-from clusterpulse_core.textform import *  # noqa: F403
-from clusterpulse_core.textform import GoParseError, filter_text, fstr, parse_go_float, parse_go_int  # noqa: F401
+from clusterpulse_model.textform import *  # noqa: F403
+from clusterpulse_model.textform import GoParseError, filter_text, fstr, parse_go_float, parse_go_int  # noqa: F401

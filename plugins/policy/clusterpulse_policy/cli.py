@@ -7,7 +7,7 @@ import json
 import click
 
 from clusterpulse_core.cliutils import fail
-from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.serde import unstructure
 from clusterpulse_policy.compiler import CompileError, check_subject

@@ -11,7 +11,7 @@ import hashlib
 import re
 from datetime import datetime
 
-from clusterpulse_core.model.policy import (
+from clusterpulse_model.policy import (
     BUILTIN_RESOURCE_TYPES,
     AggregationRules,
     ClusterRule,
@@ -22,6 +22,7 @@ from clusterpulse_core.model.policy import (
     PatternPair,
     ResourceFilter,
 )
+
 from clusterpulse_core.serde import dumps
 from clusterpulse_core.wildcard import PatternError, check_pattern, has_wildcard
 from clusterpulse_policy.kind import (

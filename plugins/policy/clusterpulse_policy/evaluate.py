@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+from clusterpulse_model.policy import BUILTIN_RESOURCE_TYPES, StoredPolicy
 
-from clusterpulse_core.model.policy import BUILTIN_RESOURCE_TYPES, StoredPolicy
 from clusterpulse_core.serde import parse_time
 
 ALLOW, PARTIAL, DENY = "allow", "partial", "deny"

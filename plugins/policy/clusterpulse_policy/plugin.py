@@ -9,10 +9,10 @@ from typing import Any
 import click
 
 from clusterpulse_core import hookimpl
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
 from clusterpulse_policy.reconcile import PolicyReconciler

@@ -12,10 +12,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from clusterpulse_core.context import ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
-from clusterpulse_core.model.condition import ready_condition
-from clusterpulse_core.model.policy import (
+from clusterpulse_model.pieces import PolicyDeletion, PolicyErrorPiece, PolicyEventPiece, PolicyPiece
+from clusterpulse_model.policy import (
     ACTIVE,
     ERROR,
     CompiledPolicy,
@@ -24,7 +22,10 @@ from clusterpulse_core.model.policy import (
     next_transition,
     policy_state,
 )
-from clusterpulse_core.pieces import PolicyDeletion, PolicyErrorPiece, PolicyEventPiece, PolicyPiece
+
+from clusterpulse_core.conditions import ready_condition
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.serde import unstructure
 from clusterpulse_core.store import StoreError
 from clusterpulse_policy.compiler import CompileError, compile_policy

@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from clusterpulse_model.pieces import PolicyEvalCacheReset, PolicyValidation
+
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.pieces import PolicyEvalCacheReset, PolicyValidation
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 import redis
+from clusterpulse_model import Alert
 
-from clusterpulse_core.model import Alert
 from clusterpulse_core.serde import structure
 from clusterpulse_redis import keys
 

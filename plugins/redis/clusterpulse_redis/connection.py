@@ -27,6 +27,19 @@ def _retry(settings: RedisSettings) -> Retry:
                  settings.retry_attempts)
 
 
+def _tls(settings: RedisSettings) -> dict[str, Any]:
+    """Verified TLS, said explicitly: the certificate must chain to the CA and name the host."""
+    options: dict[str, Any] = {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
+    if settings.tls_ca_file:
+        options["ssl_ca_certs"] = settings.tls_ca_file
+    return options
+
+
+def _credentials(settings: RedisSettings) -> dict[str, Any]:
+    """The user name and password settings (a URL naming its own is refused with them by the settings)."""
+    return {"username": settings.username or None, "password": settings.password or None}
+
+
 def connect(settings: RedisSettings) -> Client:
     """A client over a bounded pool that retries connection errors with backoff."""
     if is_cluster(settings):
@@ -38,17 +51,16 @@ def connect(settings: RedisSettings) -> Client:
         "socket_connect_timeout": settings.socket_connect_timeout,
         "retry": _retry(settings),
     }
+    common.update({k: v for k, v in _credentials(settings).items() if v is not None})
     if settings.url:
-        if settings.url.startswith("rediss://") and settings.tls_ca_file:
-            common["ssl_ca_certs"] = settings.tls_ca_file
+        if settings.url.startswith("rediss://"):
+            common.update(_tls(settings))
         pool = redis.BlockingConnectionPool.from_url(settings.url, **common)
     else:
-        common.update(host=settings.host, port=settings.port, db=settings.db,
-                      password=settings.password or None)
+        common.update(host=settings.host, port=settings.port, db=settings.db)
         if settings.tls:
             common["connection_class"] = redis.SSLConnection
-            if settings.tls_ca_file:
-                common["ssl_ca_certs"] = settings.tls_ca_file
+            common.update(_tls(settings))
         pool = redis.BlockingConnectionPool(**common)
     return redis.Redis(connection_pool=pool)
 
@@ -68,17 +80,17 @@ def connect_cluster(settings: RedisSettings) -> redis.RedisCluster:
         "socket_connect_timeout": settings.socket_connect_timeout,
         "retry": _retry(settings),
     }
+    common.update({k: v for k, v in _credentials(settings).items() if v is not None})
     if url:
-        if url.startswith("rediss://") and settings.tls_ca_file:
-            common["ssl_ca_certs"] = settings.tls_ca_file
+        if url.startswith("rediss://"):
+            common.update(_tls(settings))
         client = redis.RedisCluster.from_url(url, **common)
     else:
         if settings.db:
             raise ValueError(f"plugins.redis.db: a Redis Cluster has only database 0, got {settings.db}")
-        common.update(host=settings.host, port=settings.port, password=settings.password or None,
-                      ssl=settings.tls)
-        if settings.tls and settings.tls_ca_file:
-            common["ssl_ca_certs"] = settings.tls_ca_file
+        common.update(host=settings.host, port=settings.port, ssl=settings.tls)
+        if settings.tls:
+            common.update(_tls(settings))
         client = redis.RedisCluster(**common)
     return client
 

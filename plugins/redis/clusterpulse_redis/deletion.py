@@ -10,20 +10,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import redis
-
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     ClusterDeletion,
     MetricSourceClusterDeletion,
     MetricSourceDeletion,
-    Piece,
     PolicyDeletion,
     PolicyEvalCacheReset,
     PolicyPiece,
     PolicyValidation,
-    RecordDeletion,
-    RecordPiece,
     RegistryDeletion,
 )
+
+from clusterpulse_core.pieces import Piece, RecordDeletion, RecordPiece
 from clusterpulse_core.serde import loads
 from clusterpulse_redis import keys
 from clusterpulse_redis.policies import delete_policy, reset_eval_cache, store_policy, validate_policies

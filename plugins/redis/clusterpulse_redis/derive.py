@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import attrs
-
-from clusterpulse_core.model import (
+from clusterpulse_model import (
     ClusterMetrics,
     ClusterOperatorInfo,
     CustomResourceCollection,
@@ -16,7 +15,8 @@ from clusterpulse_core.model import (
     NodeStatus,
     OperatorInfo,
 )
-from clusterpulse_core.pieces import ResourceCollection
+from clusterpulse_model.pieces import ResourceCollection
+
 from clusterpulse_core.serde import dumps
 from clusterpulse_redis.keys import OPERATOR_NAMESPACES_SHOWN
 from clusterpulse_redis.stored import (

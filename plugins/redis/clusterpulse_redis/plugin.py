@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis
+from clusterpulse_model import Alert
+from clusterpulse_model.policy import StoredPolicy
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.model import Alert
-from clusterpulse_core.model.policy import StoredPolicy
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_redis import keys
 from clusterpulse_redis.alerts import read_alerts

@@ -19,14 +19,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from clusterpulse_core.model.policy import (
-    EXPIRED,
-    CompiledPolicy,
-    PolicyValidatedRecord,
-    StoredPolicy,
-    policy_state,
-)
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     PolicyDeletion,
     PolicyErrorPiece,
     PolicyEvalCacheReset,
@@ -34,6 +27,14 @@ from clusterpulse_core.pieces import (
     PolicyPiece,
     PolicyValidation,
 )
+from clusterpulse_model.policy import (
+    EXPIRED,
+    CompiledPolicy,
+    PolicyValidatedRecord,
+    StoredPolicy,
+    policy_state,
+)
+
 from clusterpulse_core.serde import dumps, loads, unstructure
 from clusterpulse_redis.resp import CommandBatch
 from clusterpulse_redis.stored import PolicyChange, PolicyEvent, PolicyHashFields

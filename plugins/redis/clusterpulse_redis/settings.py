@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import attrs
@@ -39,15 +40,20 @@ class RedisSettings:
     """Connection and key-lifetime settings; the upstream env vars override the file."""
 
     url: str = setting("", help="redis:// or rediss:// URL (redis+cluster:// or rediss+cluster:// for a Redis "
-                                "Cluster); when set it overrides host/port/password/db", check=check_url)
+                                "Cluster); when set it overrides host/port/db (a password in it is masked by "
+                                "config show; prefer REDIS_USERNAME/REDIS_PASSWORD)", check=check_url)
     host: str = setting("redis", env="REDIS_HOST", help="Redis host")
     port: int = setting(6379, env="REDIS_PORT", help="Redis port")
-    password: str = setting("", env="REDIS_PASSWORD", secret=True, help="Redis password (empty: none)")
+    username: str = setting("", env="REDIS_USERNAME", help="Redis ACL user name (empty: the default user); "
+                                                          "also used with url when the URL names none")
+    password: str = setting("", env="REDIS_PASSWORD", secret=True,
+                            help="Redis password (empty: none); also used with url when the URL has none")
     db: int = setting(0, env="REDIS_DB", help="logical database number")
     cluster: bool = setting(False, help="Redis Cluster: host/port (or url) is one startup node; keys keep "
                                         "their names (no hash tags), writes are grouped per node")
     tls: bool = setting(False, help="connect with TLS")
-    tls_ca_file: str = setting("", help="CA bundle to verify the server certificate (empty: system CAs)")
+    tls_ca_file: str = setting("", help="CA bundle to verify the server certificate (empty: system CAs); the "
+                                        "certificate must also name the host connected to")
     cache_ttl: int = setting(600, env="CACHE_TTL", minimum=60,
                              help="TTL of the current-state keys, seconds")
     metrics_retention: int = setting(3600, env="METRICS_RETENTION", minimum=300,
@@ -61,3 +67,21 @@ class RedisSettings:
     socket_connect_timeout: float = setting(5.0, help="connect timeout, seconds")
     restart_check_interval: float = setting(
         1.0, help="how often to check whether Redis lost its data (then everything is queued again); 0 = never")
+
+    def settings_problems(self) -> Iterator[str]:
+        """Credentials given twice: the URL's and the settings' (one would silently win)."""
+        if not self.url:
+            return
+        parts = urlsplit(self.url)
+        if parts.password and self.password:
+            yield "url: has a password and password (REDIS_PASSWORD) is set too: keep one"
+        if parts.username and self.username:
+            yield "url: names a user and username (REDIS_USERNAME) is set too: keep one"
+
+    def settings_warnings(self) -> Iterator[str]:
+        """Insecure choices: credentials over plain TCP."""
+        plain = not (self.url.startswith(("rediss://", "rediss+cluster://", "unix://")) if self.url else self.tls)
+        has_password = bool(self.password or (self.url and urlsplit(self.url).password))
+        if plain and has_password:
+            yield ("password: sent to Redis over plain TCP (set tls = true, or use a rediss:// URL) "
+                   "(docs/security.md#credentials-of-redis-and-victoriametrics)")

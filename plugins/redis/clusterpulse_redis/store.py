@@ -7,11 +7,12 @@ from datetime import datetime
 from typing import TypeVar
 
 import redis
+from clusterpulse_model.pieces import NodesPiece
 from redis.exceptions import RedisClusterException
 
-from clusterpulse_core.model.time import utcnow
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.names import NameGuard
-from clusterpulse_core.pieces import NodesPiece, Piece
+from clusterpulse_core.pieces import Piece
 from clusterpulse_redis import keys
 from clusterpulse_redis.connection import Client, connect, describe
 from clusterpulse_redis.deletion import DELETERS

@@ -12,9 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-
-from clusterpulse_core.names import NameGuard, is_dns1123_subdomain
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     AlertPiece,
     AlertResolution,
@@ -30,7 +28,6 @@ from clusterpulse_core.pieces import (
     NamespacesPiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
     PolicyErrorPiece,
     PolicyEventPiece,
     RegistryMetricsPiece,
@@ -38,6 +35,9 @@ from clusterpulse_core.pieces import (
     RegistryStatusPiece,
     ResourceCollectionPiece,
 )
+
+from clusterpulse_core.names import NameGuard, is_dns1123_subdomain
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import dumps, unstructure
 from clusterpulse_redis import derive, keys
 from clusterpulse_redis.policies import write_policy_error, write_policy_event

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from clusterpulse_core import hookimpl
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_registry.reconcile import RegistryReconciler
 

@@ -7,19 +7,21 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from clusterpulse_core import serde
-from clusterpulse_core.context import ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
-from clusterpulse_core.model import RegistryMetricsRecord, RegistryStatusRecord
-from clusterpulse_core.model.condition import Condition, ready_condition
-from clusterpulse_core.pieces import (
+from clusterpulse_model import RegistryMetricsRecord, RegistryStatusRecord
+from clusterpulse_model.pieces import (
     EventPiece,
-    Piece,
     RegistryDeletion,
     RegistryMetricsPiece,
     RegistrySpecPiece,
     RegistryStatusPiece,
 )
+
+from clusterpulse_core import serde
+from clusterpulse_core.conditions import Condition, ready_condition
+from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.kube.credentials import PolicyError
+from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_registry.clients import ClientCache, ClientSettings
 from clusterpulse_registry.credentials import registry_credentials
@@ -113,9 +115,18 @@ class RegistryReconciler:
         self.clients = ClientCache()
 
     def check(self, spec: RegistryConnectionSpec, ctx: ReconcileContext) -> HealthCheckResult:
-        """Run the (extended) health check with the Secret's credentials and the reused client."""
-        credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log,
-                                           ctx.runtime.secrets)
+        """Run the (extended) health check with the Secret's credentials and the reused client.
+
+        An endpoint outside ``endpoint_allow_list``, or a credentials Secret without the label
+        ``require_secret_label`` asks for, is a failed check naming why (phase ``Error``): no
+        request is sent.
+        """
+        try:
+            ctx.runtime.secrets.policy.check_endpoint(spec.endpoint)
+            credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log,
+                                               ctx.runtime.secrets)
+        except PolicyError as exc:
+            return HealthCheckResult(error=str(exc))
         settings = ClientSettings(normalise_endpoint(spec.endpoint, spec.insecure),
                                   verify=not spec.skip_tls_verify, credentials=credentials, insecure=spec.insecure)
         client, new = self.clients.client(client_key(ctx.ref), settings)

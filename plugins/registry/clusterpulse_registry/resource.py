@@ -8,10 +8,10 @@ from typing import Any
 
 import attrs
 import cattrs
+from clusterpulse_model import RegistryCredentialsRef, RegistryMonitoringRecord, RegistrySpecRecord
 
 from clusterpulse_core import serde
 from clusterpulse_core.kinds import TerminalError
-from clusterpulse_core.model import RegistryCredentialsRef, RegistryMonitoringRecord, RegistrySpecRecord
 from clusterpulse_core.serde import wire
 
 

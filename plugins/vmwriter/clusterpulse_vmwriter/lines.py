@@ -13,7 +13,8 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from clusterpulse_core.model import Alert, ClusterMetrics, ClusterOperatorInfo, NodeMetrics, OperatorInfo
+from clusterpulse_model import Alert, ClusterMetrics, ClusterOperatorInfo, NodeMetrics, OperatorInfo
+
 from clusterpulse_vmwriter.text import (
     LabelPairs,
     float_text,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from clusterpulse_core import hookimpl
-from clusterpulse_core.config import Config
+from clusterpulse_core.config import Config, mask_url
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_vmwriter.backend import VMWriterBackend
@@ -43,7 +43,7 @@ class VMWriterPlugin:
             return []
         if self.backend is None:
             self.backend = VMWriterBackend(self.settings, self.metrics)
-            log.info("writing history to %s", self.settings.import_url)
+            log.info("writing history to %s", mask_url(self.settings.import_url))
         return [self.backend]
 
     @hookimpl

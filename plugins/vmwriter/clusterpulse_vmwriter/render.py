@@ -6,9 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import attrs
-
-from clusterpulse_core.model.time import ZERO_TIME
-from clusterpulse_core.pieces import (
+from clusterpulse_model.pieces import (
     AggregationsPiece,
     AlertPiece,
     AlertResolution,
@@ -16,9 +14,10 @@ from clusterpulse_core.pieces import (
     ClusterOperatorsPiece,
     NodesPiece,
     OperatorsPiece,
-    Piece,
-    RecordPiece,
 )
+
+from clusterpulse_core.clock import ZERO_TIME
+from clusterpulse_core.pieces import Piece, RecordPiece
 from clusterpulse_vmwriter.lines import (
     alert_line,
     cluster_lines,

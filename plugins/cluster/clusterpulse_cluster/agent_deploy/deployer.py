@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+from clusterpulse_model import AgentStatus
 
 from clusterpulse_cluster.agent_deploy.apply import REMOTE_ERRORS, UNCHANGED, AgentDeployError, Applier, covers
 from clusterpulse_cluster.agent_deploy.objects import REMOVAL_ORDER, Owner, describe_ref, owner_of, to_wire
@@ -35,7 +36,6 @@ from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
 from clusterpulse_core.kube.credentials import ClusterCredentials, CredentialsError, cluster_credentials
-from clusterpulse_core.model import AgentStatus
 from clusterpulse_core.serde import format_time, parse_time, unstructure, wire
 
 FINALIZER = "clusterpulse.io/agent-cleanup"

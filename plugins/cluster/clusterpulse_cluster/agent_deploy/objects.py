@@ -199,6 +199,49 @@ class VolumeMount:
     read_only: bool = False
 
 
+@wire(case="camel")
+@attrs.frozen
+class SeccompProfile:
+    """``seccompProfile``: the container runtime's default profile."""
+
+    type: str = "RuntimeDefault"
+
+
+@wire(case="camel")
+@attrs.frozen
+class Capabilities:
+    """``capabilities``: every Linux capability dropped."""
+
+    drop: tuple[str, ...] = ("ALL",)
+
+
+#: The agent runs as the image's unprivileged user (the Containerfile's ``USER 10001:10001``).
+AGENT_UID = 10001
+
+
+@wire(case="camel")
+@attrs.frozen
+class SecurityContext:
+    """A container's ``securityContext``: the controller's, which the ``restricted`` Pod Security level requires."""
+
+    allow_privilege_escalation: bool = False
+    read_only_root_filesystem: bool = True
+    run_as_non_root: bool = True
+    capabilities: Capabilities = Capabilities()
+    seccomp_profile: SeccompProfile = SeccompProfile()
+
+
+@wire(case="camel")
+@attrs.frozen
+class PodSecurityContext:
+    """The pod's ``securityContext``: non-root with a numeric user, the runtime's seccomp profile."""
+
+    run_as_non_root: bool = True
+    run_as_user: int = AGENT_UID
+    run_as_group: int = AGENT_UID
+    seccomp_profile: SeccompProfile = SeccompProfile()
+
+
 @wire(case="camel", omit_empty=("command",))
 @attrs.frozen
 class Container:
@@ -210,6 +253,7 @@ class Container:
     resources: ResourceRequirements
     command: tuple[str, ...] = ()
     volume_mounts: tuple[VolumeMount, ...] = ()
+    security_context: SecurityContext = SecurityContext()
 
 
 @wire(case="camel")
@@ -237,6 +281,7 @@ class PodSpec:
     service_account_name: str
     containers: tuple[Container, ...]
     volumes: tuple[Volume, ...] = ()
+    security_context: PodSecurityContext = PodSecurityContext()
 
 
 @wire(case="camel")
@@ -277,7 +322,46 @@ class Deployment:
     kind: str = "Deployment"
 
 
-AgentObject = Namespace | ServiceAccount | ClusterRole | ClusterRoleBinding | Secret | ConfigMap | Deployment
+@wire(case="camel")
+@attrs.frozen
+class NetworkPolicyPort:
+    """One port of a NetworkPolicy rule."""
+
+    port: int
+    protocol: str = "TCP"
+
+
+@wire(case="camel")
+@attrs.frozen
+class NetworkPolicyEgressRule:
+    """Egress to these ports, any destination."""
+
+    ports: tuple[NetworkPolicyPort, ...]
+
+
+@wire(case="camel")
+@attrs.frozen
+class NetworkPolicySpec:
+    """Every pod of the namespace; no ingress rule (all denied), egress only as listed."""
+
+    egress: tuple[NetworkPolicyEgressRule, ...]
+    pod_selector: LabelSelector = LabelSelector({})
+    policy_types: tuple[str, ...] = ("Ingress", "Egress")
+
+
+@wire(case="camel")
+@attrs.frozen
+class NetworkPolicy:
+    """``networking.k8s.io/v1`` NetworkPolicy."""
+
+    metadata: ObjectMeta
+    spec: NetworkPolicySpec
+    api_version: str = "networking.k8s.io/v1"
+    kind: str = "NetworkPolicy"
+
+
+AgentObject = (Namespace | ServiceAccount | ClusterRole | ClusterRoleBinding | Secret | ConfigMap | NetworkPolicy
+               | Deployment)
 
 
 @attrs.frozen
@@ -305,6 +389,7 @@ OBJECT_TYPES: dict[type, ObjectType] = {
     ClusterRoleBinding: ObjectType("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
     Secret: ObjectType("Secret", "v1", "secrets", True),
     ConfigMap: ObjectType("ConfigMap", "v1", "configmaps", True),
+    NetworkPolicy: ObjectType("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True),
     Deployment: ObjectType("Deployment", "apps/v1", "deployments", True),
 }
 
@@ -376,6 +461,7 @@ def owner_of(live: Any) -> Owner | None:
 #: Every object the hub may create, in removal order (namespaced first, the Namespace last).
 REMOVAL_ORDER: tuple[tuple[ObjectType, str, str], ...] = (
     (OBJECT_TYPES[Deployment], AGENT_NAME, AGENT_NAMESPACE),
+    (OBJECT_TYPES[NetworkPolicy], AGENT_NAME, AGENT_NAMESPACE),
     (OBJECT_TYPES[ConfigMap], CA_CONFIGMAP, AGENT_NAMESPACE),
     (OBJECT_TYPES[Secret], TOKEN_SECRET, AGENT_NAMESPACE),
     (OBJECT_TYPES[ServiceAccount], AGENT_NAME, AGENT_NAMESPACE),

@@ -30,6 +30,10 @@ from clusterpulse_cluster.agent_deploy.objects import (
     EnvVarSource,
     LabelSelector,
     Namespace,
+    NetworkPolicy,
+    NetworkPolicyEgressRule,
+    NetworkPolicyPort,
+    NetworkPolicySpec,
     ObjectMeta,
     Owner,
     PodSpec,
@@ -46,6 +50,7 @@ from clusterpulse_cluster.agent_deploy.objects import (
     owner_meta,
 )
 from clusterpulse_cluster.agent_deploy.rbac import agent_rules
+from clusterpulse_core.rbac import POD_SECURITY_LABELS
 
 _DEV = re.compile(r"(^dev$)|(\.dev\d*)|(\+)")
 
@@ -70,6 +75,12 @@ def image_tag(collector_version: str, build_version: str) -> str:
 def image_ref(image: str, tag: str) -> str:
     """``<image>:<tag>``; an image pinned by digest (``@sha256:...``) is used as given."""
     return image if "@" in image else f"{image}:{tag}"
+
+
+def ingester_port(address: str) -> int | None:
+    """The port of a ``host:port`` ingester address (``None`` when it names none)."""
+    _host, sep, port = address.strip().rpartition(":")
+    return int(port) if sep and port.isdigit() and 0 < int(port) < 65536 else None
 
 
 #: Pod template annotation: a digest of the collector token (not the token), so a rotation rolls the agent.
@@ -99,7 +110,7 @@ class AgentPlan:
         """``(error prefix, object)`` in creation order (docs/compatibility.md#agent-deployment)."""
         meta = self._meta
         steps: list[tuple[str, AgentObject]] = [
-            ("namespace", Namespace(meta(AGENT_NAMESPACE))),
+            ("namespace", Namespace(meta(AGENT_NAMESPACE, labels=dict(POD_SECURITY_LABELS)))),
             ("serviceaccount", ServiceAccount(meta(AGENT_NAME, AGENT_NAMESPACE))),
             ("clusterrole", ClusterRole(meta(AGENT_NAME), agent_rules(self.read_types))),
             ("clusterrolebinding", ClusterRoleBinding(
@@ -109,8 +120,24 @@ class AgentPlan:
         ]
         if self.ca_bundle is not None:
             steps.append(("ingester CA", ConfigMap(meta(CA_CONFIGMAP, AGENT_NAMESPACE), {CA_KEY: self.ca_bundle})))
+        steps.append(("networkpolicy", self.network_policy()))
         steps.append(("deployment", self.deployment()))
         return steps
+
+    def network_policy(self) -> NetworkPolicy:
+        """Default deny for the agent's namespace: no ingress; egress to DNS, the API server and the ingester.
+
+        Destinations are given by port (the API server's address differs per cluster and the
+        ingester is outside it): 53 (DNS), 443 and 6443 (the ``kubernetes`` Service and the usual
+        API server port behind it) and the ingester's port.
+        """
+        ports = [NetworkPolicyPort(53, "UDP"), NetworkPolicyPort(53, "TCP")]
+        rules = [NetworkPolicyEgressRule(tuple(ports)),
+                 NetworkPolicyEgressRule((NetworkPolicyPort(443), NetworkPolicyPort(6443)))]
+        port = ingester_port(self.ingester_address)
+        if port is not None and port not in (443, 6443):
+            rules.append(NetworkPolicyEgressRule((NetworkPolicyPort(port),)))
+        return NetworkPolicy(self._meta(AGENT_NAME, AGENT_NAMESPACE), NetworkPolicySpec(tuple(rules)))
 
     def _meta(self, name: str, namespace: str = "", labels: dict[str, str] | None = None) -> ObjectMeta:
         return owner_meta(self.owner, name, namespace, labels)

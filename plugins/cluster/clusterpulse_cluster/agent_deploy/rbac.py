@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from clusterpulse_cluster.agent_deploy.objects import PolicyRule
+from clusterpulse_core.rbac import never_read
 
 READ = ("get", "list", "watch")
 
@@ -36,8 +37,8 @@ NAMED_OBJECTS: tuple[tuple[str, str, str], ...] = (
 
 def grantable(group: str, resource: str) -> bool:
     """Whether the agent's role may name ``group``/``resource``: never Secrets (any case) nor a wildcard,
-    whatever a MetricSource asks for (docs/security.md)."""
-    return resource.strip().lower() != "secrets" and "*" not in group and "*" not in resource
+    whatever a MetricSource asks for (:func:`clusterpulse_core.rbac.never_read`)."""
+    return not never_read(group, resource)
 
 
 def agent_rules(extra_types: Iterable[tuple[str, str]] = ()) -> tuple[PolicyRule, ...]:

@@ -60,7 +60,8 @@ def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
     probe = None
     address = parse_bind_address(config.core.metrics_bind_address)
     if address is not None:
-        probe = ProbeServer("metrics", address, {"/metrics": metrics_reply(registry)})
+        probe = ProbeServer("metrics", address, {"/metrics": metrics_reply(registry)},
+                            config.core.probe_request_timeout, config.core.probe_max_connections)
         probe.start()
         log.info("agent metrics on port %d", probe.port)
 
@@ -117,10 +118,10 @@ def rotate_token(config: Config, cluster: str, grace: float | None) -> int:
     from datetime import timedelta
 
     from clusterpulse_core.cliutils import fail
+    from clusterpulse_core.clock import utcnow
     from clusterpulse_core.kube import collector_token
     from clusterpulse_core.kube.client import KubeApiError, NotFoundError
     from clusterpulse_core.kube.hub import hub_client
-    from clusterpulse_core.model.time import utcnow
     from clusterpulse_ingester.auth import valid_cluster_name
 
     settings = config.plugin("ingester") or IngesterSettings()

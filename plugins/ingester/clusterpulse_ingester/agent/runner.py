@@ -24,9 +24,9 @@ import attrs
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import ClusterTarget, Collector, run_collectors
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.model.time import utcnow
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_ingester.agent.backoff import Backoff
 from clusterpulse_ingester.agent.buffer import BatchBuffer
@@ -143,6 +143,10 @@ class Agent:
             stored()
         return batch
 
+    def close(self) -> None:
+        """Stop the collector threads (:meth:`run` does it on the way out; a caller of :meth:`collect_once` does)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
     def enqueue(self, batch: pb.MetricsBatch) -> None:
         """Buffer a batch (the oldest is dropped and counted when full; an oversized one is refused)."""
         size = batch.ByteSize()
@@ -207,7 +211,7 @@ class Agent:
             collecting.cancel()
             await asyncio.gather(collecting, return_exceptions=True)
         await self._flush()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.close()
         log.info("agent stopped: %s", " ".join(f"{k}={v}" for k, v in self.totals().items()))
         return 0
 

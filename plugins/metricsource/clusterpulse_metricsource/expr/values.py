@@ -1,3 +1,3 @@
-"""Moved to :mod:`clusterpulse_core.values` so every plugin's functions can use the same conversions."""
+"""Moved to :mod:`clusterpulse_model.values` so every plugin's functions can use the same conversions."""
 
-from clusterpulse_core.values import *  # noqa: F403
+from clusterpulse_model.values import *  # noqa: F403

@@ -7,13 +7,14 @@ from typing import Any
 
 import attrs
 import click
+from clusterpulse_model.pieces import ClusterLabelsPiece
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import ClusterTarget, Collector
 from clusterpulse_core.config import Config, setting
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, PrinterColumn, ReconcileResult, ResourceKind
-from clusterpulse_core.pieces import ClusterLabelsPiece, Piece
+from clusterpulse_core.pieces import Piece
 
 GREETING = ResourceKind(
     group="example.clusterpulse.io",

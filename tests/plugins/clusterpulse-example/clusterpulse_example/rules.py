@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from clusterpulse_model.alerting import ClusterView, Finding
+
 from clusterpulse_core import hookimpl
-from clusterpulse_core.alerting import ClusterView, Finding
 from clusterpulse_core.hookspecs import Register
 
 clusterpulse_api_version = 1
