@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -150,6 +152,15 @@ class ObjectLogger(logging.LoggerAdapter):  # type: ignore[type-arg, unused-igno
         return f"[{extra.get('object', '?')}] {msg}", kwargs
 
 
+class ManagedClusterError(Exception):
+    """A managed cluster cannot be reached from a reconcile: no such ClusterConnection, no endpoint, bad
+    credentials, or every slot of ``cluster_max_in_flight`` taken. The message says which."""
+
+
+#: The ClusterConnection API the managed-cluster client reads (docs/plugins.md#reaching-a-managed-cluster).
+CLUSTER_CONNECTIONS_API = "/apis/clusterpulse.io/v1alpha1/namespaces/{namespace}/clusterconnections/{name}"
+
+
 @attrs.frozen
 class ReconcileContext:
     """Per-object handle passed to ``clusterpulse_reconcile`` and ``clusterpulse_forget``."""
@@ -172,6 +183,47 @@ class ReconcileContext:
     def store(self, *pieces: Piece) -> None:
         """Store pieces in every backend (raises StoreError if any failed)."""
         self.runtime.store.put(*pieces)
+
+    @contextlib.contextmanager
+    def managed_cluster(self, name: str, *, timeout: float | None = None) -> Iterator[KubeClient]:
+        """The client of managed cluster ``name`` (a ClusterConnection in the watch namespace) for a block.
+
+        The same client the first-party collectors use: from the one pool (one per cluster, rebuilt
+        when its endpoint or credentials change), behind the cluster's circuit breaker, with the
+        credentials Secret read through the Secret cache (TLS verified against its ``ca.crt``),
+        every call bounded by ``request_timeout`` and the block by ``timeout`` seconds when given
+        (an earlier reconcile deadline still wins), and holding one of the cluster's
+        ``cluster_max_in_flight`` slots. Raises :class:`ManagedClusterError` naming the problem.
+        The kind needs ``MANAGED_CLUSTER_ACCESS`` in its ``hub_access`` (``clusterpulse rbac``).
+        """
+        from clusterpulse_core.kube.client import NotFoundError
+        from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
+        from clusterpulse_core.kube.pool import ClusterBusyError
+        from clusterpulse_core.names import is_dns1123_subdomain
+
+        if not is_dns1123_subdomain(name):
+            raise ManagedClusterError(f"invalid cluster name {name[:100]!r}: not a DNS-1123 subdomain")
+        namespace = self.config.core.namespace
+        path = CLUSTER_CONNECTIONS_API.format(namespace=quote(namespace, safe=""), name=quote(name, safe=""))
+        try:
+            connection = self.hub.get(path)
+        except NotFoundError as exc:
+            raise ManagedClusterError(f"no ClusterConnection {namespace}/{name}") from exc
+        spec = connection.get("spec") or {}
+        endpoint = str(spec.get("endpoint") or "")
+        if not endpoint:
+            raise ManagedClusterError(f"ClusterConnection {namespace}/{name} has no spec.endpoint")
+        ref = spec.get("credentialsRef") or {}
+        try:
+            credentials = cluster_credentials(self.hub, endpoint, str(ref.get("namespace") or namespace),
+                                              str(ref.get("name") or ""), self.runtime.secrets)
+        except CredentialsError as exc:
+            raise ManagedClusterError(f"ClusterConnection {namespace}/{name}: {exc}") from exc
+        try:
+            with deadline.within(timeout), self.runtime.pool.in_flight(name):
+                yield self.runtime.pool.get(name, credentials)
+        except ClusterBusyError as exc:
+            raise ManagedClusterError(str(exc)) from exc
 
     def event(self, reason: str, message: str, *, warning: bool = False, uid: str = "") -> bool:
         """Record a Kubernetes Event on this object (rate-limited per reason); True when written."""

@@ -71,7 +71,7 @@ digest() {
   for project in "$@"; do
     if [ -d "$project" ]; then files+=("${project%/}/pyproject.toml"); else files+=("$project"); fi
   done
-  { echo "$mode"; cat "${files[@]}"; } | sha256sum | cut -d' ' -f1
+  { echo "$mode"; cat "${files[@]}"; [ "$mode" = demo ] || cat requirements/test.lock; } | sha256sum | cut -d' ' -f1
 }
 stamp=.venv/.clusterpulse-$mode
 want=$(digest "${projects[@]}")
@@ -84,7 +84,19 @@ if [ "$test_stamp_ok" = false ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ];
   rm -f "$stamp"
   echo "setup: installing Python packages into .venv ($mode)" >&2
   pip_install --upgrade "pip>=23.2"
-  pip_install "${packages[@]}"
+  if [ "$mode" = test ]; then
+    # Third-party dependencies exactly as locked, each file checked against its hash; then ours,
+    # editable, without resolving anything more; pip check says when the lock is stale.
+    pip_install --require-hashes -r requirements/test.lock
+    pip_install --no-deps "${packages[@]}"
+    if ! broken=$(.venv/bin/python -m pip check 2>&1); then
+      echo "$broken" >&2
+      echo "setup: requirements/test.lock does not satisfy the pyprojects: run bash scripts/lock.sh" >&2
+      exit 1
+    fi
+  else
+    pip_install "${packages[@]}"
+  fi
   echo "$want" > "$stamp"
 fi
 

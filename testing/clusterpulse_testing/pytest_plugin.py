@@ -118,3 +118,30 @@ def kube_api() -> Iterator[Any]:
     yield factory
     for api in started:
         api.stop()
+
+
+@pytest.fixture
+def clusterpulse_manager(tmp_path: Any) -> Iterator[Any]:
+    """A factory of in-process ClusterPulse managers: ``clusterpulse_manager(["redis", "mykind"], hub,
+    redis_url=redis_url)`` -> a started :class:`~clusterpulse_testing.harness.Harness`.
+
+    The real manager, with the plugins loaded by name through the real config loader, watching the
+    ``hub`` emulator (from ``kube_api``) and recording every piece it stores; the keyword arguments
+    are :func:`~clusterpulse_testing.harness.running_manager`'s. Every manager started is
+    stopped after the test.
+    """
+    import contextlib
+
+    from clusterpulse_testing.harness import Harness, running_manager
+
+    with contextlib.ExitStack() as stack:
+        count = 0
+
+        def factory(plugins: Any, hub: Any, **kwargs: Any) -> Harness:
+            nonlocal count
+            count += 1
+            kwargs.setdefault("directory", tmp_path / f"clusterpulse-manager-{count}")
+            kwargs["directory"].mkdir(parents=True, exist_ok=True)
+            return stack.enter_context(running_manager(plugins, hub, **kwargs))
+
+        yield factory

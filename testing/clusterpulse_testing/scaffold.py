@@ -133,6 +133,14 @@ def test_the_kube_api_fixture_serves_what_it_is_seeded_with(kube_api: Any) -> No
     client = KubeClient(api.api_client())
     names = [item["metadata"]["name"] for item in client.list_items("/api/v1/namespaces/default/configmaps")]
     assert names == ["settings"]
+
+
+def test_the_manager_runs_with_the_plugin(kube_api: Any, clusterpulse_manager: Any) -> None:
+    """The real manager with this plugin loaded by name, on a hub emulator (the public test harness)."""
+    harness = clusterpulse_manager(["{plugin}"], kube_api())
+    assert harness.manager.wait_synced(harness.timeout)
+    assert harness.runtime.plugins.hooks_of("{plugin}") == ["clusterpulse_register_functions"]
+    assert harness.runtime.plugins.contributions.functions["{function}"].impl(2) == 4.0
 '''
 
 README = '''# {distribution}

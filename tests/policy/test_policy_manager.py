@@ -5,20 +5,18 @@ are exactly the expected set and the CR status says what happened."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import redis
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
+from clusterpulse_testing.harness import Harness
 from clusterpulse_testing.polling import eventually
 from policy_support import NAMESPACE, snapshot, spec
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.crds import crd_manifest
-from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 from clusterpulse_core.serde import loads
 
@@ -37,25 +35,8 @@ def hub(kube_api: Any) -> Any:
 
 
 @pytest.fixture
-def manager(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Manager]:
-    config_file = tmp_path / "clusterpulse.toml"
-    config_file.write_text(f"""
-[clusterpulse]
-plugins = ["redis", "policy"]
-namespace = "{NAMESPACE}"
-metrics_bind_address = "0"
-health_probe_bind_address = "0"
-
-[plugins.redis]
-url = "{redis_url}"
-""")
-    config, host = load(str(config_file), env={})
-    runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
-    manager = Manager(runtime)
-    manager.start()
-    assert manager.wait_synced(WAIT)
-    yield manager
-    manager.stop()
+def manager(hub: Any, redis_url: str, clusterpulse_manager: Callable[..., Harness]) -> Manager:
+    return clusterpulse_manager(["redis", "policy"], hub, redis_url=redis_url, core={"namespace": NAMESPACE}).manager
 
 
 def _keys(effect: str = "allow", enabled: bool = True, **indexes: tuple[str, ...]) -> dict[str, Any]:

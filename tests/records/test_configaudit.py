@@ -9,17 +9,17 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+import yaml
 from clusterpulse_testing.polling import eventually
 
-from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.runtime.bootstrap import build_runtime, load
-from clusterpulse_core.runtime.manager import Manager
+from clusterpulse_core.pieces import RecordPiece
 
 PLUGIN_DIR = Path(__file__).parent.parent / "plugins" / "clusterpulse-configaudit" / "clusterpulse_configaudit"
 #: What a plugin may import from ClusterPulse: the public API table of docs/plugins.md.
@@ -57,28 +57,12 @@ def hub(kube_api: Any) -> Any:
 
 
 @pytest.fixture
-def manager(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Manager]:
-    config_file = tmp_path / "clusterpulse.toml"
-    config_file.write_text(f"""
-[clusterpulse]
-plugins = ["redis", "configaudit"]
-namespace = "{NAMESPACE}"
-metrics_bind_address = "0"
-health_probe_bind_address = "0"
-
-[plugins.redis]
-url = "{redis_url}"
-""")
-    config, host = load(str(config_file), env={})
-    runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
-    manager = Manager(runtime)
-    manager.start()
-    assert manager.wait_synced(WAIT)
-    yield manager
-    manager.stop()
+def manager(hub: Any, redis_url: str, clusterpulse_manager: Any) -> Any:
+    """The real manager with the plugin loaded by name (the public test harness, docs/reference/testing.md)."""
+    return clusterpulse_manager(["redis", "configaudit"], hub, redis_url=redis_url, core={"namespace": NAMESPACE})
 
 
-def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Manager, redis_url: str) -> None:
+def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Any, redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     hub.create({"apiVersion": "audit.example.com/v1", "kind": "ConfigAudit",
                 "metadata": {"name": "team-a-audit", "namespace": NAMESPACE}, "spec": {"namespace": "team-a"}})
@@ -92,6 +76,8 @@ def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Manage
     assert client.smembers("configaudit:all") == {f"{NAMESPACE}/team-a-audit".encode()}
     assert client.smembers("configaudit:index:audited=team-a") == {f"{NAMESPACE}/team-a-audit".encode()}
     assert client.ttl(f"configaudit:{NAMESPACE}/team-a-audit") == -1
+    # The harness records what the manager stored, beside Redis.
+    assert [(p.kind, p.name) for p in manager.stored(RecordPiece)][:1] == [("ConfigAudit", "team-a-audit")]
 
     status = eventually(lambda: (hub.get("audit.example.com/v1", "ConfigAudit", "team-a-audit", NAMESPACE)
                                  or {}).get("status"), "the status", timeout=WAIT)
@@ -106,15 +92,19 @@ def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Manage
 
 
 def test_the_generated_rbac_grants_what_the_plugin_declares(tmp_path: Path) -> None:
-    from clusterpulse_core import rbac
-
+    """``clusterpulse rbac`` (as a user runs it) grants what the plugin's kind declares."""
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text('[clusterpulse]\nplugins = ["configaudit"]\n')
-    config, host = load(str(config_file), env={})
-    kinds = [kind for _owner, kind in host.kinds.values()]
-    role = next(doc for doc in rbac.hub_manifests(kinds, config.core) if doc["kind"] == "Role")
-    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]} in role["rules"]
-    assert {"apiGroups": ["audit.example.com"], "resources": ["configaudits/status"], "verbs": ["patch"]} \
-        in role["rules"]
-    cross = next(doc for doc in rbac.cross_namespace_manifests(kinds, config.core) if doc["kind"] == "ClusterRole")
-    assert cross["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]
+    clusterpulse = str(Path(sys.executable).parent / "clusterpulse")
+    for args, kind in ((["rbac"], "Role"), (["rbac", "--cross-namespace"], "ClusterRole")):
+        result = subprocess.run([clusterpulse, "--config", str(config_file), *args], capture_output=True, text=True,
+                                timeout=120, check=True)
+        docs = [doc for doc in yaml.safe_load_all(result.stdout) if doc and doc["kind"] == kind]
+        assert docs, result.stdout
+        rules = [rule for doc in docs for rule in doc["rules"]]
+        if kind == "Role":
+            assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]} in rules
+            assert {"apiGroups": ["audit.example.com"], "resources": ["configaudits/status"],
+                    "verbs": ["patch"]} in rules
+        else:
+            assert rules == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]
