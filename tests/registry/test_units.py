@@ -192,7 +192,8 @@ def test_insecure_selects_plain_http_only_without_a_scheme() -> None:
 
 def _load_registry_settings(tmp_path: Path, value: str) -> RegistrySettings:
     config_file = tmp_path / "clusterpulse.toml"
-    config_file.write_text(f'[clusterpulse]\nplugins = ["registry"]\n\n[plugins.registry]\ntoken_realm_hosts = {value}\n')
+    config_file.write_text(f'[clusterpulse]\nplugins = ["registry"]\n\n'
+                           f'[plugins.registry]\ntoken_realm_hosts = {value}\n')
     config, _ = load(str(config_file), env={})
     settings = config.plugin("registry")
     assert isinstance(settings, RegistrySettings)

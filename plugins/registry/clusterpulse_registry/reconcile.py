@@ -36,9 +36,9 @@ from clusterpulse_registry.policy import (
     reconcile_interval,
     should_update_status,
 )
-from clusterpulse_registry.settings import RegistrySettings
 from clusterpulse_registry.resource import RegistryConnectionSpec, parse_spec, parse_status, spec_record
 from clusterpulse_registry.result import HealthCheckResult
+from clusterpulse_registry.settings import RegistrySettings
 from clusterpulse_registry.status_patch import status_patch
 
 EVENT_RECONCILED = "registry.reconciled"
