@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from clusterpulse_core.limits import Skipped
 from clusterpulse_core.pieces import Piece
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ class ClusterTarget:
     long as the cluster (collectors keep e.g. the time of their last scan there).
     ``after_store`` holds callbacks the reconciler runs only once the pieces were stored: a
     collector records "scanned at" there, so a failed store does not skip the next scan.
+    ``skipped`` is where collectors say what a count bound or a name check left out of their
+    pieces (the reconciler reports it in the status and metrics).
     """
 
     name: str
@@ -34,6 +37,7 @@ class ClusterTarget:
     client: KubeClient
     state: dict[str, Any] = attrs.field(factory=dict, eq=False)
     after_store: list[Callable[[], None]] = attrs.field(factory=list, eq=False)
+    skipped: list[Skipped] = attrs.field(factory=list, eq=False)
 
 
 @attrs.frozen

@@ -35,14 +35,6 @@ CONFIG_ENV = "CLUSTERPULSE_CONFIG"
 SECRET_MASK = "********"
 
 
-#: The project's own plugins, in default load order. With no ``plugins`` list configured,
-#: those that are installed are enabled and the others skipped; third-party plugins are
-#: enabled only by name.
-PROJECT_PLUGINS = ("redis", "cluster", "registry", "metricsource", "policy", "alerts", "ingester", "vmwriter")
-#: Upstream environment variables that switch a plugin's feature on: when true, the plugin
-#: is enabled (if installed) even if an explicit ``plugins`` list leaves it out.
-PLUGIN_ENABLING_ENV: Mapping[str, str] = {"vmwriter": "VM_ENABLED"}
-
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``"did you mean 'x'? "`` for the closest of ``known`` to a misspelled ``name``, else ``""``."""

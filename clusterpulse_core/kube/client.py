@@ -20,8 +20,9 @@ import ipaddress
 import ssl
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
+import attrs
 import msgspec
 import urllib3
 from kubernetes.client import ApiClient, Configuration
@@ -32,6 +33,7 @@ from clusterpulse_core.breaker import CircuitBreaker
 from clusterpulse_core.httpbody import BodyTooLargeError, read_capped
 
 P = TypeVar("P")
+T = TypeVar("T")
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -380,10 +382,54 @@ class KubeClient:
             token = page.metadata.continue_
         return found
 
+    def list_capped(self, path: str, decode_item: Callable[[Any], T], cap: int, limit: int = 500,
+                    timeout: float | None = None, **query: Any) -> CappedList[T]:
+        """The first ``cap`` items of a paginated list, each decoded by ``decode_item`` (given the
+        item's JSON as a buffer); the others only counted.
+
+        Pages ask for no more than the items still wanted, and each item is decoded alone, so a
+        server that ignores ``limit`` (or a list far over the cap) never costs more than ``cap``
+        decoded objects: the items past the cap stay undecoded slices of their page. Once the
+        cap is reached, the rest of the list is counted from the server's
+        ``remainingItemCount``, else by paging through it (see :meth:`count`).
+        """
+        items: list[T] = []
+        total = 0
+        token = ""
+        while True:
+            wanted = max(1, min(limit or cap, cap - len(items))) if len(items) < cap else limit
+            page_query = dict(query, limit=wanted or None)
+            if token:
+                page_query["continue"] = token
+            page = _raw_page.decode(self.get_bytes(path, timeout=timeout, **page_query))
+            raw = page.items or ()
+            total += len(raw)
+            for item in raw[:max(0, cap - len(items))]:
+                items.append(decode_item(item))
+            token = page.metadata.continue_
+            if not token:
+                return CappedList(items, total)
+            if len(items) >= cap and page.metadata.remaining_item_count is not None:
+                return CappedList(items, total + page.metadata.remaining_item_count)
+
     def merge_patch(self, path: str, patch: Mapping[str, Any], timeout: float | None = None) -> Any:
         """``PATCH`` with ``application/merge-patch+json``."""
         return self.request("PATCH", path, body=dict(patch), content_type="application/merge-patch+json",
                             timeout=timeout)
+
+
+@attrs.frozen
+class CappedList(Generic[T]):
+    """What :meth:`KubeClient.list_capped` read: the kept items and how many the list held."""
+
+    items: list[T]
+    #: Items in the list, kept or not.
+    total: int
+
+    @property
+    def skipped(self) -> int:
+        """Items of the list that were not kept."""
+        return max(0, self.total - len(self.items))
 
 
 class _Body:
@@ -430,6 +476,14 @@ class _CountedPage(msgspec.Struct):
 
 
 _counted_page = msgspec.json.Decoder(_CountedPage)
+
+
+class _RawPage(msgspec.Struct):
+    items: list[msgspec.Raw] | None = None
+    metadata: _CountedMeta = msgspec.field(default_factory=_CountedMeta)
+
+
+_raw_page = msgspec.json.Decoder(_RawPage)
 
 
 def _continue_token(body: bytes) -> str:

@@ -48,7 +48,13 @@ def test_cluster_connection_kind_matches_the_crd_spec() -> None:
         "type": "string", "enum": ["pull", "push"], "default": "pull", "description": "How data is collected."}
     assert spec["properties"]["credentialsRef"]["required"] == ["name"]
     assert spec["properties"]["monitoring"]["properties"]["interval"]["format"] == "int32"
-    assert spec["properties"]["labels"]["additionalProperties"] == {"type": "string"}
+    # String values (the spec's CRD), bounded as issue 27 asks (docs/faults.md#malformed-resources).
+    assert spec["properties"]["labels"]["additionalProperties"] == {"type": "string", "maxLength": 1024}
+    assert spec["properties"]["labels"]["maxProperties"] == 64
+    monitoring = spec["properties"]["monitoring"]["properties"]
+    assert (monitoring["interval"]["minimum"], monitoring["interval"]["maximum"]) == (0, 86_400)
+    assert (monitoring["timeout"]["minimum"], monitoring["timeout"]["maximum"]) == (0, 3_600)
+    assert spec["properties"]["endpoint"]["maxLength"] == 2048
     status = kind.schema["properties"]["status"]["properties"]
     assert set(status) == {"phase", "lastSyncTime", "health", "message", "nodes", "namespaces", "collectorStatus",
                            "conditions", "agent"}  # conditions: issue 15; agent: issue 11

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from clusterpulse_model.defaults import DEFAULTS
 
-from clusterpulse_core.config import PROJECT_PLUGINS
 from clusterpulse_core.plugins import installed_plugins
 
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
@@ -91,7 +91,7 @@ def test_plugins_without_a_list_names_what_is_enabled_and_skipped(tmp_path: Path
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "(no plugins list configured: the project's installed plugins are enabled)" in lines
-    for name in PROJECT_PLUGINS:
+    for name in DEFAULTS.plugins:
         enabled = any(line.startswith(f"{name} ") and "(enabled, loaded)" in line for line in lines)
         skipped = f"skipped {name}: not installed (pip install clusterpulse-{name})" in lines
         assert enabled != skipped, name

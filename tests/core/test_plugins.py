@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.plugins import PluginError, PluginHost, installed_plugins, not_installed, plan_plugins
+from clusterpulse_core.plugins import (
+    PluginDefaults,
+    PluginError,
+    PluginHost,
+    installed_plugins,
+    not_installed,
+    plan_plugins,
+    plugin_defaults,
+)
 
 
 def test_enabled_plugin_is_found_and_registered() -> None:
@@ -107,6 +116,24 @@ def test_without_a_list_the_installed_project_plugins_are_enabled() -> None:
         "ingester": "not installed (pip install clusterpulse-ingester)",
     }
     assert not plan.explicit
+
+
+def test_the_defaults_come_from_the_distribution_that_publishes_the_plugins_not_the_core() -> None:
+    # clusterpulse-model declares ClusterPulse's plugins (entry-point group clusterpulse.defaults).
+    from clusterpulse_model.defaults import DEFAULTS
+
+    assert plugin_defaults() == DEFAULTS
+    assert DEFAULTS.plugins[:2] == ("redis", "cluster") and DEFAULTS.enabling_env == {"vmwriter": "VM_ENABLED"}
+    core = Path(__import__("clusterpulse_core").__file__).parent
+    for path in core.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert '"ingester"' not in text and '"vmwriter"' not in text, f"{path} names a ClusterPulse plugin"
+    other = PluginDefaults(("audit", "redis"), {"audit": "AUDIT_ENABLED"})
+    plan = plan_plugins(None, {"AUDIT_ENABLED": "true", "VM_ENABLED": "true"}, ["redis", "audit", "vmwriter"], other)
+    assert plan.names == ("audit", "redis") and plan.skipped == ()
+    assert not_installed("audit", [], other) == ("plugin 'audit' is enabled but not installed "
+                                                 "(pip install clusterpulse-audit)")
+    assert "pip install" not in not_installed("ingester", [], other)  # advice only for the published names
 
 
 def test_an_explicit_list_is_kept_and_an_upstream_variable_adds_its_plugin() -> None:

@@ -2,8 +2,9 @@
 
 A node named ``edge-lab-rpi-01:metrics`` would write ``cluster:<c>:node:edge-lab-rpi-01:metrics``,
 the time series of node ``edge-lab-rpi-01``; ``*`` would turn a reader's key pattern into a
-wildcard. Such names are skipped (counted, never written), the node set follows the current
-node list, and a huge annotation is truncated in what is stored.
+wildcard. Such names are skipped (never written; counted in the status's ``Truncated`` condition
+and ``clusterpulse_collection_skipped``, and left out of every stored count), the node set follows
+the current node list, and a huge annotation is truncated in what is stored.
 """
 
 from __future__ import annotations
@@ -44,13 +45,21 @@ def test_invalid_node_names_are_skipped_and_the_node_set_is_pruned(
 
         reconcile()
         members = client.smembers("cluster:edge:nodes")
-        skipped = runtime.metrics.get_sample_value("clusterpulse_invalid_names_total", {"kind": "node"})
+        skipped = runtime.metrics.get_sample_value("clusterpulse_collection_skipped",
+                                                   {"cluster": "edge", "what": "nodes", "reason": "invalid name"})
+        status = hub.get(kind.api_version, kind.plural, "edge", HUB_NAMESPACE)["status"]
+        metrics = json.loads(client.get("cluster:edge:metrics") or "{}")
+        truncated = next(c for c in status["conditions"] if c["type"] == "Truncated")
         stored = json.loads(client.hget("cluster:edge:node:annotated", "current") or "{}")
         stored_annotation = stored["annotations"]["huge"]
         print(f"\nnode set {sorted(members)}; skipped names {skipped}; 2 MiB annotation stored as "
               f"{len(stored_annotation)} bytes")
         assert members == {"edge-lab-rpi-01", "worker-2", "annotated"}
         assert skipped == len(HOSTILE)
+        # Every count is of what was stored, and the status says what was not, and why.
+        assert status["nodes"] == metrics["nodes"] == metrics["nodes_ready"] == 3
+        assert truncated["reason"] == "InvalidNames"
+        assert truncated["message"] == f"stored 3 of {3 + len(HOSTILE)} nodes ({len(HOSTILE)} skipped: invalid name)"
         assert client.type("cluster:edge:node:edge-lab-rpi-01:metrics") == "zset"  # the real node's series
         assert not client.keys("cluster:edge:node:bad*") and not client.keys("cluster:edge:node:UPPER*")
         assert stored["annotations"]["small"] == "kept"

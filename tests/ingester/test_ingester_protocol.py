@@ -489,3 +489,51 @@ def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, An
                                  "nodes_ready": 4 - not_ready - bool(cordoned), "namespaces": 2}
     finally:
         client.close()
+
+
+def test_a_batch_over_the_count_bounds_is_stored_truncated_and_says_so(
+        start_ingester: Callable[..., tuple[Runtime, Any]], redis_url: str) -> None:
+    """``max_batch_nodes`` 50 and ``max_batch_objects`` 10 against a batch of 60 nodes (2 with invalid names),
+    13 namespaces and 12 MetricSource resources: stored truncated, counted as stored, reported."""
+    runtime, _ = start_ingester(max_batch_nodes=50, max_batch_objects=10)
+    sent = batch("edge", "big", nodes=60)
+    sent.node_metrics[3].name = "edge:metrics"
+    sent.node_metrics[4].name = "bad\nname"
+    sent.cluster_metrics.namespace_list.extend(f"ns-{i}" for i in range(11))
+    sent.cluster_metrics.namespaces = 13
+    resources = sent.custom_resources[0]
+    resources.resources.extend(pb.CustomCollectedResource(id=f"app/r{i}", namespace="app", name=f"r{i}",
+                                                          values_json=b'{"replicas": 1}') for i in range(11))
+    resources.resource_count = 12
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.register("edge", TOKEN + "edge")
+    stream.send(pb.ConnectRequest(metrics=sent))
+    ack = stream.recv().ack
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        members = client.smembers("cluster:edge:nodes")
+        metrics = loads(client.get("cluster:edge:metrics"))
+        status = loads(client.get("cluster:edge:status"))
+        namespaces = loads(client.get("cluster:edge:namespaces"))["namespaces"]
+        custom = loads(client.get("cluster:edge:custom:clusterpulse/deploys:resources"))
+    finally:
+        client.close()
+        stream.close()
+    print(f"\nack {ack.success}; nodes stored {len(members)}; status {status['message']!r}")
+
+    def skipped(what: str, reason: str) -> float | None:
+        return runtime.metrics.get_sample_value("clusterpulse_collection_skipped",
+                                                {"cluster": "edge", "what": what, "reason": reason})
+
+    assert ack.success
+    assert len(members) == 50 and "edge:metrics" not in members and "n59" not in members
+    assert (metrics["nodes"], metrics["nodes_ready"], metrics["namespaces"]) == (50, 50, 10)
+    assert namespaces == ["default", "app", *(f"ns-{i}" for i in range(8))]
+    for phrase in ("stored 50 of 60 nodes (2 skipped: invalid name, 8 skipped: over max_batch_nodes (50))",
+                   "stored 10 of 13 namespaces (3 skipped: over max_batch_objects (10))",
+                   "stored 10 of 12 resources of clusterpulse/deploys (2 skipped: over max_batch_objects (10))"):
+        assert phrase in status["message"]
+    assert skipped("nodes", "over max_batch_nodes (50)") == 8
+    assert skipped("nodes", "invalid name") == 2
+    assert skipped("namespaces", "over max_batch_objects (10)") == 3
+    assert len(custom["resources"]) == 10 and custom["truncated"] is True

@@ -14,9 +14,11 @@ from clusterpulse_model import (
 )
 from clusterpulse_model.pieces import ClusterOperatorsPiece
 
-from clusterpulse_cluster.remote import get_optional
+from clusterpulse_cluster.inventory import MAX_LIST_OBJECTS
+from clusterpulse_cluster.remote import list_optional
 from clusterpulse_core.clock import ZERO_TIME
 from clusterpulse_core.collect import ClusterTarget
+from clusterpulse_core.limits import Skipped, over_limit
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import parse_time
 
@@ -97,11 +99,17 @@ def operator_version(name: str, versions: Sequence[ClusterOperatorVersion]) -> s
     return chosen
 
 
-def list_cluster_operators(target: ClusterTarget) -> list[ClusterOperatorInfo]:
-    """Every ClusterOperator sorted by name; ``[]`` when the cluster is not OpenShift."""
-    found = get_optional(target.client, CLUSTER_OPERATORS_PATH)
-    items = (found or {}).get("items") or ()
-    return sorted((cluster_operator_info(item) for item in items if isinstance(item, Mapping)),
+def list_cluster_operators(target: ClusterTarget, max_objects: int = MAX_LIST_OBJECTS,
+                           page_size: int = 500) -> list[ClusterOperatorInfo]:
+    """The first ``max_objects`` ClusterOperators (the rest counted in ``target.skipped``) sorted by
+    name; ``[]`` when the cluster is not OpenShift."""
+    listed = list_optional(target.client, CLUSTER_OPERATORS_PATH, max_objects, page_size)
+    if listed is None:
+        return []
+    if listed.skipped:
+        target.skipped.append(Skipped("cluster operators", listed.skipped,
+                                      over_limit("max_list_objects", max_objects), len(listed.items)))
+    return sorted((cluster_operator_info(item) for item in listed.items if isinstance(item, Mapping)),
                   key=lambda info: info.name)
 
 
@@ -109,7 +117,11 @@ def list_cluster_operators(target: ClusterTarget) -> list[ClusterOperatorInfo]:
 class ClusterOperatorsCollector:
     """The ``cluster_operators`` collector."""
 
+    #: ClusterOperators read (the rest counted).
+    max_objects: int = MAX_LIST_OBJECTS
+    page_size: int = 500
+
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
         """A ClusterOperatorsPiece when the cluster has any."""
-        operators = list_cluster_operators(target)
+        operators = list_cluster_operators(target, self.max_objects, self.page_size)
         return [ClusterOperatorsPiece(target.name, tuple(operators))] if operators else []

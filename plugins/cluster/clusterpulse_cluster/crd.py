@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_cluster import spec
 from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import CONDITIONS, DATE_TIME, INT32, STRING, resource_schema, secret_ref
 
@@ -23,8 +24,10 @@ _MONITORING: dict[str, Any] = {
     "type": "object",
     "description": "Timing knobs.",
     "properties": {
-        "interval": {**_INT32, "description": "Reconcile period in seconds (min 30, default 30)."},
-        "timeout": {**_INT32, "description": "Connection-test timeout in seconds (default 10)."},
+        "interval": {**_INT32, "minimum": 0, "maximum": spec.MAX_INTERVAL,
+                     "description": "Reconcile period in seconds (0 = the default, 30; below 30 is raised to 30)."},
+        "timeout": {**_INT32, "minimum": 0, "maximum": spec.MAX_TIMEOUT,
+                    "description": "Connection-test timeout and reconcile deadline in seconds (0 = the defaults)."},
     },
 }
 
@@ -32,16 +35,21 @@ _SPEC: dict[str, Any] = {
     "type": "object",
     "required": ["endpoint", "credentialsRef"],
     "properties": {
-        "displayName": {**_STRING, "description": "Human-friendly name."},
-        "endpoint": {**_STRING, "description": "API server URL of the target cluster."},
+        "displayName": {**_STRING, "maxLength": spec.MAX_DISPLAY_NAME, "description": "Human-friendly name."},
+        "endpoint": {**_STRING, "minLength": 1, "maxLength": spec.MAX_ENDPOINT,
+                     "description": "API server URL of the target cluster."},
         "credentialsRef": _CREDENTIALS_REF,
-        "labels": {"type": "object", "additionalProperties": _STRING,
+        "labels": {"type": "object", "maxProperties": spec.MAX_LABELS,
+                   "additionalProperties": {**_STRING, "maxLength": spec.MAX_LABEL_VALUE},
                    "description": "Free-form categorisation labels."},
         "monitoring": _MONITORING,
         "collectionMode": {**_STRING, "enum": ["pull", "push"], "default": "pull",
                            "description": "How data is collected."},
-        "ingesterAddress": {**_STRING, "description": "host:port of the hub ingester (push mode)."},
-        "collectorVersion": {**_STRING, "description": "Image tag override for the collector agent."},
+        "ingesterAddress": {**_STRING, "maxLength": spec.MAX_INGESTER_ADDRESS,
+                            "pattern": spec.INGESTER_ADDRESS_PATTERN,
+                            "description": "host:port of the hub ingester (push mode)."},
+        "collectorVersion": {**_STRING, "pattern": spec.COLLECTOR_VERSION_PATTERN,
+                             "description": "Image tag override for the collector agent."},
     },
 }
 

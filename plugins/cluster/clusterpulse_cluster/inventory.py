@@ -4,9 +4,13 @@ One critical collector produces the NodesPiece, the ClusterMetricsPiece (the 24 
 docs/compatibility.md#r1) and the NamespacesPiece (docs/compatibility.md#c2) from a single listing of nodes and pods;
 deployments, services, statefulsets, daemonsets and PVCs are counted without being listed.
 Pages are decoded with typed partial decoders and dropped as soon as they are tallied, so
-memory is bounded by the page size, not the cluster size. The same pod pages feed the pod
-summaries of the resource lists (docs/compatibility.md#r3, :mod:`clusterpulse_cluster.resources`), so a
-reconcile lists the pods once.
+memory is bounded by the page size, not the cluster size. Counts are bounded too: at most
+``max_nodes`` nodes and ``max_list_objects`` namespaces are kept (the rest only counted), and
+nodes whose name is not a DNS-1123 subdomain are left out; what was left out is reported in
+``ClusterTarget.skipped`` (docs/faults.md#count-bounds), and every count stored is of what was
+stored. The same pod pages feed the pod summaries of the resource lists
+(docs/compatibility.md#r3, :mod:`clusterpulse_cluster.resources`), so a reconcile lists the pods
+once.
 """
 
 from __future__ import annotations
@@ -25,13 +29,15 @@ from clusterpulse_cluster.resources import PodSummaries, ResourceLists
 from clusterpulse_cluster.wire_types import (
     NodeDoc,
     labelled_pod_list_decoder,
-    namespace_list_decoder,
-    node_list_decoder,
+    namespace_decoder,
+    node_decoder,
     pod_list_decoder,
 )
 from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeApiError
+from clusterpulse_core.limits import INVALID_NAME, Skipped, over_limit
+from clusterpulse_core.names import is_dns1123_subdomain
 from clusterpulse_core.pieces import Piece
 
 log = logging.getLogger(__name__)
@@ -46,22 +52,38 @@ class NodeListingError(Exception):
     """Listing nodes or pods failed (fails the reconcile)."""
 
 
-def list_nodes(target: ClusterTarget, page_size: int) -> list[NodeDoc]:
-    """Every node of the cluster, page by page."""
-    nodes: list[NodeDoc] = []
+#: Default of ``max_nodes``: the largest cluster Kubernetes supports (its scalability limits).
+MAX_NODES = 5000
+#: Default of ``max_list_objects``: Kubernetes' scalability threshold for namespaces.
+MAX_LIST_OBJECTS = 10_000
+
+
+def list_nodes(target: ClusterTarget, page_size: int, max_nodes: int = MAX_NODES) -> list[NodeDoc]:
+    """The cluster's first ``max_nodes`` nodes with a valid name, page by page; what was left out
+    goes to ``target.skipped``."""
     try:
-        for page in target.client.list_decoded(NODES_PATH, node_list_decoder.decode, limit=page_size):
-            nodes.extend(page.items or ())
+        listed = target.client.list_capped(NODES_PATH, node_decoder.decode, max_nodes, page_size)
     except KubeApiError as exc:
         raise NodeListingError(f"failed to list nodes: {exc}") from exc
+    nodes = [doc for doc in listed.items if is_dns1123_subdomain(doc.metadata.name)]
+    invalid = len(listed.items) - len(nodes)
+    if listed.skipped:
+        log.warning("cluster %s: %d nodes, kept the first %d (max_nodes)", target.name, listed.total, max_nodes)
+        target.skipped.append(Skipped("nodes", listed.skipped, over_limit("max_nodes", max_nodes), len(nodes)))
+    if invalid:
+        target.skipped.append(Skipped("nodes", invalid, INVALID_NAME, len(nodes)))
     return nodes
 
 
-def sweep_pods(target: ClusterTarget, page_size: int, summaries: PodSummaries | None = None) -> dict[str, PodTally]:
+def sweep_pods(target: ClusterTarget, page_size: int, summaries: PodSummaries | None = None,
+               nodes: frozenset[str] | None = None) -> dict[str, PodTally]:
     """Per-node pod counts and requests over every pod of the cluster, page by page.
 
     With ``summaries``, each page also goes to the resource lists' pod summaries before it is
-    dropped (decoded with the pods' labels when those are copied).
+    dropped (decoded with the pods' labels when those are copied). With ``nodes``, pods bound to
+    any other node are tallied together under
+    :data:`~clusterpulse_cluster.nodes.OTHER_NODES` (so the tallies stay bounded by
+    the nodes kept, and the cluster totals still count every pod).
     """
     labelled = summaries is not None and summaries.include_labels
     decode = (labelled_pod_list_decoder if labelled else pod_list_decoder).decode
@@ -69,7 +91,7 @@ def sweep_pods(target: ClusterTarget, page_size: int, summaries: PodSummaries | 
     try:
         for page in target.client.list_decoded(PODS_PATH, decode, limit=page_size):
             pods = page.items or ()
-            tally_pods(pods, tallies)
+            tally_pods(pods, tallies, nodes)
             if summaries is not None:
                 summaries.add(pods)
     except KubeApiError as exc:
@@ -77,16 +99,18 @@ def sweep_pods(target: ClusterTarget, page_size: int, summaries: PodSummaries | 
     return tallies
 
 
-def list_namespaces(target: ClusterTarget, page_size: int) -> list[str]:
-    """Namespace names in API order; an error gives an empty list (docs/compatibility.md#cluster-collection)."""
-    names: list[str] = []
+def list_namespaces(target: ClusterTarget, page_size: int, max_namespaces: int = MAX_LIST_OBJECTS) -> list[str]:
+    """The first ``max_namespaces`` namespace names in API order (the rest counted in ``target.skipped``);
+    an error gives an empty list (docs/compatibility.md#cluster-collection)."""
     try:
-        for page in target.client.list_decoded(NAMESPACES_PATH, namespace_list_decoder.decode, limit=page_size):
-            names.extend(ns.metadata.name for ns in page.items or ())
+        listed = target.client.list_capped(NAMESPACES_PATH, namespace_decoder.decode, max_namespaces, page_size)
     except KubeApiError as exc:
         log.warning("cluster %s: listing namespaces failed: %s", target.name, exc)
         return []
-    return names
+    if listed.skipped:
+        target.skipped.append(Skipped("namespaces", listed.skipped, over_limit("max_list_objects", max_namespaces),
+                                      len(listed.items)))
+    return [ns.metadata.name for ns in listed.items]
 
 
 #: Cluster-wide counts of docs/compatibility.md#r1: ObjectCounts field -> list path.
@@ -138,19 +162,22 @@ class InventoryCollector:
     counted: tuple[str, ...] = tuple(COUNTED_PATHS)
     #: The resource lists to make during the pass (None: not collected, as in the push agent).
     resources: ResourceLists | None = None
+    #: Nodes kept per cluster (the rest counted, not stored).
+    max_nodes: int = MAX_NODES
+    #: Namespaces kept per cluster.
+    max_list_objects: int = MAX_LIST_OBJECTS
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
         """List nodes and pods (failure fails the reconcile), the resource lists, then namespaces and
         object counts."""
-        docs = list_nodes(target, self.page_size)
-        tallies, resource_lists = self._sweep_pods(target)
+        docs = list_nodes(target, self.page_size, self.max_nodes)
+        tallies, resource_lists = self._sweep_pods(target, frozenset(doc.metadata.name for doc in docs))
         now = self.clock()
-        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name) if doc.metadata.name else None, now,
-                                   self.max_annotation_bytes)
+        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name), now, self.max_annotation_bytes)
                       for doc in docs)
         pods = pod_phases(tallies)
         del docs, tallies
-        namespaces = list_namespaces(target, self.page_size)
+        namespaces = list_namespaces(target, self.page_size, self.max_list_objects)
         metrics = cluster_metrics(nodes, namespaces, now, pods, object_counts(target, self.counted))
         return [
             NodesPiece(target.name, nodes),
@@ -159,12 +186,12 @@ class InventoryCollector:
             *resource_lists,
         ]
 
-    def _sweep_pods(self, target: ClusterTarget) -> tuple[dict[str, PodTally], list[Piece]]:
-        """The pod tallies, and the resource lists made from the same pod pages (if any)."""
+    def _sweep_pods(self, target: ClusterTarget, nodes: frozenset[str]) -> tuple[dict[str, PodTally], list[Piece]]:
+        """The pod tallies of ``nodes``, and the resource lists made from the same pod pages (if any)."""
         if self.resources is None:
-            return sweep_pods(target, self.page_size), []
+            return sweep_pods(target, self.page_size, nodes=nodes), []
         started = time.monotonic()
         summaries = self.resources.pod_summaries()
-        tallies = sweep_pods(target, self.page_size, summaries)
+        tallies = sweep_pods(target, self.page_size, summaries, nodes)
         piece = self.resources.piece(target, summaries, started)
         return tallies, [piece] if piece is not None else []

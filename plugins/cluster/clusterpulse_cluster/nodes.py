@@ -63,12 +63,19 @@ class PodTally:
 
 #: The tally key of pods not bound to a node: counted in the cluster totals, on no node.
 UNBOUND = ""
+#: The tally key of pods bound to nodes that were not kept (a count bound): counted in the totals, on no node.
+OTHER_NODES = "\x00other"
 
 
-def tally_pods(pods: Iterable[PodDoc], tallies: dict[str, PodTally]) -> None:
-    """Add pods to the tally of the node each is bound to; unbound pods go to :data:`UNBOUND`."""
+def tally_pods(pods: Iterable[PodDoc], tallies: dict[str, PodTally], nodes: frozenset[str] | None = None) -> None:
+    """Add pods to the tally of the node each is bound to; unbound pods go to :data:`UNBOUND`.
+
+    With ``nodes``, pods bound to a node not in it go to :data:`OTHER_NODES`.
+    """
     for pod in pods:
         node = pod.spec.node_name
+        if nodes is not None and node and node not in nodes:
+            node = OTHER_NODES
         tally = tallies.get(node)
         if tally is None:
             tally = tallies[node] = PodTally()

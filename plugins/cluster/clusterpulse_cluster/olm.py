@@ -11,9 +11,11 @@ import attrs
 from clusterpulse_model import OperatorInfo
 from clusterpulse_model.pieces import OperatorsPiece
 
-from clusterpulse_cluster.remote import get_optional
+from clusterpulse_cluster.inventory import MAX_LIST_OBJECTS
+from clusterpulse_cluster.remote import get_optional, list_optional
 from clusterpulse_core.clock import ZERO_TIME
 from clusterpulse_core.collect import ClusterTarget
+from clusterpulse_core.limits import Skipped, over_limit
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import parse_time
 
@@ -109,11 +111,19 @@ def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any], agent
     )
 
 
-def list_operators(target: ClusterTarget, agent: bool = False) -> list[OperatorInfo]:
-    """Every Subscription's installed operator, in Subscription order; ``[]`` without OLM."""
-    subscriptions = get_optional(target.client, SUBSCRIPTIONS_PATH)
+def list_operators(target: ClusterTarget, agent: bool = False, max_objects: int = MAX_LIST_OBJECTS,
+                   page_size: int = 500) -> list[OperatorInfo]:
+    """The installed operator of each of the first ``max_objects`` Subscriptions, in Subscription
+    order (the others counted in ``target.skipped``); ``[]`` without OLM."""
+    listed = list_optional(target.client, SUBSCRIPTIONS_PATH, max_objects, page_size)
+    subscriptions = listed.items if listed is not None else []
+    if listed is not None and listed.skipped:
+        target.skipped.append(Skipped("operator subscriptions", listed.skipped,
+                                      over_limit("max_list_objects", max_objects), len(listed.items)))
     operators: list[OperatorInfo] = []
-    for subscription in _mapping(subscriptions).get("items") or ():
+    for subscription in subscriptions:
+        if not isinstance(subscription, Mapping):
+            continue
         installed = _mapping(subscription.get("status")).get("installedCSV")
         if not isinstance(installed, str) or not installed:
             continue
@@ -138,6 +148,9 @@ class OperatorsCollector:
     clock: Callable[[], datetime]
     #: Inside the push agent: the agent's extraction rules (see :func:`operator_info`).
     agent: bool = False
+    #: Subscriptions read per scan (the rest counted).
+    max_objects: int = MAX_LIST_OBJECTS
+    page_size: int = 500
 
     def __call__(self, target: ClusterTarget) -> Sequence[Piece]:
         """An OperatorsPiece when a scan is due and found operators; nothing otherwise."""
@@ -145,6 +158,6 @@ class OperatorsCollector:
         last = target.state.get(LAST_SCAN_KEY)
         if isinstance(last, datetime) and (now - last).total_seconds() < self.scan_interval:
             return []
-        operators = list_operators(target, self.agent)
+        operators = list_operators(target, self.agent, self.max_objects, self.page_size)
         target.after_store.append(lambda: target.state.__setitem__(LAST_SCAN_KEY, now))
         return [OperatorsPiece(target.name, tuple(operators))] if operators else []

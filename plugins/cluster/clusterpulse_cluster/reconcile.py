@@ -39,6 +39,7 @@ from clusterpulse_cluster.spec import (
     ClusterConnectionSpec,
     InvalidSpecError,
     api_url,
+    clamped,
     connect_timeout,
     decode_spec,
     error_requeue_seconds,
@@ -48,11 +49,13 @@ from clusterpulse_cluster.spec import (
 from clusterpulse_core import deadline
 from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
+from clusterpulse_core.limits import describe, merged, skipped_metric
+from clusterpulse_core.logs import clip
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 
@@ -157,6 +160,7 @@ class ClusterReconciler:
                     # Back when the agent would count as silent, so a fallback is not late by an interval.
                     return ReconcileResult(requeue_after=min(float(interval), max(1.0, live_for + 0.5)))
             pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
+            fallback = "; ".join(note for note in (fallback, clamped(spec)) if note)
         except (InvalidSpecError, ReconcileFailure, AgentDeployError) as exc:
             return self._fail(ctx, name, current, interval, str(exc), obj)
         now = self.clock()
@@ -167,18 +171,24 @@ class ClusterReconciler:
                    else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE))
         node_count = len(nodes.nodes) if nodes else 0
         namespace_count = len(namespaces.namespaces) if namespaces else 0
+        skipped = merged(target.skipped)
+        truncation = describe(skipped)
         ctx.store(
             *ordered(pieces),
-            ClusterStatusPiece(name, ClusterStatusRecord(verdict.health, verdict.message, now,
-                                                         self.agents.redis_status(name))),
+            ClusterStatusPiece(name, ClusterStatusRecord(
+                verdict.health, f"{verdict.message}; {truncation}" if truncation else verdict.message, now,
+                self.agents.redis_status(name))),
             EventPiece("cluster.reconciled", name, reconciled_event(verdict, metrics, spec.display_name),
                        timestamp=now),
         )
         for stored in target.after_store:
             stored()
         insecure = self._insecure(ctx, name, current, obj)
+        skipped_metric(ctx.runtime.metrics).publish(name, skipped)
+        if truncation and truncation != connection_status.truncation_announced(current):
+            ctx.log.warning("collection truncated: %s", truncation)
         self._patch_status(ctx, current, connection_status.connected(
-            now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure))
+            now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure, skipped))
         previous_phase = current.get("phase")
         if previous_phase != connection_status.PHASE_CONNECTED:
             recovered = previous_phase == connection_status.PHASE_ERROR
@@ -266,7 +276,10 @@ class ClusterReconciler:
 
     def _fail(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], interval: int,
               message: str, obj: Mapping[str, Any]) -> ReconcileResult:
-        ctx.log.warning("reconcile failed: %s", message)
+        # A repeating failure is logged when it starts or changes, not on every retry (the status holds it).
+        repeated = (current.get("phase") == connection_status.PHASE_ERROR
+                    and current.get("message") == clip(message, MAX_STATUS_MESSAGE))
+        (ctx.log.debug if repeated else ctx.log.warning)("reconcile failed: %s", message)
         now = self.clock()
         ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, now,
                                                                self.agents.redis_status(name))))
@@ -310,5 +323,6 @@ class ClusterReconciler:
         (docs/compatibility.md#cluster-reconcile)."""
         ctx.store(ClusterDeletion(ref.name), EventPiece("cluster.deleted", ref.name, None, timestamp=self.clock()))
         ctx.runtime.pool.remove(ref.name)
+        skipped_metric(ctx.runtime.metrics).forget(ref.name)
         with self._lock:
             self._state.pop(ref.name, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.kube.client import CappedList, KubeClient, NotFoundError, decode
 
 
 def get_optional(client: KubeClient, path: str, timeout: float | None = None, **query: Any) -> Any | None:
@@ -15,5 +15,15 @@ def get_optional(client: KubeClient, path: str, timeout: float | None = None, **
     """
     try:
         return client.get(path, timeout=timeout, **query)
+    except NotFoundError:
+        return None
+
+
+def list_optional(client: KubeClient, path: str, cap: int, page_size: int,
+                  timeout: float | None = None) -> CappedList[Any] | None:
+    """The first ``cap`` objects (decoded) of an optional list, page by page, the rest counted;
+    ``None`` when the API answers 404 (see :func:`get_optional`)."""
+    try:
+        return client.list_capped(path, decode, cap, page_size, timeout=timeout)
     except NotFoundError:
         return None

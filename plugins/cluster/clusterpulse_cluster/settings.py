@@ -46,6 +46,14 @@ class ClusterSettings:
         90.0, help="a push agent not heard from for this many seconds is treated as gone (pull fallback)")
     max_annotation_bytes: int = setting(
         8192, minimum=64, help="longest stored node annotation value, bytes (longer ones are truncated)")
+    max_nodes: int = setting(
+        5000, minimum=1,
+        help="nodes stored per cluster (Kubernetes supports up to 5,000); the rest are counted, reported "
+             "in the status and clusterpulse_collection_skipped, not stored")
+    max_list_objects: int = setting(
+        10_000, minimum=1,
+        help="namespaces, OLM Subscriptions and ClusterOperators read per cluster (Kubernetes' threshold "
+             "is 10,000 namespaces); the rest are counted and reported, not stored")
     collect_timeout: int = setting(
         60, minimum=5, help="deadline of one reconcile when spec.monitoring.timeout is unset, seconds")
     # Resource collection (docs/compatibility.md#r3): the upstream names, defaults and minimums.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +11,7 @@ from clusterpulse_model import Health, HealthVerdict
 
 from clusterpulse_core.conditions import Condition, condition, ready_condition
 from clusterpulse_core.kube.credentials import TransportWarning
+from clusterpulse_core.limits import INVALID_NAME, Skipped, describe
 from clusterpulse_core.serde import format_time, unstructure, wire
 
 PHASE_CONNECTED = "Connected"
@@ -18,6 +19,8 @@ PHASE_ERROR = "Error"
 REACHABLE = "Cluster is reachable"
 #: Condition present (``True``) while the credentials Secret opts out of verified TLS (docs/security.md).
 INSECURE_TRANSPORT = "InsecureTransport"
+#: Condition present (``True``) while a count bound or a name check left items out (docs/faults.md#count-bounds).
+TRUNCATED = "Truncated"
 
 
 @wire(case="camel", omit_empty=("last_sync_time", "nodes", "namespaces", "conditions"))
@@ -45,12 +48,14 @@ class ConnectionStatus:
 
 def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
               previous: Mapping[str, Any] | None = None, note: str = "",
-              verdict: HealthVerdict | None = None, insecure: TransportWarning | None = None) -> ConnectionStatus:
+              verdict: HealthVerdict | None = None, insecure: TransportWarning | None = None,
+              skipped: Sequence[Skipped] = ()) -> ConnectionStatus:
     """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled).
 
     ``health`` and ``message`` are the cluster's health ``verdict`` (docs/readers.md#r7-health);
     the ``Ready`` condition says the cluster was reached. ``insecure`` (what weakens the transport,
-    docs/security.md) adds the ``InsecureTransport`` warning condition.
+    docs/security.md) adds the ``InsecureTransport`` warning condition, ``skipped`` (what the
+    collection left out) the ``Truncated`` condition.
     """
     def noted(text: str) -> str:
         return f"{text} ({note})" if note else text
@@ -58,7 +63,29 @@ def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
     verdict = verdict or HealthVerdict(Health.HEALTHY.value, REACHABLE)
     ready = ready_condition(True, PHASE_CONNECTED, noted(REACHABLE), generation, now, _conditions(previous))
     return ConnectionStatus(PHASE_CONNECTED, verdict.health, noted(verdict.message), now, nodes, namespaces,
-                            (ready, *insecure_conditions(insecure, generation, now, previous)))
+                            (ready, *insecure_conditions(insecure, generation, now, previous),
+                             *truncated_conditions(skipped, generation, now, previous)))
+
+
+def truncated_conditions(skipped: Sequence[Skipped], generation: int, now: datetime,
+                         previous: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """The ``Truncated=True`` condition saying what was left out and why, else none.
+
+    Its reason is ``CountLimit`` when a count bound cut a list, else ``InvalidNames``.
+    """
+    message = describe(skipped)
+    if not message:
+        return ()
+    reason = "InvalidNames" if all(item.reason == INVALID_NAME for item in skipped) else "CountLimit"
+    return (condition(TRUNCATED, True, reason, message, generation, now, _conditions(previous)),)
+
+
+def truncation_announced(current: Mapping[str, Any]) -> str:
+    """The message of the ``Truncated`` condition the status holds now (``""``: none)."""
+    for found in _conditions(current):
+        if found.get("type") == TRUNCATED and found.get("status") == "True":
+            return str(found.get("message") or "")
+    return ""
 
 
 def failed(message: str, now: datetime | None = None, generation: int = 0,

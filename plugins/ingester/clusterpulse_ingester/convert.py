@@ -15,7 +15,7 @@ import operator
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from clusterpulse_model import (
@@ -53,6 +53,8 @@ from clusterpulse_model.pieces import (
 )
 
 from clusterpulse_core.clock import ZERO_TIME
+from clusterpulse_core.limits import INVALID_NAME, Skipped, describe, merged, over_limit
+from clusterpulse_core.names import is_dns1123_subdomain
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.serde import dumps, loads, structure
 from clusterpulse_ingester.proto import collector_pb2 as pb
@@ -60,10 +62,21 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 #: A ``collected_at`` further in the future than this is not trusted; the receipt time is used.
 MAX_CLOCK_SKEW = timedelta(minutes=5)
 _INFO_OPTIONAL = ("console_url", "channel", "cluster_id")
+T = TypeVar("T")
 
 
 class BatchError(ValueError):
     """A batch that cannot be stored as sent; the message names the field."""
+
+
+@attrs.frozen
+class BatchLimits:
+    """Count bounds of one pushed batch (docs/faults.md#count-bounds): nodes stored, and items of any
+    other list (namespaces, operators, ClusterOperators, each MetricSource's resources, each
+    resource list). Past them the batch is stored truncated and the truncation reported."""
+
+    max_nodes: int = 5000
+    max_objects: int = 10_000
 
 
 # --------------------------------------------------------------------------- small conversions
@@ -349,21 +362,83 @@ def _resource_values(raw: bytes, where: str) -> dict[str, Any]:
     return values
 
 
+def _bounded(items: Sequence[T], what: str, cap: int, skipped: list[Skipped]) -> Sequence[T]:
+    """The first ``cap`` of ``items``; how many were left out goes to ``skipped``."""
+    if len(items) <= cap:
+        return items
+    skipped.append(Skipped(what, len(items) - cap, over_limit("max_batch_objects", cap), cap))
+    return items[:cap]
+
+
+def _bounded_nodes(batch: pb.MetricsBatch, at: datetime, cap: int, skipped: list[Skipped]) -> tuple[NodeMetrics, ...]:
+    """The batch's first ``cap`` nodes with a valid name, converted; the others counted in ``skipped``.
+
+    Only the nodes kept are converted, so a batch of 100,000 nodes costs ``cap`` node objects.
+    """
+    nodes: list[NodeMetrics] = []
+    invalid = over = 0
+    for i, sent in enumerate(batch.node_metrics):
+        if not sent.name:
+            raise BatchError(f"node_metrics[{i}].name: empty node name")
+        if not is_dns1123_subdomain(sent.name):
+            invalid += 1
+        elif len(nodes) >= cap:
+            over += 1
+        else:
+            nodes.append(_node(sent, at, i))
+    if over:
+        skipped.append(Skipped("nodes", over, over_limit("max_batch_nodes", cap), len(nodes)))
+    if invalid:
+        skipped.append(Skipped("nodes", invalid, INVALID_NAME, len(nodes)))
+    return tuple(nodes)
+
+
+def _counted_as_stored(metrics: ClusterMetrics, nodes: Sequence[NodeMetrics], max_namespaces: int,
+                       skipped: list[Skipped]) -> ClusterMetrics:
+    """The totals with the node and namespace counts of what is stored, when something was left out."""
+    if any(item.what == "nodes" for item in skipped):
+        ready = sum(1 for node in nodes if node.status == NodeStatus.READY.value)
+        metrics = attrs.evolve(metrics, nodes=len(nodes), nodes_ready=ready, nodes_not_ready=len(nodes) - ready)
+    if len(metrics.namespace_list) > max_namespaces:
+        kept = _bounded(metrics.namespace_list, "namespaces", max_namespaces, skipped)
+        metrics = attrs.evolve(metrics, namespace_list=tuple(kept), namespaces=len(kept))
+    return metrics
+
+
+def _bounded_collection(collection: ResourceCollection, cap: int, skipped: list[Skipped]) -> ResourceCollection:
+    """The resource lists, each cut to ``cap`` items (``truncated`` set when one was)."""
+    c = collection
+    if all(len(items) <= cap for items in (c.pods, c.deployments, c.services, c.statefulsets, c.daemonsets)):
+        return collection
+    def cut(items: Sequence[T], what: str) -> tuple[T, ...]:
+        return tuple(_bounded(items, what, cap, skipped))
+
+    kept = attrs.evolve(c, pods=cut(c.pods, "pods"), deployments=cut(c.deployments, "deployments"),
+                        services=cut(c.services, "services"), statefulsets=cut(c.statefulsets, "statefulsets"),
+                        daemonsets=cut(c.daemonsets, "daemonsets"), truncated=True)
+    return attrs.evolve(kept, total_resources=len(kept.pods) + len(kept.deployments) + len(kept.services)
+                        + len(kept.statefulsets) + len(kept.daemonsets))
+
+
 #: ``aggregate(source_id, resources)``: the hub's aggregations of a source over pushed resources.
 Aggregate = Callable[[str, Sequence[CollectedResource]], AggregationResults | None]
 
 
 def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: str,
-            aggregate: Aggregate | None = None) -> list[Piece]:
+            aggregate: Aggregate | None = None, max_objects: int = BatchLimits.max_objects,
+            skipped: list[Skipped] | None = None) -> list[Piece]:
     if "/" not in entry.source_id:
         raise BatchError(f"{where}.source_id: expected <namespace>/<name>, got {entry.source_id!r}")
+    kept = _bounded(entry.resources, f"resources of {entry.source_id}", max_objects,
+                    skipped if skipped is not None else [])
     resources = tuple(
         CollectedResource(id=r.id, name=r.name, namespace=r.namespace, labels=dict(r.labels),
                           values=_resource_values(r.values_json, f"{where}.resources[{j}]"))
-        for j, r in enumerate(entry.resources))
+        for j, r in enumerate(kept))
     pieces: list[Piece] = [CustomResourcesPiece(cluster, CustomResourceCollection(
         source_id=entry.source_id, cluster_name=cluster, collected_at=at, resource_count=entry.resource_count,
-        truncated=entry.truncated, duration_ms=entry.duration_ms, resources=resources))]
+        truncated=entry.truncated or len(kept) < len(entry.resources), duration_ms=entry.duration_ms,
+        resources=resources))]
     # The hub aggregates the resources itself, as a pull collection does (grouped results and
     # every type, whatever the agent computed); the agent's numbers only when it sent none.
     sent = bool(resources) or entry.resource_count == 0
@@ -380,9 +455,14 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
 def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
                       agent: AgentStatus | None = None, endpoint: str = "", display_name: str = "",
                       health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health,
-                      aggregate: Aggregate | None = None) -> list[Piece]:
+                      aggregate: Aggregate | None = None, limits: BatchLimits | None = None,
+                      skipped: list[Skipped] | None = None) -> list[Piece]:
     """Every piece a batch stores, in the pull write order, then status and event
     (docs/compatibility.md#collector-protocol).
+
+    ``limits`` bound the items stored per list; what they (or a node name that is not a DNS-1123
+    subdomain) left out is added to ``skipped`` and said in the stored status's message, and the
+    counts stored are of what was stored.
 
     ``agent`` is the status's ``agent`` field (see :mod:`clusterpulse_ingester.agents`);
     ``endpoint`` and ``display_name`` the ClusterConnection's (the endpoint is the ``api_url``
@@ -394,8 +474,10 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
     such a batch is stored.
     """
     at = batch_time(batch, received)
+    limits = limits or BatchLimits()
+    left_out: list[Skipped] = []
     pieces: list[Piece] = []
-    nodes = tuple([_node(n, at, i) for i, n in enumerate(batch.node_metrics)])
+    nodes = _bounded_nodes(batch, at, limits.max_nodes, left_out)
     if nodes:
         pieces.append(NodesPiece(cluster, nodes))
     extension = batch.clusterpulse if batch.HasField("clusterpulse") else None
@@ -409,22 +491,31 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
             c = extension.counts
             metrics = attrs.evolve(metrics, services=c.services, statefulsets=c.statefulsets,
                                    daemonsets=c.daemonsets, pvcs=c.pvcs)
+        metrics = _counted_as_stored(metrics, nodes, limits.max_objects, left_out)
         pieces.append(ClusterMetricsPiece(cluster, metrics))
         if metrics.namespace_list:
             pieces.append(NamespacesPiece(cluster, metrics.namespace_list, timestamp=at))
     if batch.HasField("cluster_info"):
         pieces.append(ClusterInfoPiece(cluster, cluster_info_map(batch.cluster_info, endpoint)))
     if extension is not None and extension.resource_collection_json:
-        pieces.append(ResourceCollectionPiece(cluster, _resource_collection(extension.resource_collection_json)))
+        collection = _bounded_collection(_resource_collection(extension.resource_collection_json),
+                                         limits.max_objects, left_out)
+        pieces.append(ResourceCollectionPiece(cluster, collection))
     if batch.operators:
-        pieces.append(OperatorsPiece(cluster, tuple(_operator(op, at) for op in batch.operators)))
+        kept_operators = _bounded(batch.operators, "operators", limits.max_objects, left_out)
+        pieces.append(OperatorsPiece(cluster, tuple(_operator(op, at) for op in kept_operators)))
     if batch.cluster_operators:
-        pieces.append(ClusterOperatorsPiece(cluster, tuple(_cluster_operator(co, at)
-                                                           for co in batch.cluster_operators)))
+        kept_cos = _bounded(batch.cluster_operators, "cluster operators", limits.max_objects, left_out)
+        pieces.append(ClusterOperatorsPiece(cluster, tuple(_cluster_operator(co, at) for co in kept_cos)))
     for i, entry in enumerate(batch.custom_resources):
-        pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]", aggregate))
+        pieces.extend(_custom(cluster, entry, at, f"custom_resources[{i}]", aggregate, limits.max_objects, left_out))
     verdict = health(metrics) if metrics is not None else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE)
-    pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(verdict.health, verdict.message, received, agent)))
+    left_out[:] = merged(left_out)
+    if skipped is not None:
+        skipped.extend(left_out)
+    truncation = describe(left_out)
+    message = f"{verdict.message}; {truncation}" if truncation else verdict.message
+    pieces.append(ClusterStatusPiece(cluster, ClusterStatusRecord(verdict.health, message, received, agent)))
     event: dict[str, Any] = {"health": verdict.health, "source": "collector-push"}
     if metrics is not None:
         event.update(nodes=metrics.nodes, nodes_ready=metrics.nodes_ready, namespaces=metrics.namespaces)

@@ -30,6 +30,7 @@ from clusterpulse_core.clock import utcnow
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.fence import FencedError
 from clusterpulse_core.kinds import ObjectRef
+from clusterpulse_core.limits import Skipped, describe, skipped_metric
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_ingester.agents import AgentBook
@@ -42,7 +43,7 @@ from clusterpulse_ingester.auth import (
     valid_cluster_name,
 )
 from clusterpulse_ingester.connections import ConnectionTable
-from clusterpulse_ingester.convert import BatchError, pieces_from_batch
+from clusterpulse_ingester.convert import BatchError, BatchLimits, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
@@ -241,6 +242,9 @@ class IngesterServer:
         self._inflight = 0
         self._stopping = False
         self._worker: StoreWorker | None = None
+        self._limits = BatchLimits(settings.max_batch_nodes, settings.max_batch_objects)
+        #: The truncation last reported per cluster (logged when it changes, not per batch).
+        self._truncation: dict[str, str] = {}
         self._hub_view: HubView | None = None
         #: Streams not registered yet, per peer address and in all.
         self._unregistered: dict[str, int] = {}
@@ -635,12 +639,15 @@ class IngesterServer:
                 self.metrics.batches_acked.inc()
                 return pb.Ack(batch_id=batch.batch_id, success=True)
             storing = self._storing.get(key) if batch.batch_id else None
+            skipped: list[Skipped] | None = None
             if storing is None:
                 assert self._worker is not None
+                skipped = []
                 storing = self._worker.submit(functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
                     endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
-                    health=self.runtime.plugins.cluster_health, aggregate=self.runtime.plugins.aggregate_resources))
+                    health=self.runtime.plugins.cluster_health, aggregate=self.runtime.plugins.aggregate_resources,
+                    limits=self._limits, skipped=skipped))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
@@ -659,10 +666,26 @@ class IngesterServer:
                 # must drop it rather than send it again.
                 return self._reject(batch, "unstorable",
                                     f"{REJECTED}the batch cannot be stored: {type(exc).__name__}: {exc}"[:1024])
+            if skipped is not None:
+                self._report_skipped(peer.cluster, skipped)
             self.metrics.batches_acked.inc()
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _report_skipped(self, cluster: str, skipped: list[Skipped]) -> None:
+        """What the stored batch left out: in ``clusterpulse_collection_skipped``, and logged when it changed."""
+        skipped_metric(self.runtime.metrics).publish(cluster, skipped)
+        note = describe(skipped)
+        if note != self._truncation.get(cluster, ""):
+            if note:
+                log.warning("cluster %s: pushed batch stored truncated: %s", cluster, note)
+            else:
+                log.info("cluster %s: pushed batches complete again", cluster)
+        if note:
+            self._truncation[cluster] = note
+        else:
+            self._truncation.pop(cluster, None)
 
     def _stored(self, key: tuple[str, str], future: asyncio.Future[None]) -> None:
         """A batch's store ended (whether or not a stream still waits for it): remember it if it worked."""

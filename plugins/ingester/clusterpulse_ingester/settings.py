@@ -30,6 +30,14 @@ class IngesterSettings:
     tls_key: str = setting("/etc/ingester-tls/tls.key", env="INGESTER_TLS_KEY", help="ingester PEM private key")
     max_message_bytes: int = setting(16 * MIB, minimum=64 * 1024,
                                      help="largest gRPC message accepted (ingester) or sent (agent), bytes")
+    max_batch_nodes: int = setting(
+        5000, minimum=1,
+        help="ingester: nodes stored from one batch (Kubernetes supports up to 5,000 per cluster); the rest "
+             "are counted, reported in the cluster's status message and clusterpulse_collection_skipped")
+    max_batch_objects: int = setting(
+        10_000, minimum=1,
+        help="ingester: items stored from any other list of one batch (namespaces, operators, each "
+             "MetricSource's resources, each resource list); the rest are counted and reported")
     register_timeout: float = setting(10.0,
                                       help="ingester: seconds a new stream has to register before it is ended")
     max_register_bytes: int = setting(64 * 1024, minimum=1024,
