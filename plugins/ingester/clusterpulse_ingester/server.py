@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 import grpc
+from clusterpulse_model.pieces import OperatorsPiece
 from google.protobuf.message import DecodeError
 from prometheus_client import Counter
 
@@ -243,6 +244,8 @@ class IngesterServer:
         self._stopping = False
         self._worker: StoreWorker | None = None
         self._limits = BatchLimits(settings.max_batch_nodes, settings.max_batch_objects)
+        #: Each cluster's last pushed OLM operators, written again when storage loses its data.
+        self._operators: dict[str, OperatorsPiece] = {}
         #: The truncation last reported per cluster (logged when it changes, not per batch).
         self._truncation: dict[str, str] = {}
         self._hub_view: HubView | None = None
@@ -643,11 +646,11 @@ class IngesterServer:
             if storing is None:
                 assert self._worker is not None
                 skipped = []
-                storing = self._worker.submit(functools.partial(
+                storing = self._worker.submit(functools.partial(self._remembered, functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
                     endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
                     health=self.runtime.plugins.cluster_health, aggregate=self.runtime.plugins.aggregate_resources,
-                    limits=self._limits, skipped=skipped))
+                    limits=self._limits, skipped=skipped)))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
@@ -672,6 +675,25 @@ class IngesterServer:
             return pb.Ack(batch_id=batch.batch_id, success=True)
         finally:
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    def _remembered(self, convert: Callable[[], list[Piece]]) -> list[Piece]:
+        """The pieces of a batch; its OLM operators are kept (the agent sends them only when it
+        scans, every few minutes) to be written again if storage loses its data."""
+        pieces = convert()
+        for piece in pieces:
+            if isinstance(piece, OperatorsPiece):
+                self._operators[piece.cluster] = piece
+        return pieces
+
+    def storage_lost(self) -> int:
+        """Storage lost its data: write every cluster's last pushed OLM operators again (the other
+        keys come back with each agent's next batch). Returns how many clusters; does not wait."""
+        pieces = list(self._operators.values())
+        loop, worker = self._loop, self._worker
+        if not pieces or loop is None or worker is None:
+            return 0
+        loop.call_soon_threadsafe(lambda: worker.submit(lambda: pieces))
+        return len(pieces)
 
     def _report_skipped(self, cluster: str, skipped: list[Skipped]) -> None:
         """What the stored batch left out: in ``clusterpulse_collection_skipped``, and logged when it changed."""
