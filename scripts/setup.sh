@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian/Ubuntu machine for ClusterPulse and makes the virtualenv .venv.
 #
-#   bash scripts/setup.sh          # the test environment: redis-server, victoria-metrics and
-#                                  # docker-registry (apt), the core, every plugins/*/ with its
+#   bash scripts/setup.sh          # the test environment: redis-server, victoria-metrics,
+#                                  # docker-registry and haproxy (apt), the core, every plugins/*/ with its
 #                                  # testing extra, the test-only plugins, the dev tools, kubectl
 #   bash scripts/setup.sh --demo   # only what `clusterpulse demo` needs: redis-server, the core, the
 #                                  # model, testing and demo distributions and the plugins the demo enables
@@ -33,7 +33,7 @@ progress() {
 }
 
 apt_packages=(redis-server)
-[ "$mode" = test ] && apt_packages+=(victoria-metrics docker-registry)
+[ "$mode" = test ] && apt_packages+=(victoria-metrics docker-registry haproxy)
 missing=()
 for package in "${apt_packages[@]}"; do
   command -v "$package" >/dev/null || missing+=("$package")

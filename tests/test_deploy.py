@@ -239,8 +239,15 @@ def test_the_hub_role_grants_no_more_than_the_code_uses(rendered: dict[str, list
     granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
                for v in rule["verbs"]}
     assert ("", "secrets", "get") in granted
-    # ConfigMaps: only reading the ingester CA bundle a push-mode agent gets (docs/agent-deploy.md).
-    assert {(g, r, v) for g, r, v in granted if r == "configmaps"} == {("", "configmaps", "get")}
+    # ConfigMaps: reading the ingester CA bundle a push-mode agent gets (docs/agent-deploy.md), and creating
+    # it, then updating only that one, when the hub makes its own ingester certificates (docs/push-mode.md#tls).
+    assert {(g, r, v) for g, r, v in granted if r == "configmaps"} == {
+        ("", "configmaps", "get"), ("", "configmaps", "create"), ("", "configmaps", "update")}
+    for rule in role["rules"]:
+        if "update" in rule["verbs"] and {"configmaps", "secrets"} & set(rule["resources"]):
+            assert set(rule.get("resourceNames") or ()) <= {
+                "ingester-ca", "clusterpulse-ingester-ca", "clusterpulse-ingester-tls"}, rule
+            assert rule.get("resourceNames"), rule
     assert not {(g, r, v) for g, r, v in granted if r == "events" and v != "create"}
     assert not {(g, r, v) for g, r, v in granted if v in ("delete", "deletecollection", "*") or "*" in (g, r)}
     main = {(r, v) for g, r, v in granted if g == "clusterpulse.io" and "/" not in r}

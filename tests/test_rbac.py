@@ -8,6 +8,7 @@ generated rules: the hub Role for the hub, the read-only ClusterRole for the man
 
 from __future__ import annotations
 
+import base64
 import functools
 import shutil
 import subprocess
@@ -129,15 +130,13 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
             core = CoreSettings(plugins=PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
                                 metrics_bind_address="0", health_probe_bind_address="0", leader_elect=True)
             ingester_port = free_port()
-            # The hub gives the agents it deploys the ingester's CA (the agent this test starts speaks
-            # plaintext to the local ingester; the deployed Deployment is only read).
-            fleet.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
-                              "metadata": {"name": "ingester-ca", "namespace": fleet.namespace},
-                              "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\n"}})
+            # TLS by default: the ingester makes its CA and certificate and publishes the CA for the
+            # agents the hub deploys (the agents this test starts verify the ingester with it).
             raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
                                                         "cluster": {"ingester_tls_enabled": True},
                                                         "ingester": {"bind_address": "127.0.0.1",
-                                                                     "port": ingester_port}},
+                                                                     "port": ingester_port,
+                                                                     "tls_renew_check_interval": 0.5}},
                             source="test")
             config = finish_config(raw, host.settings_classes(), env={})
             host.configure(config)
@@ -155,6 +154,11 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
                     eventually(functools.partial(agent_connected, manager, cluster.name),
                                f"the collector agent of {cluster.name}", CYCLE_TIMEOUT)
                 _run_cycles(manager, fleet, 2, echo=lambda _line: None)
+                # A new ingester CA (its Secret deleted): the certificate Secret and the published
+                # bundle are rewritten by the next renewal check.
+                bundle = _published_ca(fleet)
+                fleet.hub.delete("v1", "secrets", "clusterpulse-ingester-ca", fleet.namespace)
+                eventually(lambda: _published_ca(fleet) not in ("", bundle), "the new CA bundle", CYCLE_TIMEOUT)
             finally:
                 for agent in agents:
                     _stop_agent(agent)
@@ -171,6 +175,11 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
     assert pushed, "the demo fleet has a push-mode cluster (the hub installs its agent)"
     assert agents, "the push-mode cluster's agent connected to the ingester"
     return kinds, config.core, hub, managed, pushed
+
+
+def _published_ca(fleet: Any) -> str:
+    found = fleet.hub.get("v1", "configmaps", "ingester-ca", fleet.namespace)
+    return str(((found or {}).get("data") or {}).get("service-ca.crt") or "")
 
 
 def test_the_hub_role_allows_every_call_and_every_rule_is_used(fleet_calls: Any) -> None:
@@ -269,3 +278,81 @@ def test_sharding_grants_the_member_leases() -> None:
     assert member_leases not in plain
     assert member_leases in sharded
     assert ApiAccess("coordination.k8s.io", ("leases",), ("get", "update"), resource_names=(LEASE_NAME,)) in sharded
+
+
+def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_role(
+        kube_api: Any, redis_url: str, tmp_path: Path) -> None:
+    """Switching a ClusterConnection to pull, then deleting it, removes what the hub installed (the agent's
+    ClusterRole and ClusterRoleBinding included) with calls the ``--push`` roles allow (docs/agent-deploy.md)."""
+    from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+
+    from clusterpulse_core.kube.client import KubeClient
+
+    host = PluginHost(("redis", "cluster"))
+    kinds = [kind for _owner, kind in host.kinds.values()]
+    docs = rbac.managed_manifests(kinds, push=True)
+    cluster_rules, role = _role_rules(docs, "ClusterRole"), next(d for d in docs if d["kind"] == "Role")
+
+    def granted(call: Call) -> bool:
+        return allowed(call, cluster_rules) or (call.namespace == AGENT_NS and allowed(call, role["rules"]))
+
+    namespace, token = "clusterpulse", "managed-token"
+    hub = kube_api()
+    hub.add_crd(CLUSTER_CONNECTION.group, CLUSTER_CONNECTION.version, CLUSTER_CONNECTION.kind,
+                CLUSTER_CONNECTION.plural)
+    lab = kube_api(require_token=token)
+    hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+              {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-token", "namespace": namespace},
+               "data": {"token": base64.b64encode(token.encode()).decode(),
+                        "ca.crt": base64.b64encode(lab.ca_pem.encode()).decode()}}])
+    lab.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}})  # as --push creates it
+    core = CoreSettings(plugins=("redis", "cluster"), namespace=namespace, metrics_bind_address="0",
+                        health_probe_bind_address="0")
+    raw = RawConfig(core=core, plugin_sections={"redis": {"url": redis_url},
+                                                "cluster": {"ingester_tls_enabled": False}}, source="test")
+    config = finish_config(raw, host.settings_classes(), env={})
+    host.configure(config)
+    manager = Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity="rbac-removal")
+    manager.start()
+    role_path = ("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None)
+    binding_path = ("rbac.authorization.k8s.io/v1", "clusterrolebindings", "clusterpulse-collector", None)
+    try:
+        def install() -> None:
+            eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+                       "the hub to install the agent", CYCLE_TIMEOUT)
+            assert lab.get(*role_path) is not None and lab.get(*binding_path) is not None
+
+        def removed(what: str) -> list[Call]:
+            eventually(lambda: lab.get(*role_path) is None and lab.get(*binding_path) is None,
+                       f"{what} to remove the agent's ClusterRole and ClusterRoleBinding", CYCLE_TIMEOUT)
+            eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None,
+                       f"{what} to remove the Deployment", CYCLE_TIMEOUT)
+            calls = [to_call(*request) for request in lab.requests]
+            denied = {c for c in calls if not granted(c)}
+            assert not denied, f"{what}: the push-mode roles lack {sorted(map(str, denied))}"
+            for resource in ("clusterroles", "clusterrolebindings"):
+                assert Call("delete", "rbac.authorization.k8s.io", resource, "", "clusterpulse-collector") in calls
+            return calls
+
+        spec = {"endpoint": lab.url, "credentialsRef": {"name": "lab-token"}, "collectionMode": "push",
+                "ingesterAddress": "ingester.example:9443"}
+        hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
+                    "metadata": {"name": "lab", "namespace": namespace}, "spec": spec})
+        install()
+        lab.clear_requests()
+        switched = hub.get(CC_API, "clusterconnections", "lab", namespace)
+        switched["spec"]["collectionMode"] = "pull"
+        hub.update(switched)
+        removed("switching to pull")
+
+        back = hub.get(CC_API, "clusterconnections", "lab", namespace)
+        back["spec"]["collectionMode"] = "push"
+        hub.update(back)
+        install()
+        lab.clear_requests()
+        hub.delete(CC_API, "clusterconnections", "lab", namespace)
+        removed("deleting the ClusterConnection")
+        eventually(lambda: hub.get(CC_API, "clusterconnections", "lab", namespace) is None,
+                   "the finalizer to go", CYCLE_TIMEOUT)
+    finally:
+        manager.stop()

@@ -305,6 +305,10 @@ class DeployedAgent:
     image: str
     cluster_name: str
     token: str
+    #: ``INGESTER_TLS_ENABLED``, ``INGESTER_TLS_SERVER_NAME`` and the CA bundle of the ``ingester-ca`` ConfigMap.
+    tls_enabled: bool = False
+    tls_server_name: str = ""
+    ca_pem: str = ""
 
 
 def _wait_for_deployment(cluster: ManagedCluster) -> DeployedAgent:
@@ -320,22 +324,30 @@ def _wait_for_deployment(cluster: ManagedCluster) -> DeployedAgent:
     container = found["deployment"]["spec"]["template"]["spec"]["containers"][0]
     env = {item["name"]: item.get("value", "") for item in container.get("env") or ()}
     token = base64.b64decode(found["secret"]["data"]["token"]).decode()
-    return DeployedAgent(str(container["image"]), env["CLUSTER_NAME"], token)
+    ca = cluster.api.get("v1", "configmaps", "ingester-ca", AGENT_NAMESPACE) if env.get("INGESTER_TLS_CA") else None
+    return DeployedAgent(str(container["image"]), env["CLUSTER_NAME"], token,
+                         env.get("INGESTER_TLS_ENABLED") == "true", env.get("INGESTER_TLS_SERVER_NAME", ""),
+                         "".join((ca or {}).get("data", {}).values()))
 
 
 def _start_agent(cluster: ManagedCluster, port: int, tmp: Path, deployed: DeployedAgent) -> subprocess.Popen[bytes]:
     """``clusterpulse agent`` as the Deployment describes it, pushing to the demo's local ingester.
 
     The Deployment's ``INGESTER_ADDRESS`` is the in-cluster Service name; the local process uses the
-    ingester's loopback port instead, and a kubeconfig in place of the pod's service account.
+    ingester's loopback port instead, and a kubeconfig in place of the pod's service account. It
+    verifies the ingester's certificate with the CA the hub copied to the cluster, as the pod does.
     """
     kubeconfig = cluster.api.write_kubeconfig(tmp / f"{cluster.name}.kubeconfig", token=cluster.token)
     config = tmp / f"agent-{cluster.name}.toml"
+    ca_file = tmp / f"ingester-ca-{cluster.name}.crt"
+    ca_file.write_text(deployed.ca_pem)
+    tls = (f'tls_enabled = {"true" if deployed.tls_enabled else "false"}\n'
+           f'tls_server_name = "{deployed.tls_server_name}"\ntls_ca = "{ca_file if deployed.ca_pem else ""}"\n')
     config.write_text(
         '[clusterpulse]\nplugins = ["cluster", "metricsource", "ingester"]\nmetrics_bind_address = "0"\n'
         'health_probe_bind_address = "0"\nlog_level = "warn"\n[plugins.ingester]\n'
         f'cluster_name = "{deployed.cluster_name}"\ningester_address = "127.0.0.1:{port}"\n'
-        f'collector_token = "{deployed.token}"\ncollect_interval = {AGENT_INTERVAL}\nheartbeat_interval = 5.0\n')
+        f'collector_token = "{deployed.token}"\ncollect_interval = {AGENT_INTERVAL}\nheartbeat_interval = 5.0\n' + tls)
     env = {k: v for k, v in os.environ.items() if not k.startswith(_AGENT_ENV)}
     return subprocess.Popen(
         [sys.executable, "-c", "from clusterpulse_core.cli import main; main()", "--config", str(config),

@@ -10,7 +10,7 @@ import ssl
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -278,3 +278,23 @@ def docker_registry_process(binary: str, port: int | None = None) -> ServerProce
         return [binary, "serve", str(config)]
 
     return ServerProcess("docker-registry", command, port=port)
+
+
+def haproxy_sni_process(binary: str, routes: Mapping[str, int], port: int | None = None) -> ServerProcess:
+    """HAProxy in TCP mode on a loopback port routing TLS connections, without terminating them, on their
+    SNI: ``routes`` maps a server name to a loopback port (TLS passthrough, as an OpenShift passthrough
+    Route); a connection with another or no SNI is closed."""
+
+    def command(p: int, workdir: Path) -> list[str]:
+        lines = ["global", "  maxconn 256", "defaults", "  mode tcp", "  timeout connect 5s",
+                 "  timeout client 60s", "  timeout server 60s", "frontend passthrough", f"  bind 127.0.0.1:{p}",
+                 "  tcp-request inspect-delay 5s", "  tcp-request content accept if { req_ssl_hello_type 1 }"]
+        backends: list[str] = []
+        for index, (name, target) in enumerate(sorted(routes.items())):
+            lines.append(f"  use_backend route{index} if {{ req_ssl_sni -i {name} }}")
+            backends += [f"backend route{index}", f"  server upstream{index} 127.0.0.1:{target}"]
+        config = workdir / "haproxy.cfg"
+        config.write_text("\n".join(lines + backends) + "\n")
+        return [binary, "-db", "-f", str(config)]
+
+    return ServerProcess("haproxy", command, port=port)

@@ -46,7 +46,10 @@ def make_harness(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Callable[
         lines += [f"{key} = {value!r}" for key, value in (settings or {}).items()]
         config_file = tmp_path / f"clusterpulse-{len(made)}.toml"
         config_file.write_text("\n".join(lines) + "\n")
-        config, host = load(str(config_file), env=dict(env or {}), extra_plugins=extra)
+        # No ingester runs here to publish its CA: push clusters are deployed plaintext unless a test
+        # turns TLS on (and then provides the hub's CA ConfigMap itself).
+        config, host = load(str(config_file), env={"INGESTER_TLS_ENABLED": "false", **(env or {})},
+                            extra_plugins=extra)
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         harness = Harness(hub, runtime, redis.Redis.from_url(redis_url), clock or FakeClock())
         harness.plugin.clock = harness.clock

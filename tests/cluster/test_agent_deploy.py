@@ -191,6 +191,35 @@ def test_tls_without_system_ca_copies_the_ca_and_mounts_it(make_harness: Callabl
     assert pod["volumes"] == [{"name": "ingester-ca", "configMap": {"name": "ingester-ca"}}]
 
 
+def test_plaintext_push_is_a_visible_opt_out(make_harness: Callable[..., Harness],
+                                            kube_api: Callable[..., Any]) -> None:
+    """INGESTER_TLS_ENABLED=false: every push ClusterConnection says so (condition and Warning Event);
+    a pull one does not, and with TLS (the default) none does."""
+    harness = make_harness(env={"INGESTER_TLS_ENABLED": "false"})
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    harness.add("west", cluster.url, token=three_node.TOKEN)
+    assert harness.reconcile("east").ok and harness.reconcile("west").ok
+
+    def insecure(name: str) -> list[dict[str, Any]]:
+        return [c for c in harness.cr(name)["status"].get("conditions") or () if c["type"] == "InsecureTransport"]
+
+    (condition,) = insecure("east")
+    assert condition["status"] == "True" and condition["reason"] == "PlaintextIngester"
+    assert "INGESTER_TLS_ENABLED=false" in condition["message"] and "plaintext" in condition["message"]
+    assert insecure("west") == []
+    events = harness.hub.list("v1", "events", HUB_NAMESPACE)
+    assert [e["reason"] for e in events if e["involvedObject"]["name"] == "east"].count("InsecureTransport") == 1
+    assert "INGESTER_TLS_ENABLED" not in str(env_of(live(cluster, "deployment")))
+
+    tls = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
+    tls.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+                    "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"}})
+    assert tls.reconcile("east").ok
+    assert insecure("east") == []
+
+
 def test_a_missing_ca_configmap_is_an_error_status_naming_it(make_harness: Callable[..., Harness],
                                                               kube_api: Callable[..., Any]) -> None:
     harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})

@@ -53,6 +53,7 @@ class Agent:
             "[clusterpulse]", 'plugins = ["cluster", "ingester"]', 'metrics_bind_address = "0"',
             'health_probe_bind_address = "0"', "[plugins.ingester]", 'cluster_name = "edge"',
             f'ingester_address = "127.0.0.1:{port}"', f'collector_token = "{TOKEN}"',
+            "tls_enabled = false",  # the hub below talks plaintext: this test is about replay, not transport
             f"collect_interval = {COLLECT_INTERVAL}", "heartbeat_interval = 1.0", "ack_timeout = 10.0",
             "flush_timeout = 2.0", "buffer_size = 20"]) + "\n")
         self.log_path = tmp / "agent.log"
@@ -92,7 +93,9 @@ def push_hub(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> It
     # The collector token the hub would mint for the cluster, with a known value for the agent.
     hub.create(collector_token.secret_object(HUB_NAMESPACE, "edge", {collector_token.TOKEN_KEY: TOKEN}))
     config_file = write_config(tmp_path / "hub.toml", redis_url, enabled=("redis", "cluster", "ingester"),
-                               plugins={"ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0}})
+                               plugins={"ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0,
+                                                        "tls_enabled": False},
+                                        "cluster": {"ingester_tls_enabled": False}})
     config, host = load(str(config_file), env={})
     manager = Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity="replay-test")
     manager.start()

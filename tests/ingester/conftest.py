@@ -35,11 +35,17 @@ def hub(kube_api: Callable[..., Any]) -> Any:
 
 @pytest.fixture
 def start_ingester(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Callable[..., tuple[Runtime, Any]]]:
-    """``start_ingester(*backends, **settings)``: plugins started (no controllers) -> (runtime, recording)."""
+    """``start_ingester(*backends, **settings)``: plugins started (no controllers) -> (runtime, recording).
+
+    The protocol tests talk plaintext (``tls_enabled = false``, the explicit opt-out); a setting given
+    as ``None`` is left at its default (``tls_enabled=None``: TLS with the hub's certificates).
+    """
     started: list[Runtime] = []
 
     def factory(*backends: Any, **settings: Any) -> tuple[Runtime, Any]:
-        section = {"bind_address": "127.0.0.1", "port": free_port(), "stop_grace": 2.0, **settings}
+        section = {"bind_address": "127.0.0.1", "port": free_port(), "stop_grace": 2.0, "tls_enabled": False,
+                   **settings}
+        section = {key: value for key, value in section.items() if value is not None}
         config_file = write_config(tmp_path / f"hub-{len(started)}.toml", ["redis", "cluster", "ingester"],
                                    {"redis": {"url": redis_url}, "ingester": section})
         recording = RecordingBackend()

@@ -33,6 +33,21 @@ CLUSTERPULSE = str(Path(sys.executable).parent / "clusterpulse")
 #: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
 #: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
 WAIT = CoreSettings().request_timeout
+#: The name the hub's own ingester certificate is verified against (the ingester Service's).
+SERVER_NAME = f"clusterpulse-ingester.{HUB_NAMESPACE}.svc"
+
+
+def hub_ca(hub: Any) -> str:
+    """The CA bundle the hub published for agents (TLS on by default, with the hub's own certificates)."""
+    found = hub.get("v1", "configmaps", "ingester-ca", HUB_NAMESPACE)
+    assert found is not None, "the hub published no ingester CA (ConfigMap ingester-ca)"
+    return str(found["data"]["service-ca.crt"])
+
+
+def hub_tls_channel(hub: Any, port: int) -> grpc.Channel:
+    """A test client's channel to the hub's ingester, verifying its certificate for :data:`SERVER_NAME`."""
+    return grpc.secure_channel(f"127.0.0.1:{port}", grpc.ssl_channel_credentials(hub_ca(hub).encode()),
+                               options=[("grpc.ssl_target_name_override", SERVER_NAME)])
 
 
 def node(name: str, ready: bool = True, role: str = "worker") -> dict[str, Any]:
@@ -274,7 +289,8 @@ class GoAgent:
     """A Go agent's stream: our agent's collection of its cluster, re-encoded with the stubs of the unmodified
     upstream listing (so only upstream fields travel, as a Go agent sends them), one batch at a time."""
 
-    def __init__(self, port: int, cluster: str, token: str, client: Any, config_dir: Path) -> None:
+    def __init__(self, port: int, cluster: str, token: str, client: Any, config_dir: Path,
+                 channel: grpc.Channel | None = None) -> None:
         from clusterpulse_ingester.agent.runner import Agent
 
         from clusterpulse_core.runtime.bootstrap import load
@@ -285,7 +301,7 @@ class GoAgent:
         config, host = load(str(config_file), env={})
         self.upstream = upstream_stubs(config_dir)
         self.agent = Agent(config.plugin("ingester"), host, client)
-        self.stream = Stream(port, token)
+        self.stream = Stream(port, token, channel)
         self._apply(self.stream.register(cluster, token))
 
     def _apply(self, response: pb.ConnectResponse) -> None:

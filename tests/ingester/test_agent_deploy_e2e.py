@@ -29,6 +29,7 @@ from push_support import (
     CC_API,
     CLUSTERPULSE,
     HUB_NAMESPACE,
+    SERVER_NAME,
     WAIT,
     AgentProcess,
     Stream,
@@ -80,8 +81,15 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     env = {item["name"]: item.get("value", "") for item in container["env"]}
     env["COLLECTOR_TOKEN"] = base64.b64decode(token_secret["data"]["token"]).decode()
     assert env["CLUSTER_NAME"] == "lab" and env["INGESTER_ADDRESS"] == f"127.0.0.1:{port}"
-    cr = hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
-    assert cr["status"]["agent"]["connected"] is False
+    status = eventually(lambda: (hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE).get("status") or {})
+                        .get("agent"), "status.agent", timeout=WAIT)
+    assert status["connected"] is False
+    # TLS by default: the agent verifies the ingester's certificate (made by the hub) against the CA
+    # bundle the hub copied to the cluster, for the Service name the hub set.
+    assert env["INGESTER_TLS_ENABLED"] == "true"
+    assert env["INGESTER_TLS_SERVER_NAME"] == SERVER_NAME
+    assert env["INGESTER_TLS_CA"] == "/etc/ingester-ca/service-ca.crt"
+    _mount_ca(lab, env, tmp_path)
 
     # No kubelet here: run what the Deployment describes as a local process in place of its pod,
     # with the Deployment's environment; the kubeconfig stands in for the pod's service account.
@@ -126,6 +134,7 @@ def test_the_hub_deploys_the_agent_which_then_reports(
                "the ClusterConnection to go (finalizer " + FINALIZER + ")", timeout=WAIT)
     assert lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None
     assert lab.get("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None) is None
+    assert lab.get("v1", "configmaps", "ingester-ca", AGENT_NS) is None
     assert lab.get("v1", "namespaces", AGENT_NS, None) is None
 
 
@@ -134,8 +143,20 @@ def _managed_token(lab: Any) -> str:
     return base64.b64decode(found["data"]["token"]).decode() if found else ""
 
 
-def _registers(port: int, token: str) -> bool:
-    stream = Stream(port, token)
+def _mount_ca(lab: Any, env: dict[str, str], tmp_path: Path) -> str:
+    """Write the CA bundle the hub copied to ``lab`` where the agent reads it (the ConfigMap volume's
+    stand-in) and point ``INGESTER_TLS_CA`` there; returns the bundle."""
+    bundle = str(lab.get("v1", "configmaps", "ingester-ca", AGENT_NS)["data"]["service-ca.crt"])
+    ca_file = tmp_path / "service-ca.crt"
+    ca_file.write_text(bundle)
+    env["INGESTER_TLS_CA"] = str(ca_file)
+    return bundle
+
+
+def _registers(port: int, token: str, ca: str) -> bool:
+    channel = grpc.secure_channel(f"127.0.0.1:{port}", grpc.ssl_channel_credentials(ca.encode()),
+                                  options=[("grpc.ssl_target_name_override", SERVER_NAME)])
+    stream = Stream(port, token, channel)
     try:
         stream.register("lab", token)
         return True
@@ -168,6 +189,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
     def run_agent(token: str, name: str) -> AgentProcess:
         env = {item["name"]: item.get("value", "") for item in container["env"]}
         env["COLLECTOR_TOKEN"] = token
+        _mount_ca(lab, env, tmp_path)
         agent_port = free_port()
         config = write_config(tmp_path / f"{name}.toml", ["cluster", "metricsource", "ingester"],
                               {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
@@ -175,6 +197,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
         return AgentProcess(config, lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN),
                             agent_port, tmp_path / f"{name}.log", env=env)
 
+    ca = str(lab.get("v1", "configmaps", "ingester-ca", AGENT_NS)["data"]["service-ca.crt"])
     old_agent = run_agent(first, "agent-1")
     new_agent: AgentProcess | None = None
     try:
@@ -192,7 +215,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
         assert "rotated the collector token of lab" in rotated.stdout
 
         # Within the grace the old token still registers, and the running agent stays connected.
-        assert _registers(port, first)
+        assert _registers(port, first, ca)
         second = eventually(lambda: (t := _managed_token(lab)) != first and t, "the new token on the cluster",
                             timeout=WAIT)
         assert second != hub_credential
@@ -207,7 +230,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
             "clusterpulse_ingester_streams_rejected_total", {"reason": "revoked_token_changed"}),
             "the old token's stream to end after the grace", timeout=grace + WAIT)
         old_agent.stop()
-        assert not _registers(port, first)
+        assert not _registers(port, first, ca)
         eventually(lambda: agent_connection(running.runtime.plugins, "lab"), "the new agent", timeout=WAIT)
     finally:
         old_agent.stop()

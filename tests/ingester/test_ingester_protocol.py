@@ -537,3 +537,29 @@ def test_a_batch_over_the_count_bounds_is_stored_truncated_and_says_so(
     assert skipped("nodes", "invalid name") == 2
     assert skipped("namespaces", "over max_batch_objects (10)") == 3
     assert len(custom["resources"]) == 10 and custom["truncated"] is True
+
+
+def test_pushed_olm_operators_are_written_again_when_redis_loses_its_data(
+        start_ingester: Callable[..., tuple[Runtime, Any]], redis_url: str) -> None:
+    """The agent sends operators only when it scans (minutes apart): after Redis comes back
+    empty, the ingester writes the last ones again at once, not at the agent's next scan."""
+    runtime, _ = start_ingester()
+    sent = batch("edge", "olm")
+    sent.operators.append(pb.OperatorInfo(name="cert-manager", display_name="cert-manager", version="1.0.0",
+                                          status="Succeeded", installed_namespace="cert-manager"))
+    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream.register("edge", TOKEN + "edge")
+    stream.send(pb.ConnectRequest(metrics=sent))
+    assert stream.recv().ack.success
+    client = redis.Redis.from_url(redis_url)
+    try:
+        assert client.exists("cluster:edge:operators", "cluster:edge:operators_summary") == 2
+        client.flushall()
+        # What the Redis plugin's restart watcher calls once it notices (tested in tests/faults).
+        runtime.storage_lost("redis flushed by the test")
+        eventually(lambda: client.exists("cluster:edge:operators", "cluster:edge:operators_summary") == 2,
+                   "the operators written again after the flush", timeout=WAIT)
+        assert loads(client.get("cluster:edge:operators"))[0]["name"] == "cert-manager"
+    finally:
+        client.close()
+        stream.close()

@@ -29,6 +29,7 @@ from clusterpulse_testing.servers import free_port
 from push_support import (
     CC_API,
     HUB_NAMESPACE,
+    SERVER_NAME,
     TOKEN,
     WAIT,
     AgentProcess,
@@ -37,6 +38,8 @@ from push_support import (
     agent_connection,
     cluster_connection,
     collector_secret,
+    hub_ca,
+    hub_tls_channel,
     managed_objects,
     metric_source,
     secret,
@@ -79,7 +82,10 @@ class PushWorld:
         kubeconfig = (managed or self.managed).write_kubeconfig(self.tmp / f"{cluster}.kubeconfig",
                                                                 token=MANAGED_TOKEN)
         metrics_port = free_port()
+        ca_file = self.tmp / "ingester-ca.crt"
+        ca_file.write_text(hub_ca(self.hub))
         section = {"cluster_name": cluster, "ingester_address": f"127.0.0.1:{self.port}", "collector_token": token,
+                   "tls_ca": str(ca_file), "tls_server_name": SERVER_NAME,
                    "collect_interval": INTERVAL, "heartbeat_interval": 1.0, "ack_timeout": 10.0,
                    "flush_timeout": 5.0, **settings}
         config = write_config(self.tmp / f"agent-{len(self.agents)}.toml", ["cluster", "metricsource", "ingester"],
@@ -480,7 +486,7 @@ def test_the_hub_aggregates_pushed_resources_with_the_pull_code(world: PushWorld
     world.hub.create(_grouped_source())
     eventually(lambda: world.redis.exists("metricsource:clusterpulse:deploys"), "the hub's compiled MetricSource",
                timeout=WAIT)
-    stream = Stream(world.port, TOKEN + "edge")
+    stream = Stream(world.port, TOKEN + "edge", hub_tls_channel(world.hub, world.port))
     try:
         stream.register("edge", TOKEN + "edge")
         batch = pb.MetricsBatch(cluster_name="edge", batch_id="with-resources")
@@ -527,7 +533,7 @@ def test_a_go_agents_push_cluster_differs_from_the_pulled_one_only_as_documented
     cluster pulled: the differences are docs/compatibility.md#w3's, nothing else."""
     _pulled_with_workloads(world)
     go = GoAgent(world.port, "edge", TOKEN + "edge", KubeClient(world.managed.api_client(token=MANAGED_TOKEN)),
-                 tmp_path)
+                 tmp_path, hub_tls_channel(world.hub, world.port))
     try:
         assert go.push().success
         assert world.json("cluster:edge:status")["agent"]["connected"] is True

@@ -1,6 +1,7 @@
 """Findings 3 and 4: a hostile registry (a real docker-registry behind a hostile loopback proxy)
 cannot exhaust memory with a gzip bomb, nor draw the credentials to another origin through a
-redirect, a ``Link`` page or a plain-HTTP token realm (docs/security.md#registries)."""
+redirect, a ``Link`` page, a plain-HTTP token realm or a token realm on another origin that
+``token_realm_hosts`` does not list (docs/security.md#registries)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import base64
 import functools
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from clusterpulse_registry.client import MAX_RESPONSE_BYTES
+from clusterpulse_registry.settings import RegistrySettings
 from clusterpulse_testing.hostile import HostileProxy
 from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry
 
@@ -117,24 +119,80 @@ def test_a_redirect_within_the_registry_is_followed_with_the_credentials(
         ("/v2/", BASIC), ("/moved/v2/", BASIC)]
 
 
+def _token_requests(server: HostileProxy) -> list[str | None]:
+    """The ``Authorization`` header of every token request ``server`` received (``None``: none sent)."""
+    return [headers.get("Authorization") for _, path, headers in server.seen if path.startswith("/token")]
+
+
+def _challenge(registry: HostileProxy, realm: str, token_server: HostileProxy) -> None:
+    """``registry`` answers ``/v2/`` with a Bearer challenge naming ``realm``, served by ``token_server``."""
+    registry.respond(r"^/v2/$", 401, b"{}", headers={"WWW-Authenticate": f'Bearer realm="{realm}",service="hostile"'})
+    token_server.respond(r"^/token", 200, json.dumps({"token": "t"}).encode())
+
+
 @pytest.mark.parametrize("insecure", [False, True], ids=["refused", "insecure-opt-out"])
 def test_a_plain_http_token_realm_gets_the_credentials_only_with_the_insecure_opt_out(
-        hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy, caplog: pytest.LogCaptureFixture,
-        insecure: bool) -> None:
-    realm = f"{elsewhere.url}/token"
-    hostile.respond(r"^/v2/$", 401, b"{}",
-                    headers={"WWW-Authenticate": f'Bearer realm="{realm}",service="hostile"'})
-    elsewhere.respond(r"^/token$", 200, json.dumps({"token": "t"}).encode())
+        hub: RegistryHub, hostile: HostileProxy, caplog: pytest.LogCaptureFixture, insecure: bool) -> None:
+    realm = f"{hostile.url}/token"  # the registry's own origin: only the scheme is in question
+    _challenge(hostile, realm, hostile)
     _connect(hub, hostile.url, insecure=insecure)
 
     hub.reconcile("hostile")
 
-    tokens = [headers.get("Authorization") for _, path, headers in elsewhere.seen if path.startswith("/token")]
     if insecure:
-        assert tokens == [BASIC]
+        assert _token_requests(hostile) == [BASIC]
     else:
-        assert tokens == []
+        assert _token_requests(hostile) == []
         assert f"token realm {realm} refused: not https://" in caplog.text
+
+
+def _realm_url(server: HostileProxy, host: str) -> str:
+    """``server``'s token URL spelled with ``host`` (``localhost`` and ``127.0.0.1`` are two origins)."""
+    return f"http://{host}:{server.url.rsplit(':', 1)[1]}/token"
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"], ids=["other-host", "same-host-other-port"])
+def test_a_token_realm_on_another_origin_never_gets_the_credentials(
+        hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy, host: str) -> None:
+    realm = _realm_url(elsewhere, host)
+    _challenge(hostile, realm, elsewhere)
+    _connect(hub, hostile.url, insecure=True)  # plain HTTP allowed: only the origin is in question
+
+    outcome = hub.reconcile("hostile")
+
+    assert not outcome.ok
+    assert elsewhere.seen == [], "nothing, credentials least of all, is sent to the refused realm"
+    status = hub.status("hostile")
+    assert status["phase"] == "Error"
+    assert (f"Registry unavailable: unexpected status code: 401: token realm {realm} refused: host {host} is not "
+            f"the registry's origin") in status["message"], status["message"]
+    assert "plugins.registry.token_realm_hosts does not list it" in status["message"]
+    assert 'token_realm_hosts = ["auth.docker.io"]' in status["message"]
+
+
+def test_a_token_realm_on_a_listed_host_gets_the_credentials(
+        make_hub: Callable[..., RegistryHub], recorder: object, hostile: HostileProxy,
+        elsewhere: HostileProxy) -> None:
+    hub = make_hub(extra={"recorder": recorder},
+                   settings={"registry": RegistrySettings(token_realm_hosts=("LocalHost",))})
+    _challenge(hostile, _realm_url(elsewhere, "localhost"), elsewhere)
+    _connect(hub, hostile.url, insecure=True)
+
+    hub.reconcile("hostile")
+
+    assert _token_requests(elsewhere) == [BASIC]
+    assert [headers.get("Authorization") for _, path, headers in hostile.seen if path == "/v2/"][-1] == "Bearer t"
+
+
+def test_an_anonymous_registry_asks_another_origin_for_a_token_without_credentials(
+        hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy) -> None:
+    _challenge(hostile, _realm_url(elsewhere, "localhost"), elsewhere)
+    hub.create("hostile", {"endpoint": hostile.url, "insecure": True, "monitoring": {"checkCatalog": False}})
+
+    assert hub.reconcile("hostile").ok
+
+    assert _token_requests(elsewhere) == [None]
+    assert hub.status("hostile")["available"] is True
 
 
 def test_the_real_registry_behind_the_proxy_still_lists_its_catalog(hub: RegistryHub, hostile: HostileProxy) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from clusterpulse_registry.settings import RegistrySettings
 from registry_pki import Pki
 from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, RunningRegistry, TokenRegistry
 
@@ -55,7 +58,17 @@ def test_insecure_means_plain_http_for_an_endpoint_without_scheme(
     assert message.startswith(f'Registry unavailable: request failed: Get "https://{address}/v2/": tls: ')
 
 
-def test_bearer_challenge_is_answered_with_a_cached_token(hub: RegistryHub, token_registry: TokenRegistry) -> None:
+@pytest.fixture
+def token_hub(make_hub: Callable[..., RegistryHub], recorder: object) -> RegistryHub:
+    """A hub whose registries may send their credentials to the token issuer's host (another origin,
+    as Docker Hub's auth.docker.io is: docs/security.md#registries)."""
+    return make_hub(extra={"recorder": recorder},
+                    settings={"registry": RegistrySettings(token_realm_hosts=("127.0.0.1",))})
+
+
+def test_bearer_challenge_is_answered_with_a_cached_token(token_hub: RegistryHub,
+                                                          token_registry: TokenRegistry) -> None:
+    hub = token_hub
     hub.secret("token-creds", USERNAME, PASSWORD)
     # The registry and its token issuer speak plain HTTP: an http:// realm needs the explicit opt-out.
     hub.create("tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"},
@@ -77,8 +90,9 @@ def test_bearer_challenge_is_answered_with_a_cached_token(hub: RegistryHub, toke
     assert hub.status("tokens")["features"]["requires_auth"] is True
 
 
-def test_bearer_token_refused_for_wrong_credentials(hub: RegistryHub, token_registry: TokenRegistry,
+def test_bearer_token_refused_for_wrong_credentials(token_hub: RegistryHub, token_registry: TokenRegistry,
                                                     caplog: pytest.LogCaptureFixture) -> None:
+    hub = token_hub
     hub.secret("token-creds", USERNAME, "wrong")
     hub.create("tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"},
                           "insecure": True})

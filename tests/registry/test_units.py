@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from clusterpulse_registry.auth import (
@@ -18,10 +19,13 @@ from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_registry.policy import desired_status, health_message, phase_for
 from clusterpulse_registry.resource import RegistryConnectionStatus, parse_spec
 from clusterpulse_registry.result import HealthCheckResult
+from clusterpulse_registry.settings import RegistrySettings
 from clusterpulse_registry.status_patch import status_patch
 
+from clusterpulse_core.config import ConfigError
 from clusterpulse_core.crds import crd_manifest
 from clusterpulse_core.plugins import PluginHost
+from clusterpulse_core.runtime.bootstrap import load
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -184,3 +188,26 @@ def test_insecure_selects_plain_http_only_without_a_scheme() -> None:
     assert normalise_endpoint("r.local:5000", insecure=True) == "http://r.local:5000"
     assert normalise_endpoint("https://r.local/", insecure=True) == "https://r.local"
     assert normalise_endpoint("r.local//") == "https://r.local/"
+
+
+def _load_registry_settings(tmp_path: Path, value: str) -> RegistrySettings:
+    config_file = tmp_path / "clusterpulse.toml"
+    config_file.write_text(f'[clusterpulse]\nplugins = ["registry"]\n\n'
+                           f'[plugins.registry]\ntoken_realm_hosts = {value}\n')
+    config, _ = load(str(config_file), env={})
+    settings = config.plugin("registry")
+    assert isinstance(settings, RegistrySettings)
+    return settings
+
+
+def test_token_realm_hosts_is_read_from_the_registry_section(tmp_path: Path) -> None:
+    settings = _load_registry_settings(tmp_path, '["auth.docker.io", "Token.Example.COM", "10.0.0.7"]')
+
+    assert settings.realm_hosts() == {"auth.docker.io", "token.example.com", "10.0.0.7"}
+    assert RegistrySettings().realm_hosts() == frozenset(), "default: the registry's own origin only"
+
+
+@pytest.mark.parametrize("entry", ["https://auth.docker.io", "auth.docker.io:443", "*.docker.io", "", "a b"])
+def test_a_bad_token_realm_host_names_the_key(tmp_path: Path, entry: str) -> None:
+    with pytest.raises(ConfigError, match=r"plugins\.registry\.token_realm_hosts: .*not a host name"):
+        _load_registry_settings(tmp_path, f'["auth.docker.io", "{entry}"]')

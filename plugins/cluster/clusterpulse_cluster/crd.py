@@ -99,8 +99,13 @@ AGENT_HUB_ACCESS = (
     ApiAccess(GROUP, ("clusterconnections",), ("get", "patch")),
     ApiAccess("", ("configmaps",), ("get",)),
     ApiAccess("", ("secrets",), ("list", "watch")),
-    # The collector token minted per push cluster (docs/push-mode.md#collector-tokens).
+    # The collector token minted per push cluster (docs/push-mode.md#collector-tokens), and the ingester's
+    # own CA and server certificate (docs/push-mode.md#tls).
     ApiAccess("", ("secrets",), ("create",)),
+    ApiAccess("", ("secrets",), ("update",), resource_names=("clusterpulse-ingester-ca", "clusterpulse-ingester-tls")),
+    # The ingester's CA bundle, published for the agent deploy (the default COLLECTOR_CA_CONFIGMAP).
+    ApiAccess("", ("configmaps",), ("create",)),
+    ApiAccess("", ("configmaps",), ("update",), resource_names=("ingester-ca",)),
 )
 _AGENT_NS, _AGENT, _AGENT_TOKEN, _AGENT_CA = ("clusterpulse-system", "clusterpulse-collector",
                                               "clusterpulse-collector-token", "ingester-ca")

@@ -70,6 +70,12 @@ _PIECE_ORDER: tuple[type[Piece], ...] = (
 )
 
 
+#: ``InsecureTransport`` reason of a push cluster whose agent talks to the ingester without TLS.
+PLAINTEXT_INGESTER = "PlaintextIngester"
+PLAINTEXT_MESSAGE = ("push mode without TLS (INGESTER_TLS_ENABLED=false): the collector token, batches and "
+                     "ConfigUpdates travel between agent and ingester in plaintext (docs/push-mode.md#tls)")
+
+
 def _generation(obj: Mapping[str, Any]) -> int:
     generation = (obj.get("metadata") or {}).get("generation")
     return generation if isinstance(generation, int) else 0
@@ -293,11 +299,17 @@ class ClusterReconciler:
             ctx.event(reason, message, warning=True, uid=_uid(obj))
         return ReconcileResult(requeue_after=error_requeue_seconds(interval), error=message)
 
-    @staticmethod
-    def _insecure(ctx: ReconcileContext, name: str, current: Mapping[str, Any],
+    def _insecure(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any],
                   obj: Mapping[str, Any]) -> TransportWarning | None:
-        """What weakens the cluster's transport (its Secret's opt-outs); a Warning Event when that is new."""
+        """What weakens the cluster's transport (its Secret's opt-outs; for a push cluster, an ingester
+        without TLS); a Warning Event when that is new."""
         insecure = ctx.runtime.pool.insecure(name)
+        spec = obj.get("spec")
+        push = isinstance(spec, Mapping) and spec.get("collectionMode") == "push"
+        if push and not self.settings.ingester_tls_enabled:
+            plaintext = TransportWarning(PLAINTEXT_INGESTER, PLAINTEXT_MESSAGE)
+            insecure = plaintext if insecure is None else TransportWarning(
+                insecure.reason, f"{insecure.message}; {plaintext.message}")
         if insecure is not None and connection_status.insecure_announced(current) != insecure.message:
             ctx.log.warning("%s", insecure.message)
             ctx.event(connection_status.INSECURE_TRANSPORT, insecure.message, warning=True, uid=_uid(obj))

@@ -100,7 +100,9 @@ class ClusterSettings:
         help="token given to deployed agents: 'hub' = minted per cluster (docs/push-mode.md#collector-tokens); "
              "'credentials' = the ClusterConnection's credentials token (the Go hub's behaviour)")
     ingester_tls_enabled: bool = setting(
-        False, env="INGESTER_TLS_ENABLED", help="the ingester speaks TLS: agents get the TLS variables")
+        True, env="INGESTER_TLS_ENABLED",
+        help="the ingester speaks TLS: agents get the TLS variables; false = plaintext (an InsecureTransport "
+             "condition on every push ClusterConnection)")
     ingester_tls_use_system_ca: bool = setting(
         False, env="INGESTER_TLS_USE_SYSTEM_CA", help="agents trust the system CAs (no CA ConfigMap is copied)")
     ingester_service_name: str = setting(

@@ -72,6 +72,13 @@ class IngesterPlugin:
         self.server.start()
 
     @hookimpl
+    def clusterpulse_storage_lost(self, runtime: Runtime, reason: str) -> None:
+        """Storage lost its data: the last pushed OLM operators of each cluster are written again
+        (agents send them only when they scan)."""
+        if self.server is not None:
+            self.server.storage_lost()
+
+    @hookimpl
     def clusterpulse_stop(self, runtime: Runtime) -> None:
         """Ack in-flight batches, then close every agent stream and the server."""
         if self.server is not None:

@@ -18,13 +18,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import attrs
 import grpc
 from clusterpulse_model import AggregationResults, ClusterMetrics, CollectedResource, HealthVerdict, cluster_health
 from clusterpulse_model.fleet import Fleet
+from clusterpulse_model.pieces import OperatorsPiece
 from google.protobuf.message import DecodeError
 from prometheus_client import Counter
 
@@ -44,6 +44,7 @@ from clusterpulse_ingester.auth import (
     token_cluster,
     valid_cluster_name,
 )
+from clusterpulse_ingester.certs import CertificateError
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, BatchLimits, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
@@ -51,6 +52,7 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.settings import IngesterSettings
 from clusterpulse_ingester.sources import SourceBook
+from clusterpulse_ingester.tls import ServingCertificates
 
 log = logging.getLogger(__name__)
 
@@ -244,11 +246,14 @@ class IngesterServer:
         self._stopping = False
         self._worker: StoreWorker | None = None
         self._limits = BatchLimits(settings.max_batch_nodes, settings.max_batch_objects)
+        #: Each cluster's last pushed OLM operators, written again when storage loses its data.
+        self._operators: dict[str, OperatorsPiece] = {}
         #: The truncation last reported per cluster (logged when it changes, not per batch).
         self._truncation: dict[str, str] = {}
         self._hub_view: HubView | None = None
         #: The cluster plugin's typed view of the clusters (``clusterpulse_fleet``), found at start.
         self._fleet: Fleet | None = None
+        self._certificates: ServingCertificates | None = None
         #: Streams not registered yet, per peer address and in all.
         self._unregistered: dict[str, int] = {}
         self._unregistered_total = 0
@@ -276,6 +281,15 @@ class IngesterServer:
         if not self._hub_view.start(timeout):
             log.warning("ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
                         "asked to retry until they have", timeout)
+        if self.settings.tls_enabled and self._certificates is None:
+            certificates = ServingCertificates(self.settings, self.runtime.hub, self.runtime.namespace, self.clock)
+            try:
+                certificates.start()
+            except CertificateError as exc:
+                self._hub_view.stop()
+                self._hub_view = None
+                raise StartError(str(exc)) from exc
+            self._certificates = certificates
         ready = threading.Event()
         errors: list[BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(ready, errors), name="ingester", daemon=True)
@@ -285,12 +299,12 @@ class IngesterServer:
         if errors:
             raise StartError(str(errors[0])) from errors[0]
         log.info("ingester listening on %s:%d (TLS %s)", self.settings.bind_address, self.port,
-                 "on" if self.settings.tls_enabled else "off")
+                 f"on, {self._certificates.source} certificates" if self._certificates is not None else "off")
         self.metrics.plaintext.set(0 if self.settings.tls_enabled else 1)
         if not self.settings.tls_enabled:
             log.warning("ingester TLS is off (INGESTER_TLS_ENABLED=false): collector tokens, batches and "
                         "ConfigUpdates travel in plaintext and can be read or changed on the way "
-                        "(docs/push-mode.md#running-the-ingester)")
+                        "(docs/push-mode.md#tls)")
         return self.port
 
     def stop(self) -> None:
@@ -310,6 +324,9 @@ class IngesterServer:
         if self._hub_view is not None:
             self._hub_view.stop()
             self._hub_view = None
+        if self._certificates is not None:
+            self._certificates.stop()
+            self._certificates = None
 
     def health_changed(self, cluster: str) -> None:
         """A pushed batch changed the cluster's health: the hub reconciles it now to patch its status."""
@@ -386,10 +403,8 @@ class IngesterServer:
             server = grpc.aio.server(options=server_options(self.settings))
             add_servicer(server, _Servicer(self), self.metrics.bytes_received)
             address = f"{self.settings.bind_address}:{self.settings.port}"
-            if self.settings.tls_enabled:
-                key = Path(self.settings.tls_key).read_bytes()
-                cert = Path(self.settings.tls_cert).read_bytes()
-                port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+            if self._certificates is not None:
+                port = server.add_secure_port(address, self._certificates.credentials())
             else:
                 port = server.add_insecure_port(address)
             if not port:
@@ -652,11 +667,11 @@ class IngesterServer:
             if storing is None:
                 assert self._worker is not None
                 skipped = []
-                storing = self._worker.submit(functools.partial(
+                storing = self._worker.submit(functools.partial(self._remembered, functools.partial(
                     pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
                     endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
                     health=self._health, aggregate=self._aggregate,
-                    limits=self._limits, skipped=skipped))
+                    limits=self._limits, skipped=skipped)))
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
@@ -699,6 +714,25 @@ class IngesterServer:
         results: AggregationResults | None = (hook(source_id=source_id, resources=list(resources))
                                               if hook is not None else None)
         return results
+
+    def _remembered(self, convert: Callable[[], list[Piece]]) -> list[Piece]:
+        """The pieces of a batch; its OLM operators are kept (the agent sends them only when it
+        scans, every few minutes) to be written again if storage loses its data."""
+        pieces = convert()
+        for piece in pieces:
+            if isinstance(piece, OperatorsPiece):
+                self._operators[piece.cluster] = piece
+        return pieces
+
+    def storage_lost(self) -> int:
+        """Storage lost its data: write every cluster's last pushed OLM operators again (the other
+        keys come back with each agent's next batch). Returns how many clusters; does not wait."""
+        pieces = list(self._operators.values())
+        loop, worker = self._loop, self._worker
+        if not pieces or loop is None or worker is None:
+            return 0
+        loop.call_soon_threadsafe(lambda: worker.submit(lambda: pieces))
+        return len(pieces)
 
     def _report_skipped(self, cluster: str, skipped: list[Skipped]) -> None:
         """What the stored batch left out: in ``clusterpulse_collection_skipped``, and logged when it changed."""

@@ -8,6 +8,8 @@ upstream parsing rules.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import attrs
 
 from clusterpulse_core.config import setting
@@ -24,10 +26,29 @@ class IngesterSettings:
     enabled: bool = setting(True, env="INGESTER_ENABLED", help="start the gRPC ingester in the manager")
     port: int = setting(9443, env="INGESTER_PORT", minimum=1024, help="ingester listen port")
     bind_address: str = setting("0.0.0.0", help="ingester listen address")
-    tls_enabled: bool = setting(False, env="INGESTER_TLS_ENABLED",
-                                help="TLS on the ingester (and, in the agent, to the ingester)")
+    tls_enabled: bool = setting(True, env="INGESTER_TLS_ENABLED",
+                                help="TLS on the ingester (and, in the agent, to the ingester); false = plaintext, "
+                                     "an explicit opt-out (warned about, gauge and condition)")
     tls_cert: str = setting("/etc/ingester-tls/tls.crt", env="INGESTER_TLS_CERT", help="ingester PEM certificate")
     tls_key: str = setting("/etc/ingester-tls/tls.key", env="INGESTER_TLS_KEY", help="ingester PEM private key")
+    tls_certificates: str = setting(
+        "auto", choices=("auto", "files", "hub"),
+        help="ingester: 'files' = INGESTER_TLS_CERT/INGESTER_TLS_KEY (your own); 'hub' = a CA and certificate "
+             "the hub makes, keeps in Secrets and renews; 'auto' = files when INGESTER_TLS_CERT exists, else hub")
+    tls_server_names: tuple[str, ...] = setting(
+        (), help="ingester, hub certificates: external names (DNS or IP) agents dial, besides the Service's")
+    tls_ca_lifetime_days: int = setting(3650, minimum=2, help="ingester, hub certificates: CA lifetime, days")
+    tls_cert_lifetime_days: int = setting(90, minimum=1,
+                                          help="ingester, hub certificates: server certificate lifetime, days")
+    tls_renew_check_interval: float = setting(
+        3600.0, above=0, help="ingester, hub certificates: seconds between checks that renew what is due")
+    service_name: str = setting("clusterpulse-ingester", env="INGESTER_SERVICE_NAME",
+                                help="ingester: its Service, whose names the hub's certificate is valid for")
+    ca_configmap: str = setting("ingester-ca", env="COLLECTOR_CA_CONFIGMAP",
+                                help="ingester, hub certificates: hub ConfigMap the CA bundle is published in")
+    ca_configmap_namespace: str = setting("", env="COLLECTOR_CA_NAMESPACE",
+                                          help="its namespace (empty = the watch namespace)")
+    ca_configmap_key: str = setting("service-ca.crt", env="COLLECTOR_CA_KEY", help="the CA bundle's key in it")
     max_message_bytes: int = setting(16 * MIB, minimum=64 * 1024,
                                      help="largest gRPC message accepted (ingester) or sent (agent), bytes")
     max_batch_nodes: int = setting(
@@ -84,3 +105,9 @@ class IngesterSettings:
     service_account_dir: str = setting(
         SERVICE_ACCOUNT_DIR, env="SERVICE_ACCOUNT_DIR",
         help="agent, in a pod: the mounted service account (token, ca.crt) used for its own cluster")
+
+    def settings_problems(self) -> Iterator[str]:
+        """A renewed hub CA must outlive the certificates its predecessor still issues (docs/push-mode.md#tls)."""
+        if self.tls_ca_lifetime_days <= 3 * self.tls_cert_lifetime_days:
+            yield (f"tls_ca_lifetime_days: must be more than 3 x tls_cert_lifetime_days "
+                   f"({3 * self.tls_cert_lifetime_days}), got {self.tls_ca_lifetime_days}")

@@ -7,8 +7,9 @@ registry for as long as its connection settings stay the same.
 A registry is not trusted (docs/security.md#registries): every answer is read up to
 :data:`MAX_RESPONSE_BYTES` after decompression, a redirect is followed only within the origin it
 was asked of, catalog pages only within the registry's origin, and a Bearer ``realm`` must be
-``https://`` unless the registry is declared ``insecure``: the credentials go to the registry and
-to the token service it names, nowhere else.
+``https://`` unless the registry is declared ``insecure``. The credentials go to the registry's origin
+and to a token service there or on a host ``token_realm_hosts`` lists, nowhere else; an anonymous
+registry's token service may be anywhere (it gets no credentials).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 class RefusedError(requests.exceptions.RequestException):
     """A request the client would not complete: a redirect to another origin, an answer over the
-    byte cap, a token realm that is not ``https://``."""
+    byte cap."""
 
 
 def origin(url: str) -> str:
@@ -85,6 +86,14 @@ class TokenError(Exception):
     def __init__(self, status: int, message: str) -> None:
         self.status = status
         super().__init__(message)
+
+
+class RealmRefusedError(TokenError):
+    """A token realm the credentials may not go to (not ``https://``, or another origin not allowed);
+    nothing was sent to it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, message)
 
 
 class Deadline:
@@ -153,12 +162,14 @@ class RegistryClient:
     """Talks to one registry at ``base_url`` (already normalised)."""
 
     def __init__(self, base_url: str, verify: bool = True, credentials: Credentials | None = None,
-                 insecure: bool = False) -> None:
+                 insecure: bool = False, realm_hosts: frozenset[str] = frozenset()) -> None:
         self.base_url = base_url
         self.origin = origin(base_url)
         self.credentials = credentials or Credentials()
         #: The registry is declared plain HTTP (``spec.insecure``): an ``http://`` token realm is accepted.
         self.insecure = insecure
+        #: Hosts (lower-case) besides the registry's origin whose token realm gets the credentials.
+        self.realm_hosts = realm_hosts
         # Passed on every request: a session-level ``verify=False`` loses to $REQUESTS_CA_BUNDLE.
         self.verify = verify
         self.session = requests.Session()
@@ -183,22 +194,35 @@ class RegistryClient:
         header = basic_auth_header(self.credentials.username, self.credentials.password)
         return {"Authorization": header} if header else {}
 
-    def _check_realm(self, realm: str) -> None:
-        """The realm gets the Basic credentials: ``https://`` only, unless the registry is declared insecure."""
-        scheme = urlsplit(realm).scheme.lower()
-        if scheme == "https" or (scheme == "http" and self.insecure):
-            return
-        if scheme == "http":
-            raise TokenError(0, f"token realm {realm} refused: not https:// (the credentials would travel in "
-                                f"clear; spec.insecure allows it for a plain-HTTP registry)")
-        raise TokenError(0, f"token realm {realm!r} refused: not an https:// URL")
+    def _realm_headers(self, realm: str) -> dict[str, str]:
+        """The headers of a token request to ``realm``; :class:`RealmRefusedError` when it may not have them.
+
+        The realm must be ``https://`` (``http://`` only for a registry declared insecure). The Basic
+        credentials go only to the registry's own origin or to a host ``token_realm_hosts`` lists;
+        without credentials any such realm is asked for an anonymous token (nothing to leak).
+        """
+        parts = urlsplit(realm)
+        scheme = parts.scheme.lower()
+        if scheme == "http" and not self.insecure:
+            raise RealmRefusedError(f"token realm {realm} refused: not https:// (the credentials would travel in "
+                                    f"clear; spec.insecure allows it for a plain-HTTP registry)")
+        if scheme not in ("https", "http"):
+            raise RealmRefusedError(f"token realm {realm!r} refused: not an https:// URL")
+        basic = self._basic_headers()
+        host = (parts.hostname or "").lower()
+        if not basic or origin(realm) == self.origin or host in self.realm_hosts:
+            return basic
+        raise RealmRefusedError(
+            f"token realm {realm} refused: host {host} is not the registry's origin {self.origin}, and "
+            f"plugins.registry.token_realm_hosts does not list it (the credentials would go there; "
+            f"Docker Hub needs token_realm_hosts = [\"auth.docker.io\"])")
 
     def _fetch_token(self, challenge: BearerChallenge, deadline: Deadline) -> str:
         params = {key: value for key, value in (("service", challenge.service),
                                                 ("scope", challenge.scope)) if value}
-        self._check_realm(challenge.realm)
+        headers = self._realm_headers(challenge.realm)
         try:
-            response = self._send(challenge.realm, deadline, params=params, headers=self._basic_headers())
+            response = self._send(challenge.realm, deadline, params=params, headers=headers)
         except requests.RequestException as exc:
             raise TokenError(0, describe_failure(exc, challenge.realm, deadline.seconds)) from exc
         if response.status_code != 200:
@@ -295,15 +319,18 @@ class RegistryClient:
                           "(spec.credentialsRef names a Secret with username and password)")
             return HealthCheckResult(available=True, response_time_ms=elapsed, version=facts.version,
                                      features=features)
-        if status == 401 and exchange.token_error is not None and exchange.token_error.status == 0:
+        error = f"unexpected status code: {status}"
+        if isinstance(exchange.token_error, RealmRefusedError):
+            log.warning("401 from /v2/ and no token: %s", exchange.token_error)
+            error = f"{error}: {exchange.token_error}"
+        elif status == 401 and exchange.token_error is not None and exchange.token_error.status == 0:
             log.warning("401 from /v2/ and no token: %s", exchange.token_error)
         elif status == 401:
             reason = f" ({exchange.token_error})" if exchange.token_error else ""
             log.warning("401 from /v2/%s: check the credentials in %s", reason, self.credentials.source)
         else:
             log.warning("unexpected status %d from %s: is spec.endpoint the registry's base URL?", status, url)
-        return HealthCheckResult(available=False, response_time_ms=elapsed,
-                                 error=f"unexpected status code: {status}")
+        return HealthCheckResult(available=False, response_time_ms=elapsed, error=error)
 
     def _transport_advice(self, kind: str, detail: str, timeout: float) -> str:
         if kind == "tls":

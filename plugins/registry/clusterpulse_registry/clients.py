@@ -19,6 +19,8 @@ class ClientSettings:
     credentials: Credentials
     #: ``spec.insecure``: a plain-HTTP registry, whose token realm may be ``http://`` too.
     insecure: bool = False
+    #: ``token_realm_hosts``: token services outside the registry's origin that may get the credentials.
+    realm_hosts: frozenset[str] = frozenset()
 
 
 class ClientCache:
@@ -36,7 +38,8 @@ class ClientCache:
                 return entry[1], False
             if entry is not None:
                 entry[1].close()
-            client = RegistryClient(settings.base_url, settings.verify, settings.credentials, settings.insecure)
+            client = RegistryClient(settings.base_url, settings.verify, settings.credentials, settings.insecure,
+                                    settings.realm_hosts)
             self._clients[key] = (settings, client)
             return client, True
 

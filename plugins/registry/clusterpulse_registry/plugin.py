@@ -8,10 +8,12 @@ from typing import Any
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.clock import utcnow
+from clusterpulse_core.config import Config
 from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_registry.reconcile import RegistryReconciler
+from clusterpulse_registry.settings import RegistrySettings
 
 
 class RegistryPlugin:
@@ -24,6 +26,16 @@ class RegistryPlugin:
 
     def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
         self.reconciler = RegistryReconciler(clock)
+
+    @hookimpl
+    def clusterpulse_settings_class(self) -> type:
+        """``[plugins.registry]`` is validated by :class:`RegistrySettings`."""
+        return RegistrySettings
+
+    @hookimpl
+    def clusterpulse_configure(self, config: Config, settings: RegistrySettings | None) -> None:
+        """Keep the token realm hosts the credentials may go to."""
+        self.reconciler.settings = settings or RegistrySettings()
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:

@@ -38,6 +38,7 @@ from clusterpulse_registry.policy import (
 )
 from clusterpulse_registry.resource import RegistryConnectionSpec, parse_spec, parse_status, spec_record
 from clusterpulse_registry.result import HealthCheckResult
+from clusterpulse_registry.settings import RegistrySettings
 from clusterpulse_registry.status_patch import status_patch
 
 EVENT_RECONCILED = "registry.reconciled"
@@ -113,6 +114,7 @@ class RegistryReconciler:
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
         self.clients = ClientCache()
+        self.settings = RegistrySettings()
 
     def check(self, spec: RegistryConnectionSpec, ctx: ReconcileContext) -> HealthCheckResult:
         """Run the (extended) health check with the Secret's credentials and the reused client.
@@ -128,7 +130,8 @@ class RegistryReconciler:
         except PolicyError as exc:
             return HealthCheckResult(error=str(exc))
         settings = ClientSettings(normalise_endpoint(spec.endpoint, spec.insecure),
-                                  verify=not spec.skip_tls_verify, credentials=credentials, insecure=spec.insecure)
+                                  verify=not spec.skip_tls_verify, credentials=credentials, insecure=spec.insecure,
+                                  realm_hosts=self.settings.realm_hosts())
         client, new = self.clients.client(client_key(ctx.ref), settings)
         if new and not settings.verify and settings.base_url.startswith("https://"):
             ctx.log.info("TLS certificate verification is disabled (spec.skipTLSVerify)")

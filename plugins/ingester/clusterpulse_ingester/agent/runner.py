@@ -11,10 +11,11 @@ is buffered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import ClusterTarget, Collector, run_collectors
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
+from clusterpulse_ingester.agent import sni
 from clusterpulse_ingester.agent.backoff import Backoff
 from clusterpulse_ingester.agent.buffer import BatchBuffer
 from clusterpulse_ingester.convert import batch_from_pieces, timestamp_of
@@ -57,19 +59,36 @@ def channel_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
         # two minutes although the ingester listens again. The agent backs off itself.
         ("grpc.use_local_subchannel_pool", 1),
     ]
-    if settings.tls_enabled and settings.tls_server_name:
-        options.append(("grpc.ssl_target_name_override", settings.tls_server_name))
     return options
 
 
-def open_channel(settings: IngesterSettings) -> grpc.aio.Channel:
-    """Plaintext, or TLS with ``INGESTER_TLS_CA`` (else the system roots) and the server-name override."""
+@contextlib.asynccontextmanager
+async def open_channel(settings: IngesterSettings) -> AsyncIterator[grpc.aio.Channel]:
+    """The channel of one session: plaintext (the opt-out), or TLS verified against ``INGESTER_TLS_CA`` (else
+    the system roots) for the dialled host, or for ``INGESTER_TLS_SERVER_NAME`` when that differs, with the
+    SNI still the dialled host (:mod:`clusterpulse_ingester.agent.sni`)."""
     options = channel_options(settings)
     if not settings.tls_enabled:
-        return grpc.aio.insecure_channel(settings.ingester_address, options=options)
+        async with grpc.aio.insecure_channel(settings.ingester_address, options=options) as channel:
+            yield channel
+        return
+    address = _host_port(settings.ingester_address)
+    name = settings.tls_server_name
+    if name and address is not None and name.lower() != address[0].lower():
+        host, port = address
+        async with sni.relay(host, port, name, settings.tls_ca, settings.ack_timeout) as target:
+            # The relay carries the TLS; gRPC's :authority stays the ingester's address.
+            options.append(("grpc.default_authority", settings.ingester_address))
+            async with grpc.aio.insecure_channel(target, options=options) as channel:
+                yield channel
+        return
+    if name:
+        # A target that is not host:port (dns:///..., a name resolver): gRPC's override, which also sends it as SNI.
+        options.append(("grpc.ssl_target_name_override", name))
     roots = Path(settings.tls_ca).read_bytes() if settings.tls_ca else None
     credentials = grpc.ssl_channel_credentials(root_certificates=roots)
-    return grpc.aio.secure_channel(settings.ingester_address, credentials, options=options)
+    async with grpc.aio.secure_channel(settings.ingester_address, credentials, options=options) as channel:
+        yield channel
 
 
 @attrs.frozen
