@@ -118,7 +118,10 @@ class ClusterSettings:
         600.0, help="seconds between checks of a cluster for agent objects whose owner is gone")
 
     def settings_warnings(self) -> Iterator[str]:
-        """Insecure choices: an agent image without its registry host."""
+        """Insecure choices: an agent image without its registry host, agents told to push in plaintext."""
+        if not self.ingester_tls_enabled:
+            yield ("ingester_tls_enabled: false: deployed agents push to the ingester in plaintext; their collector "
+                   "tokens and batches travel in clear (docs/push-mode.md#tls)")
         if not fully_qualified(self.collector_image):
             yield (f"collector_image: {self.collector_image!r} names no registry host: each managed cluster's "
                    f"nodes resolve it through their own registry search list (docs/security.md#the-agent-pod)")

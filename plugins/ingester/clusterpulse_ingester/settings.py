@@ -111,3 +111,9 @@ class IngesterSettings:
         if self.tls_ca_lifetime_days <= 3 * self.tls_cert_lifetime_days:
             yield (f"tls_ca_lifetime_days: must be more than 3 x tls_cert_lifetime_days "
                    f"({3 * self.tls_cert_lifetime_days}), got {self.tls_ca_lifetime_days}")
+
+    def settings_warnings(self) -> Iterator[str]:
+        """Insecure choices: a plaintext ingester (collector tokens and batches travel in clear)."""
+        if not self.tls_enabled:
+            yield ("tls_enabled: false: the ingester (and the agent, to it) speaks plaintext; collector tokens and "
+                   "batches travel in clear (docs/push-mode.md#tls)")
