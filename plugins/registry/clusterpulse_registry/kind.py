@@ -6,6 +6,7 @@ from typing import Any
 
 from clusterpulse_core.kinds import READ_REFERENCED_SECRETS, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import BOOLEAN, CONDITIONS, DATE_TIME, INT32, STRING, resource_schema, secret_ref
+from clusterpulse_registry import resource as bounds
 
 GROUP = "clusterpulse.io"
 VERSION = "v1alpha1"
@@ -24,10 +25,13 @@ _MONITORING: dict[str, Any] = {
     "type": "object",
     "description": "Health-check timing and catalog options.",
     "properties": {
-        "interval": {**_INT32, "description": "Check period in seconds (default 60, minimum 30)."},
-        "timeout": {**_INT32, "description": "Health-check timeout in seconds (default 10)."},
+        "interval": {**_INT32, "minimum": 0, "maximum": bounds.MAX_INTERVAL,
+                     "description": "Check period in seconds (default 60, minimum 30)."},
+        "timeout": {**_INT32, "minimum": 0, "maximum": bounds.MAX_TIMEOUT,
+                    "description": "Health-check timeout in seconds (default 10)."},
         "checkCatalog": {**_BOOL, "description": "Also list the catalog (/v2/_catalog)."},
-        "maxCatalogEntries": {**_INT32, "description": "Catalog entries to fetch at most (default 100)."},
+        "maxCatalogEntries": {**_INT32, "minimum": 0, "maximum": bounds.MAX_CATALOG_ENTRIES,
+                              "description": "Catalog entries to fetch at most (default 100)."},
     },
 }
 
@@ -35,16 +39,21 @@ _SPEC: dict[str, Any] = {
     "type": "object",
     "required": ["endpoint"],
     "properties": {
-        "displayName": {**_STRING, "description": "Human-friendly name."},
-        "endpoint": {**_STRING, "description": "Registry base URL; https:// is assumed without a scheme."},
-        "type": {**_STRING, "description": "Informational registry type (dockerhub, harbor, ecr, ...)."},
+        "displayName": {**_STRING, "maxLength": bounds.MAX_DISPLAY_NAME, "description": "Human-friendly name."},
+        "endpoint": {**_STRING, "minLength": 1, "maxLength": bounds.MAX_ENDPOINT,
+                     "description": "Registry base URL; https:// is assumed without a scheme."},
+        "type": {**_STRING, "maxLength": bounds.MAX_TYPE,
+                 "description": "Informational registry type (dockerhub, harbor, ecr, ...)."},
         "credentialsRef": _CREDENTIALS_REF,
         "insecure": {**_BOOL, "description": "Plain HTTP: http:// is assumed without a scheme."},
         "skipTLSVerify": {**_BOOL, "description": "Do not verify the registry's TLS certificate."},
         "monitoring": _MONITORING,
-        "labels": {"type": "object", "additionalProperties": _STRING,
+        "labels": {"type": "object", "maxProperties": bounds.MAX_LABELS,
+                   "additionalProperties": {**_STRING, "maxLength": bounds.MAX_LABEL_VALUE},
                    "description": "Free-form categorisation labels."},
-        "healthCheckPaths": {"type": "array", "items": _STRING,
+        "healthCheckPaths": {"type": "array", "maxItems": bounds.MAX_HEALTH_CHECK_PATHS,
+                             "items": {**_STRING, "maxLength": bounds.MAX_HEALTH_CHECK_PATH,
+                                       "pattern": bounds.HEALTH_CHECK_PATH_PATTERN},
                              "description": "Declared for compatibility; only /v2/ is probed."},
     },
 }

@@ -18,9 +18,10 @@ from clusterpulse_model.pieces import (
 
 from clusterpulse_core import serde
 from clusterpulse_core.conditions import Condition, ready_condition
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.credentials import PolicyError
+from clusterpulse_core.logs import clip
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_registry.clients import ClientCache, ClientSettings
@@ -33,10 +34,17 @@ from clusterpulse_registry.policy import (
     classify_health,
     desired_status,
     health_message,
+    phase_for,
     reconcile_interval,
     should_update_status,
 )
-from clusterpulse_registry.resource import RegistryConnectionSpec, parse_spec, parse_status, spec_record
+from clusterpulse_registry.resource import (
+    InvalidSpecError,
+    RegistryConnectionSpec,
+    parse_spec,
+    parse_status,
+    spec_record,
+)
 from clusterpulse_registry.result import HealthCheckResult
 from clusterpulse_registry.settings import RegistrySettings
 from clusterpulse_registry.status_patch import status_patch
@@ -142,7 +150,10 @@ class RegistryReconciler:
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Check the registry, store the outcome, patch the status if it changed, publish the event."""
         name = ctx.ref.name
-        spec = parse_spec(obj)
+        try:
+            spec = parse_spec(obj)
+        except InvalidSpecError as exc:
+            return self._invalid(obj, ctx, str(exc))
         result = self.check(spec, ctx)
         now = self.clock()
         health = classify_health(result.available, result.response_time_ms)
@@ -163,6 +174,24 @@ class RegistryReconciler:
         interval = reconcile_interval(spec.monitoring.interval)
         return ReconcileResult(requeue_after=float(interval),
                                error=message if health == UNHEALTHY else store_error)
+
+    def _invalid(self, obj: Mapping[str, Any], ctx: ReconcileContext, error: str) -> ReconcileResult:
+        """An invalid spec: status ``Error`` naming the field, no request sent, nothing stored (the
+        last good check's data stays in Redis); retried at the default interval, logged when it changes."""
+        now = self.clock()
+        result = HealthCheckResult(error=error)
+        message = health_message(UNHEALTHY, result)
+        old = parse_status(obj)
+        repeated = old.phase == phase_for(result) and old.message == clip(message, MAX_STATUS_MESSAGE)
+        (ctx.log.debug if repeated else ctx.log.warning)("%s", message)
+        if not repeated:
+            raw_status = obj.get("status") or {}
+            patch = status_patch(raw_status, desired_status(result, UNHEALTHY, message, now), False)
+            patch["conditions"] = [serde.unstructure(_ready(obj, raw_status, UNHEALTHY, message, now))]
+            ctx.patch_status(patch)
+            if old.health != UNHEALTHY:
+                _record_event(ctx, obj, old.health, UNHEALTHY, message)
+        return ReconcileResult(requeue_after=float(reconcile_interval(0)), error=message)
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the client and remove the registry's stored state, then publish ``registry.deleted``."""
