@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 from clusterpulse_model.pieces import RegistryMetricsPiece, RegistrySpecPiece, RegistryStatusPiece
+from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_testing.recording import BackendPlugin
 from registry_support import RegistryHub, RunningRegistry
 
 from clusterpulse_core.runtime.bootstrap import reconcile_object
-from clusterpulse_registry.kind import REGISTRY_CONNECTION
 
 #: (case id, spec changes, field the error names). ``__spec__`` replaces the whole spec.
 REGISTRY_CONNECTION_CASES: list[tuple[str, Mapping[str, Any], str]] = [

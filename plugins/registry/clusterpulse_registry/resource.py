@@ -173,7 +173,7 @@ def validate_spec(raw: Any) -> None:
     labels = _object(raw, "labels", "labels")
     if len(labels) > MAX_LABELS:
         raise _invalid("labels", f"has more than {MAX_LABELS} entries ({len(labels)})")
-    for key, value in labels.items():
+    for key in labels:
         if not isinstance(key, str) or not key or len(key) > MAX_LABEL_KEY:
             raise _invalid("labels", f"key {str(key)[:64]!r} must have 1 to {MAX_LABEL_KEY} characters")
         _string(labels, key, f"labels.{key[:64]}", MAX_LABEL_VALUE)
