@@ -50,6 +50,7 @@ from clusterpulse_metricsource.naming import (
 from clusterpulse_metricsource.paths import compile_steps, split_path
 from clusterpulse_metricsource.program import ComputedStep, Program
 from clusterpulse_metricsource.spec import CollectionSpec, MetricSourceSpec
+from clusterpulse_metricsource.speccheck import RawSpecError, check_raw_spec
 
 from clusterpulse_core.config import did_you_mean
 from clusterpulse_core.serde import camel, structure
@@ -86,6 +87,10 @@ def read_spec(raw: Any) -> MetricSourceSpec:
         raw = {}
     if not isinstance(raw, Mapping):
         raise SpecError(f"spec: expected an object, got {type(raw).__name__}", "spec", "expected an object")
+    try:
+        check_raw_spec(raw)
+    except RawSpecError as exc:
+        raise SpecError(str(exc), exc.field, exc.problem) from exc
     try:
         spec = structure(dict(raw), MetricSourceSpec)
     except Exception as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_metricsource import speccheck
 from clusterpulse_metricsource.naming import API_VERSION_MAX_LENGTH, API_VERSION_PATTERN, KIND_MAX_LENGTH, KIND_PATTERN
 
 from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
@@ -15,8 +16,9 @@ def _string(**extra: Any) -> dict[str, Any]:
     return {"type": "string", **extra}
 
 
-def _int32(minimum: int, default: int) -> dict[str, Any]:
-    return {"type": "integer", "format": "int32", "minimum": minimum, "default": default}
+def _int32(minimum: int, default: int, key: str) -> dict[str, Any]:
+    return {"type": "integer", "format": "int32", "minimum": minimum, "maximum": speccheck.COLLECTION_MAXIMUM[key],
+            "default": default}
 
 
 def _strings(**item: Any) -> dict[str, Any]:
@@ -67,12 +69,14 @@ _SPEC: dict[str, Any] = {
         },
         "fields": {
             "type": "array",
+            "maxItems": speccheck.MAX_ITEMS,
             "items": {
                 "type": "object",
                 "required": ["name", "path"],
                 "properties": {
-                    "name": _string(),
-                    "path": _string(description="JSONPath-like path, e.g. .spec.resources.requests.storage"),
+                    "name": _string(maxLength=speccheck.MAX_NAME),
+                    "path": _string(maxLength=speccheck.MAX_TEXT,
+                                    description="JSONPath-like path, e.g. .spec.resources.requests.storage"),
                     "type": _string(default="string", description=_PLUGGABLE.format(
                         "field types", "string, integer, float, boolean, quantity, timestamp, arrayLength")),
                     "default": _string(description="Value used when the path is missing"),
@@ -81,18 +85,20 @@ _SPEC: dict[str, Any] = {
         },
         "computed": {
             "type": "array",
+            "maxItems": speccheck.MAX_ITEMS,
             "items": {
                 "type": "object",
                 "required": ["name", "expression"],
                 "properties": {
-                    "name": _string(),
-                    "expression": _string(),
+                    "name": _string(maxLength=speccheck.MAX_NAME),
+                    "expression": _string(maxLength=speccheck.MAX_EXPRESSION),
                     "type": _string(enum=["string", "integer", "float", "boolean"], default="float"),
                 },
             },
         },
         "aggregations": {
             "type": "array",
+            "maxItems": speccheck.MAX_ITEMS,
             "items": {
                 "type": "object",
                 "required": ["name", "function"],
@@ -120,12 +126,12 @@ _SPEC: dict[str, Any] = {
         "collection": {
             "type": "object",
             "properties": {
-                "intervalSeconds": _int32(30, 60),
-                "timeoutSeconds": _int32(5, 30),
-                "maxResources": _int32(1, 5000),
-                "batchSize": _int32(10, 500),
-                "retryAttempts": _int32(0, 3),
-                "parallelism": _int32(1, 3),
+                "intervalSeconds": _int32(30, 60, "intervalSeconds"),
+                "timeoutSeconds": _int32(5, 30, "timeoutSeconds"),
+                "maxResources": _int32(1, 5000, "maxResources"),
+                "batchSize": _int32(10, 500, "batchSize"),
+                "retryAttempts": _int32(0, 3, "retryAttempts"),
+                "parallelism": _int32(1, 3, "parallelism"),
             },
         },
         "rbac": {

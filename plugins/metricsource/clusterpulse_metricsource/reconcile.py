@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from clusterpulse_metricsource.catalog import Catalog
 from clusterpulse_metricsource.collector import ClusterCollector
-from clusterpulse_metricsource.compiler import compile_metric_source
+from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
 from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import CompileError, MetricSourceError
 from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data, fleet_of
@@ -42,10 +42,11 @@ from clusterpulse_model.pieces import (
 from prometheus_client import CollectorRegistry, Counter
 
 from clusterpulse_core.clock import utcnow
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
 from clusterpulse_core.contributions import Contributions
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
 from clusterpulse_core.kube.client import KubeApiError, hub_unreachable
+from clusterpulse_core.logs import clip
 from clusterpulse_core.serde import unstructure
 
 if TYPE_CHECKING:
@@ -301,6 +302,8 @@ class MetricSourceReconciler:
         """The source did not compile (or the clusters could not be listed): ``Error`` status, and a
         ``CompileError`` Event when the compile error is new."""
         message = _message(exc)
+        if isinstance(exc, SpecError) and exc.field and exc.field not in message:
+            message = f"{message} ({exc.field})"  # upstream's wording, and the field it is about
         previous = obj.get("status") or {}
         if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
                                                    or previous.get("message") != message):
@@ -311,7 +314,10 @@ class MetricSourceReconciler:
               generation: int, extra: Mapping[str, Any] | None = None) -> ReconcileResult:
         previous = (obj.get("status") or {}).get("errorsLastRun") or 0
         status = failed_status(utcnow(), message, int(previous) if isinstance(previous, int) else 0, generation)
-        ctx.log.warning("MetricSource failed: %s", message)
+        # A repeating failure is logged when it starts or changes, not on every retry (the status holds it).
+        before = obj.get("status") or {}
+        repeated = before.get("phase") == "Error" and before.get("message") == clip(message, MAX_STATUS_MESSAGE)
+        (ctx.log.debug if repeated else ctx.log.warning)("MetricSource failed: %s", message)
         try:
             ctx.patch_status({**unstructure(status), **(extra or {})})
         except Exception as exc:

@@ -1,0 +1,126 @@
+"""Malformed MetricSources, as data: each case is a spec change and the field its error must name.
+
+The MetricSource part of the malformed-CR corpus (test_malformed_crs.py holds the ClusterConnection
+part). Every case is applied to a MetricSource that collected successfully first from an emulated
+cluster: the reconcile must not raise, the status must be ``phase: Error`` naming the field, the
+compiled definition stored by the last good reconcile stays in Redis, and the good spec is
+``Active`` again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from clusterpulse_metricsource.crd import METRIC_SOURCE
+from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, write_config
+
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
+
+MS_API = f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}"
+GOOD: dict[str, Any] = {
+    "source": {"apiVersion": "v1", "kind": "ConfigMap", "scope": "Namespaced"},
+    "fields": [{"name": "name", "path": ".metadata.name", "type": "string"}],
+    "aggregations": [{"name": "count", "function": "count"}],
+    "collection": {"intervalSeconds": 60},
+}
+SOURCE = GOOD["source"]
+
+#: (case id, spec changes, field the error names). ``__spec__`` replaces the whole spec.
+METRIC_SOURCE_CASES: list[tuple[str, Mapping[str, Any], str]] = [
+    ("apiVersion not a string", {"source": {**SOURCE, "apiVersion": 1}}, "spec.source.apiVersion"),
+    ("huge kind", {"source": {**SOURCE, "kind": "K" * 100_000}}, "spec.source.kind"),
+    ("source not an object", {"source": "v1/ConfigMap"}, "spec.source"),
+    ("namespaces include not a list", {"source": {**SOURCE, "namespaces": {"include": "a*"}}},
+     "spec.source.namespaces.include"),
+    ("matchLabels value not a string", {"source": {**SOURCE, "labelSelector": {"matchLabels": {"a": 1}}}},
+     "spec.source.labelSelector.matchLabels.a"),
+    ("fields not a list", {"fields": "name"}, "spec.fields"),
+    ("field name not a string", {"fields": [{"name": 3, "path": ".a"}]}, "spec.fields[0].name"),
+    ("huge field path", {"fields": [{"name": "a", "path": "." + "a" * 100_000}]}, "spec.fields[0].path"),
+    ("too many fields", {"fields": [{"name": f"a{i}", "path": ".a"} for i in range(300)]}, "spec.fields"),
+    ("field default a number", {"fields": [{"name": "a", "path": ".a", "type": "integer", "default": 3}]},
+     "spec.fields[0].default"),
+    ("empty field name", {"fields": [{"name": "", "path": ".a"}]}, "spec.fields[0].name"),
+    ("computed expression not a string", {"computed": [{"name": "c", "expression": 1}]},
+     "spec.computed[0].expression"),
+    ("computed expression broken", {"computed": [{"name": "c", "expression": "name +"}]},
+     "spec.computed[0].expression"),
+    ("aggregation function nope", {"aggregations": [{"name": "x", "function": "nope"}]},
+     "spec.aggregations[0].function"),
+    ("percentile 500", {"aggregations": [{"name": "x", "function": "percentile", "field": "name",
+                                          "percentile": 500}]}, "spec.aggregations[0].percentile"),
+    ("percentile a string", {"aggregations": [{"name": "x", "function": "percentile", "field": "name",
+                                               "percentile": "90"}]}, "spec.aggregations[0].percentile"),
+    ("filter not an object", {"aggregations": [{"name": "x", "function": "count", "filter": "a=b"}]},
+     "spec.aggregations[0].filter"),
+    ("interval negative", {"collection": {"intervalSeconds": -5}}, "spec.collection.intervalSeconds"),
+    ("interval huge", {"collection": {"intervalSeconds": 10**12}}, "spec.collection.intervalSeconds"),
+    ("interval a string", {"collection": {"intervalSeconds": "60"}}, "spec.collection.intervalSeconds"),
+    ("interval a float", {"collection": {"intervalSeconds": 60.5}}, "spec.collection.intervalSeconds"),
+    ("timeout negative", {"collection": {"timeoutSeconds": -1}}, "spec.collection.timeoutSeconds"),
+    ("maxResources huge", {"collection": {"maxResources": 2**31 - 1}}, "spec.collection.maxResources"),
+    ("parallelism negative", {"collection": {"parallelism": -3}}, "spec.collection.parallelism"),
+    ("retryAttempts huge", {"collection": {"retryAttempts": 1000}}, "spec.collection.retryAttempts"),
+    ("batchSize a boolean", {"collection": {"batchSize": True}}, "spec.collection.batchSize"),
+    ("filterAggregations a string", {"rbac": {"resourceTypeName": "cm", "filterAggregations": "yes"}},
+     "spec.rbac.filterAggregations"),
+    ("filterableFields not a list", {"rbac": {"resourceTypeName": "cm", "filterableFields": "name"}},
+     "spec.rbac.filterableFields"),
+    ("spec not an object", {"__spec__": "nope"}, "spec"),
+]
+
+
+@pytest.fixture
+def collected(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> Any:
+    hub = make_hub(kube_api, METRIC_SOURCE)
+    cluster = kube_api(objects=managed_objects("node-a"), require_token=TOKEN)
+    add_cluster(hub, "east", cluster.url)
+    config, host = load(str(write_config(tmp_path / "config.toml", redis_url,
+                                         enabled=("redis", "cluster", "metricsource"))), env={})
+    runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    start_plugins(runtime)
+    owner, kind = runtime.plugins.kinds["ClusterConnection"]
+    assert reconcile_object(runtime, owner, kind, hub.get(kind.api_version, kind.plural, "east", HUB_NAMESPACE)).ok
+    hub.create({"apiVersion": MS_API, "kind": "MetricSource",
+                "metadata": {"name": "maps", "namespace": HUB_NAMESPACE}, "spec": GOOD})
+
+    def reconcile(spec: Any = None) -> tuple[dict[str, Any], Any]:
+        current = hub.get(MS_API, METRIC_SOURCE.plural, "maps", HUB_NAMESPACE)
+        outcome = reconcile_object(runtime, "metricsource", METRIC_SOURCE,
+                                   {**current, "spec": GOOD if spec is None else spec})
+        assert "Traceback" not in (outcome.detail or "")
+        return dict(hub.get(MS_API, METRIC_SOURCE.plural, "maps", HUB_NAMESPACE).get("status") or {}), outcome
+
+    try:
+        status, _ = reconcile()
+        assert status["phase"] == "Active", status
+        yield reconcile, client
+    finally:
+        stop_plugins(runtime)
+        client.close()
+
+
+@pytest.mark.parametrize(("case", "changes", "field"), METRIC_SOURCE_CASES,
+                         ids=[case[0] for case in METRIC_SOURCE_CASES])
+def test_a_malformed_metric_source_is_an_error_naming_its_field(
+        collected: Any, case: str, changes: Mapping[str, Any], field: str) -> None:
+    reconcile, client = collected
+    definition = client.get(f"metricsource:{HUB_NAMESPACE}:maps")
+    assert definition
+    spec: Any = changes.get("__spec__", {**GOOD, **changes})
+    status, outcome = reconcile(spec)
+    print(f"\n{case}: {status.get('phase')}: {str(status.get('message'))[:160]}")
+    assert status["phase"] == "Error"
+    assert field in status["message"]
+    assert len(status["message"]) <= 1100
+    assert not outcome.ok
+    # What the last good reconcile stored is kept.
+    assert client.get(f"metricsource:{HUB_NAMESPACE}:maps") == definition
+    # And the good spec reconciles again.
+    assert reconcile()[0]["phase"] == "Active"
