@@ -24,8 +24,9 @@ from clusterpulse_model.policy import (
 )
 
 from clusterpulse_core.conditions import ready_condition
-from clusterpulse_core.context import ReconcileContext
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.logs import clip
 from clusterpulse_core.serde import unstructure
 from clusterpulse_core.store import StoreError
 from clusterpulse_policy.compiler import CompileError, compile_policy
@@ -78,7 +79,10 @@ class PolicyReconciler:
 
     def _fail(self, obj: Mapping[str, Any], ctx: ReconcileContext, message: str, now: datetime) -> ReconcileResult:
         """``state: Error`` on the CR and in Redis; the stored data (if any) stays in force."""
-        ctx.log.error("%s", message)
+        # A repeating failure is logged when it starts or changes, not on every retry (the status holds it).
+        before = obj.get("status") or {}
+        repeated = before.get("state") == ERROR and before.get("message") == clip(message, MAX_STATUS_MESSAGE)
+        (ctx.log.debug if repeated else ctx.log.error)("%s", message)
         store_error = ""
         try:
             ctx.store(PolicyErrorPiece(ctx.ref.namespace, ctx.ref.name, PolicyErrorRecord(message, now)))

@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from clusterpulse_core.serde import structure, wire
+from clusterpulse_policy.speccheck import RawSpecError, check_raw_spec
 
 
 class SpecError(ValueError):
@@ -170,6 +171,10 @@ def parse_spec(obj: Mapping[str, Any]) -> PolicySpec:
     raw = obj.get("spec")
     if not isinstance(raw, Mapping):
         raise SpecError("spec: missing or not an object")
+    try:
+        check_raw_spec(raw)
+    except RawSpecError as exc:
+        raise SpecError(str(exc)) from exc
     try:
         return structure(dict(raw), PolicySpec)
     except Exception as exc:  # cattrs raises a (nested) ClassValidationError or a plain type error
