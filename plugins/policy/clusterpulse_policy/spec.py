@@ -174,7 +174,7 @@ def parse_spec(obj: Mapping[str, Any]) -> PolicySpec:
     try:
         check_raw_spec(raw)
     except RawSpecError as exc:
-        raise SpecError(str(exc)) from exc
+        raise SpecError(f"spec: {exc}") from exc
     try:
         return structure(dict(raw), PolicySpec)
     except Exception as exc:  # cattrs raises a (nested) ClassValidationError or a plain type error

@@ -103,13 +103,13 @@ def _rule(value: Any, field: str) -> None:
 def check_raw_spec(raw: Mapping[str, Any]) -> None:
     """Raise :class:`RawSpecError` naming the first field of ``raw`` with a wrong type or size."""
     identity = _object(raw.get("identity"), "spec.identity")
+    priority = identity.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        raise RawSpecError("spec.identity.priority", f"must be an integer, got {type(priority).__name__}")
     subjects = _object(identity.get("subjects"), "spec.identity.subjects")
     _list(subjects.get("users"), "spec.identity.subjects.users")
     _list(subjects.get("groups"), "spec.identity.subjects.groups")
     _list(subjects.get("serviceAccounts"), "spec.identity.subjects.serviceAccounts", _account)
-    priority = identity.get("priority")
-    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-        raise RawSpecError("spec.identity.priority", f"must be an integer, got {type(priority).__name__}")
     access = _object(raw.get("access"), "spec.access")
     _string(access.get("effect"), "spec.access.effect")
     _boolean(access.get("enabled"), "spec.access.enabled")
