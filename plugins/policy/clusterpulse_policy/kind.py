@@ -6,6 +6,7 @@ from typing import Any
 
 from clusterpulse_core.kinds import PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import BOOLEAN, CONDITIONS, STRING, resource_schema
+from clusterpulse_policy import speccheck
 
 GROUP = "clusterpulse.io"
 VERSION = "v1alpha1"
@@ -20,11 +21,13 @@ STATES = ("Active", "Inactive", "Error", "Pending", "Expired")
 
 
 def _strings(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": dict(STRING), "description": description}
+    return {"type": "array", "maxItems": speccheck.MAX_ITEMS,
+            "items": {**STRING, "maxLength": speccheck.MAX_STRING}, "description": description}
 
 
 def _string_map(description: str) -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": dict(STRING), "description": description}
+    return {"type": "object", "maxProperties": speccheck.MAX_ITEMS,
+            "additionalProperties": {**STRING, "maxLength": speccheck.MAX_STRING}, "description": description}
 
 
 def _allow_deny(description: str) -> dict[str, Any]:
@@ -102,7 +105,7 @@ _SPEC: dict[str, Any] = {
             "clusters": {"type": "object", "properties": {
                 "default": {**STRING, "enum": list(DEFAULT_ACCESS), "default": "none",
                             "description": "Access to clusters no rule names."},
-                "rules": {"type": "array", "items": _RULE},
+                "rules": {"type": "array", "maxItems": speccheck.MAX_ITEMS, "items": _RULE},
             }},
         }},
         "lifecycle": {"type": "object", "properties": {
