@@ -35,7 +35,7 @@ BIN = Path(sys.executable).parent
 #: What a production install must not carry: the test harness, the demo and what only they need
 #: (aiohttp is not among them: the kubernetes client requires it).
 TOOL_PACKAGES = ("clusterpulse_testing", "clusterpulse_demo")
-TOOL_ONLY_DEPENDENCIES = ("kmock", "pytest", "pytest-timeout", "cryptography")
+TOOL_ONLY_DEPENDENCIES = ("kmock", "pytest", "pytest-timeout")  # cryptography: the ingester makes its TLS CA
 
 
 #: The environment of the installs under test: without the suite's PYTHONPATH (tests/conftest.py puts

@@ -32,7 +32,7 @@ FLEET = FLEET_DIR
 def test_cluster_connection_kind_matches_the_crd_spec() -> None:
     host = PluginHost(["cluster"])
     owner, kind = host.kinds["ClusterConnection"]
-    assert owner == "cluster" and kind is CLUSTER_CONNECTION
+    assert owner == "cluster" and kind == CLUSTER_CONNECTION and kind.reconciler is not None
     assert (kind.group, kind.version, kind.plural, kind.singular, kind.short_names, kind.namespaced) == (
         "clusterpulse.io", "v1alpha1", "clusterconnections", "clusterconnection", ("cc",), True)
     assert kind.status_subresource and kind.workers == 10

@@ -43,7 +43,9 @@ def test_push_fallback_registry_and_metricsource_keep_storing_while_the_hub_is_d
     # Push mode without an agent (no ingester answers): the controller pulls instead (fallback).
     add_cluster(hub, "edge", kube_api(objects=managed_objects("edge-node"), require_token=TOKEN).url,
                 collectionMode="push", ingesterAddress="127.0.0.1:9")
+    # No ingester runs here, so no hub CA is made: the agents are told plaintext (about the hub, not transport).
     config_file = write_config(tmp_path / "config.toml", redis_url, core={"request_timeout": 2.0},
+                               plugins={"cluster": {"ingester_tls_enabled": False}},
                                enabled=("redis", "cluster", "registry", "metricsource"))
     config, host = load(str(config_file), env={})
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client(), timeout=2.0))

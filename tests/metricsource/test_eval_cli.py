@@ -125,7 +125,9 @@ class Workdir:
         """``clusterpulse ARGS`` in this folder; the machine's environment does not leak in."""
         done = subprocess.run(
             [sys.executable, "-c", MAIN, *args], cwd=self.path, capture_output=True, text=True,
-            timeout=RUN_TIMEOUT_SECONDS, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, check=False,
+            timeout=RUN_TIMEOUT_SECONDS, check=False,
+            # PYTHONPATH: where tests/conftest.py installed the test-only plugins (the example's function).
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
         )
         return Result(done.returncode, done.stdout, done.stderr)
 
