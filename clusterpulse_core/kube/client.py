@@ -74,6 +74,9 @@ def hub_unreachable(exc: KubeApiError) -> bool:
     return exc.status == 0 or exc.status == 429 or exc.status >= 500
 
 
+#: Fewest idle connections a client's pool keeps per host (see :func:`pool_manager`).
+MIN_POOL_CONNECTIONS = 64
+
 #: Default maximum size of one response body (one page of a list), bytes.
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
@@ -163,8 +166,10 @@ def pool_manager(configuration: Configuration) -> urllib3.PoolManager:
         kwargs["server_hostname"] = configuration.tls_server_name
     if configuration.socket_options is not None:
         kwargs["socket_options"] = configuration.socket_options
-    if configuration.connection_pool_maxsize is not None:
-        kwargs["maxsize"] = configuration.connection_pool_maxsize
+    # The kubernetes default (5 per CPU) is below the callers one hub client serves at once (every
+    # kind's workers, the informers, the Leases): urllib3 then discards connections with a warning
+    # and the next calls pay a new TLS handshake. Idle connections kept, not a cap on calls.
+    kwargs["maxsize"] = max(configuration.connection_pool_maxsize or 0, MIN_POOL_CONNECTIONS)
     manager: urllib3.PoolManager
     if configuration.proxy and not _bypasses_proxy(str(configuration.host), configuration.no_proxy or ""):
         manager = urllib3.ProxyManager(configuration.proxy, proxy_headers=configuration.proxy_headers,

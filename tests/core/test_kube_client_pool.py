@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kubernetes
 import pytest
 from clusterpulse_testing.servers import free_port
 
-from clusterpulse_core.kube.client import KubeApiError, KubeClient, _bypasses_proxy, make_api_client
+from clusterpulse_core.kube.client import (
+    MIN_POOL_CONNECTIONS,
+    KubeApiError,
+    KubeClient,
+    _bypasses_proxy,
+    make_api_client,
+)
 
 
 def test_a_proxy_in_the_configuration_carries_the_calls_unless_no_proxy_names_the_host(
@@ -56,3 +65,24 @@ def test_tls_is_verified_against_the_configured_ca_and_only_an_explicit_opt_out_
 )
 def test_no_proxy_rules(url: str, no_proxy: str, bypass: bool) -> None:
     assert _bypasses_proxy(url, no_proxy) is bypass
+
+
+def test_the_pool_keeps_a_connection_for_each_of_many_concurrent_callers(
+    kube_api: Callable[..., Any], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As many callers at once as the hub client serves (workers of every kind, informers, Leases):
+    no connection is discarded ("Connection pool is full"), so none pays a new TLS handshake."""
+    api = kube_api()
+    api.delay(r"^/api/v1/namespaces$", 0.2)  # the calls overlap
+    client = KubeClient(make_api_client(api.url, ca_pem=api.ca_pem), timeout=30)
+    callers = 40
+    start = threading.Barrier(callers)
+
+    def call(_: int) -> str:
+        start.wait(30)
+        return str(client.get("/api/v1/namespaces")["kind"])
+
+    with caplog.at_level(logging.WARNING, logger="urllib3.connectionpool"), ThreadPoolExecutor(callers) as pool:
+        assert set(pool.map(call, range(callers))) == {"NamespaceList"}
+    assert callers <= MIN_POOL_CONNECTIONS
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
