@@ -56,19 +56,32 @@ def agent_process_rss(folder: Path, url: str, cycles: int, interval: float) -> t
         "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
         f"clusters: [{{name: bench, cluster: {{server: '{url}'}}}}]\n"
         "users: [{name: bench, user: {token: bench}}]\n"
-        "contexts: [{name: bench, context: {cluster: bench, user: bench}}]\n")
+        "contexts: [{name: bench, context: {cluster: bench, user: bench}}]\n"
+    )
     config = folder / "agent.toml"
-    config.write_text('[clusterpulse]\nplugins = ["cluster", "metricsource", "ingester"]\n'
-                      'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\nlog_level = "info"\n'
-                      f'request_timeout = 120.0\n[plugins.ingester]\ncluster_name = "big"\n'
-                      f'ingester_address = "127.0.0.1:{port}"\ncollector_token = "bench"\n'
-                      f'collect_interval = {interval}\nheartbeat_interval = 30.0\n')
+    config.write_text(
+        '[clusterpulse]\nplugins = ["cluster", "metricsource", "ingester"]\n'
+        'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\nlog_level = "info"\n'
+        f'request_timeout = 120.0\n[plugins.ingester]\ncluster_name = "big"\n'
+        f'ingester_address = "127.0.0.1:{port}"\ncollector_token = "bench"\n'
+        f"collect_interval = {interval}\nheartbeat_interval = 30.0\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INGESTER_", "COLLECT", "CLUSTER_NAME"))}
     log = folder / "agent.log"
     with EchoServer(port), log.open("w") as out:
         process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "clusterpulse"), "--config", str(config), "agent",
-             "--kubeconfig", str(kubeconfig)], stdout=out, stderr=subprocess.STDOUT, env=env)
+            [
+                str(Path(sys.executable).parent / "clusterpulse"),
+                "--config",
+                str(config),
+                "agent",
+                "--kubeconfig",
+                str(kubeconfig),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         time.sleep(interval * cycles + 3.0)
         peak = proc_status(process.pid, "VmHWM")
         ticks = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -94,9 +107,12 @@ def main() -> None:
         emulator, url = start_emulator(folder)
         try:
             hub = KubeClient(make_api_client(url), timeout=120)
-            cc = {"apiVersion": CLUSTER_CONNECTION.api_version, "kind": "ClusterConnection",
-                  "metadata": {"name": "big", "namespace": NAMESPACE},
-                  "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}}}
+            cc = {
+                "apiVersion": CLUSTER_CONNECTION.api_version,
+                "kind": "ClusterConnection",
+                "metadata": {"name": "big", "namespace": NAMESPACE},
+                "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}},
+            }
             hub.request("POST", CLUSTER_CONNECTION.api_path(NAMESPACE), body=cc)
             pull = Runner(folder, hub, f"redis://127.0.0.1:{redis_server.port}/0", False)
             config_file = folder / "agent-inprocess.toml"
@@ -110,8 +126,7 @@ def main() -> None:
                     pull.cycle()
                     start_cpu, start_wall = time.process_time(), time.perf_counter()
                     wire = agent.collect_once().SerializeToString()
-                    agent_cycles.append((time.process_time() - start_cpu, time.perf_counter() - start_wall,
-                                         len(wire)))
+                    agent_cycles.append((time.process_time() - start_cpu, time.perf_counter() - start_wall, len(wire)))
             finally:
                 pull.close()
                 local.close()
@@ -122,14 +137,20 @@ def main() -> None:
             redis_server.cleanup()
     print(f"cluster: {args.nodes} nodes, {args.pods} pods; busy shared 2-core machine")
     for index, ((pc, pw), (ac, aw, size)) in enumerate(zip(pull.cycles, agent_cycles, strict=True), 1):
-        print(f"cycle {index}: pull reconcile {pc:.3f} s CPU ({pw:.3f} s wall) | agent {ac:.3f} s CPU "
-              f"({aw:.3f} s wall, batch {size / 1024:.0f} KiB)")
+        print(
+            f"cycle {index}: pull reconcile {pc:.3f} s CPU ({pw:.3f} s wall) | agent {ac:.3f} s CPU "
+            f"({aw:.3f} s wall, batch {size / 1024:.0f} KiB)"
+        )
     pull_best, agent_best = min(c for c, _ in pull.cycles), min(c for c, _, _ in agent_cycles)
-    print(f"agent CPU per cycle (best): {agent_best:.3f} s vs pull reconcile {pull_best:.3f} s "
-          f"({agent_best / pull_best * 100:.0f} %; target <= pull: {'met' if agent_best <= pull_best else 'NOT met'})")
-    print(f"clusterpulse agent process: peak RSS {peak / 2**20:.0f} MiB after {collected} collections "
-          f"(target < {TARGET_RSS // 2**20} MiB container: {'met' if peak < TARGET_RSS else 'NOT met'}); "
-          f"process CPU {process_cpu:.2f} s including start-up")
+    print(
+        f"agent CPU per cycle (best): {agent_best:.3f} s vs pull reconcile {pull_best:.3f} s "
+        f"({agent_best / pull_best * 100:.0f} %; target <= pull: {'met' if agent_best <= pull_best else 'NOT met'})"
+    )
+    print(
+        f"clusterpulse agent process: peak RSS {peak / 2**20:.0f} MiB after {collected} collections "
+        f"(target < {TARGET_RSS // 2**20} MiB container: {'met' if peak < TARGET_RSS else 'NOT met'}); "
+        f"process CPU {process_cpu:.2f} s including start-up"
+    )
 
 
 if __name__ == "__main__":

@@ -57,31 +57,65 @@ def node(index: int) -> dict[str, Any]:
     """A realistic worker node (labels, conditions, 40 images)."""
     name = f"node-{index:04d}"
     return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {
-            "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-            "node-role.kubernetes.io/worker": "", "topology.kubernetes.io/zone": f"zone-{index % 3}",
-            "node.kubernetes.io/instance-type": "m5.2xlarge"},
-            "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux",
+                "node-role.kubernetes.io/worker": "",
+                "topology.kubernetes.io/zone": f"zone-{index % 3}",
+                "node.kubernetes.io/instance-type": "m5.2xlarge",
+            },
+            "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+        },
         "spec": {"podCIDR": f"10.{index // 250}.{index % 250}.0/24", "providerID": f"aws:///zone/i-{index:017x}"},
         "status": {
             "capacity": {"cpu": "8", "memory": "32863432Ki", "ephemeral-storage": "125293548Ki", "pods": "110"},
-            "allocatable": {"cpu": "7500m", "memory": "31715196Ki", "ephemeral-storage": "114396791822",
-                            "pods": "110"},
+            "allocatable": {"cpu": "7500m", "memory": "31715196Ki", "ephemeral-storage": "114396791822", "pods": "110"},
             "conditions": [
-                {"type": t, "status": "False", "lastHeartbeatTime": "2025-03-01T11:59:40Z",
-                 "lastTransitionTime": "2024-09-12T08:15:10Z", "reason": f"KubeletHasNo{t}", "message": "ok"}
+                {
+                    "type": t,
+                    "status": "False",
+                    "lastHeartbeatTime": "2025-03-01T11:59:40Z",
+                    "lastTransitionTime": "2024-09-12T08:15:10Z",
+                    "reason": f"KubeletHasNo{t}",
+                    "message": "ok",
+                }
                 for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
-            ] + [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2025-03-01T11:59:40Z",
-                  "lastTransitionTime": "2025-02-20T06:31:44Z", "reason": "KubeletReady",
-                  "message": "kubelet is posting ready status"}],
-            "addresses": [{"type": "InternalIP", "address": f"10.0.{index // 250}.{index % 250}"},
-                          {"type": "Hostname", "address": name}],
-            "nodeInfo": {"kernelVersion": "5.14.0-284", "osImage": "RHCOS 4.14", "kubeletVersion": "v1.27.16",
-                         "containerRuntimeVersion": "cri-o://1.27.1", "architecture": "amd64",
-                         "operatingSystem": "linux", "machineID": f"{index:032x}"},
-            "images": [{"names": [f"quay.io/example/image-{i}@sha256:{i:064x}", f"quay.io/example/image-{i}:v1"],
-                        "sizeBytes": 100_000_000 + i} for i in range(40)],
+            ]
+            + [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "lastHeartbeatTime": "2025-03-01T11:59:40Z",
+                    "lastTransitionTime": "2025-02-20T06:31:44Z",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": f"10.0.{index // 250}.{index % 250}"},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kernelVersion": "5.14.0-284",
+                "osImage": "RHCOS 4.14",
+                "kubeletVersion": "v1.27.16",
+                "containerRuntimeVersion": "cri-o://1.27.1",
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "machineID": f"{index:032x}",
+            },
+            "images": [
+                {
+                    "names": [f"quay.io/example/image-{i}@sha256:{i:064x}", f"quay.io/example/image-{i}:v1"],
+                    "sizeBytes": 100_000_000 + i,
+                }
+                for i in range(40)
+            ],
         },
     }
 
@@ -91,35 +125,80 @@ def pod(index: int, nodes: int) -> dict[str, Any]:
     name = f"app-{index % 400}-7d9c8b6f5-{index:05d}"
     namespace = f"team-{index % 40}"
     phase = ("Running",) * 8 + ("Pending", "Succeeded")
-    containers = [{
-        "name": c, "image": f"quay.io/example/{c}:1.{index % 7}",
-        "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-        "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "POD_NAME",
-                                                         "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-        "resources": {"requests": {"cpu": ("250m", "100m")[i], "memory": ("512Mi", "64Mi")[i]},
-                      "limits": {"cpu": "1", "memory": "1Gi"}},
-        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
-        "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                          "readOnly": True}],
-    } for i, c in enumerate(("app", "proxy"))]
+    containers = [
+        {
+            "name": c,
+            "image": f"quay.io/example/{c}:1.{index % 7}",
+            "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+            "env": [
+                {"name": "LOG_LEVEL", "value": "info"},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            ],
+            "resources": {
+                "requests": {"cpu": ("250m", "100m")[i], "memory": ("512Mi", "64Mi")[i]},
+                "limits": {"cpu": "1", "memory": "1Gi"},
+            },
+            "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
+            "volumeMounts": [
+                {
+                    "name": "kube-api-access",
+                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    "readOnly": True,
+                }
+            ],
+        }
+        for i, c in enumerate(("app", "proxy"))
+    ]
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {"app": f"app-{index % 400}", "pod-template-hash": "7d9c8b6f5"},
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "controller": True,
-                                          "name": f"app-{index % 400}-7d9c8b6f5", "uid": f"{index:032x}"}]},
-        "spec": {"nodeName": f"node-{index % nodes:04d}", "containers": containers,
-                 "serviceAccountName": "default", "restartPolicy": "Always",
-                 "volumes": [{"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {
-                     "path": "token", "expirationSeconds": 3607}}]}}]},
-        "status": {"phase": phase[index % len(phase)], "podIP": f"10.128.{index // 250}.{index % 250}",
-                   "startTime": "2025-02-20T06:40:00Z",
-                   "conditions": [{"type": t, "status": "True", "lastTransitionTime": "2025-02-20T06:40:00Z"}
-                                  for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-                   "containerStatuses": [{"name": c, "ready": True, "restartCount": 0, "started": True,
-                                          "image": f"quay.io/example/{c}:1", "imageID": f"sha256:{index:064x}",
-                                          "state": {"running": {"startedAt": "2025-02-20T06:40:05Z"}}}
-                                         for c in ("app", "proxy")]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app": f"app-{index % 400}", "pod-template-hash": "7d9c8b6f5"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "controller": True,
+                    "name": f"app-{index % 400}-7d9c8b6f5",
+                    "uid": f"{index:032x}",
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": f"node-{index % nodes:04d}",
+            "containers": containers,
+            "serviceAccountName": "default",
+            "restartPolicy": "Always",
+            "volumes": [
+                {
+                    "name": "kube-api-access",
+                    "projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]},
+                }
+            ],
+        },
+        "status": {
+            "phase": phase[index % len(phase)],
+            "podIP": f"10.128.{index // 250}.{index % 250}",
+            "startTime": "2025-02-20T06:40:00Z",
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": "2025-02-20T06:40:00Z"}
+                for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "containerStatuses": [
+                {
+                    "name": c,
+                    "ready": True,
+                    "restartCount": 0,
+                    "started": True,
+                    "image": f"quay.io/example/{c}:1",
+                    "imageID": f"sha256:{index:064x}",
+                    "state": {"running": {"startedAt": "2025-02-20T06:40:05Z"}},
+                }
+                for c in ("app", "proxy")
+            ],
+        },
     }
 
 
@@ -127,14 +206,27 @@ def service(index: int) -> dict[str, Any]:
     """A ClusterIP service with labels, a selector and two ports."""
     name = f"svc-{index:05d}"
     return {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": f"team-{index % 40}", "labels": {"app": name, "tier": "web"},
-                     "annotations": {"service.beta.kubernetes.io/description": "bench service " * 4}},
-        "spec": {"type": "ClusterIP", "clusterIP": f"172.30.{index // 250}.{index % 250}",
-                 "clusterIPs": [f"172.30.{index // 250}.{index % 250}"], "selector": {"app": name},
-                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
-                           {"name": "metrics", "port": 9090, "targetPort": 9090, "protocol": "TCP"}],
-                 "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": f"team-{index % 40}",
+            "labels": {"app": name, "tier": "web"},
+            "annotations": {"service.beta.kubernetes.io/description": "bench service " * 4},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": f"172.30.{index // 250}.{index % 250}",
+            "clusterIPs": [f"172.30.{index // 250}.{index % 250}"],
+            "selector": {"app": name},
+            "ports": [
+                {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+                {"name": "metrics", "port": 9090, "targetPort": 9090, "protocol": "TCP"},
+            ],
+            "sessionAffinity": "None",
+            "ipFamilies": ["IPv4"],
+            "ipFamilyPolicy": "SingleStack",
+        },
         "status": {"loadBalancer": {}},
     }
 
@@ -143,26 +235,47 @@ def write_objects(folder: Path, nodes: int, pods: int, services: int = 0) -> Non
     """The emulator's objects: the hub part (CRD, namespace, Secret, ClusterConnection) and the cluster."""
     kind = CLUSTER_CONNECTION
     hub = [
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-         "metadata": {"name": kind.crd_name},
-         "spec": {"group": kind.group, "scope": "Namespaced",
-                  "names": {"kind": kind.kind, "plural": kind.plural, "singular": kind.singular,
-                            "listKind": f"{kind.kind}List"},
-                  "versions": [{"name": kind.version, "served": True, "storage": True,
-                                "subresources": {"status": {}},
-                                "schema": {"openAPIV3Schema": dict(kind.schema)}}]}},
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": kind.crd_name},
+            "spec": {
+                "group": kind.group,
+                "scope": "Namespaced",
+                "names": {
+                    "kind": kind.kind,
+                    "plural": kind.plural,
+                    "singular": kind.singular,
+                    "listKind": f"{kind.kind}List",
+                },
+                "versions": [
+                    {
+                        "name": kind.version,
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": dict(kind.schema)},
+                    }
+                ],
+            },
+        },
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big-token", "namespace": NAMESPACE},
-         "data": {"token": base64.b64encode(b"bench").decode(),
-                  # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
-                  "insecure-allow-http": base64.b64encode(b"true").decode()}},
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "big-token", "namespace": NAMESPACE},
+            "data": {
+                "token": base64.b64encode(b"bench").decode(),
+                # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
+                "insecure-allow-http": base64.b64encode(b"true").decode(),
+            },
+        },
     ]
     namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{i}"}} for i in range(40)]
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": hub + namespaces}))
     (folder / "nodes.json").write_text(json.dumps({"kind": "List", "items": [node(i) for i in range(nodes)]}))
     (folder / "pods.json").write_text(json.dumps({"kind": "List", "items": [pod(i, nodes) for i in range(pods)]}))
-    (folder / "services.json").write_text(json.dumps({"kind": "List",
-                                                      "items": [service(i) for i in range(services)]}))
+    (folder / "services.json").write_text(json.dumps({"kind": "List", "items": [service(i) for i in range(services)]}))
 
 
 def start_emulator(folder: Path) -> tuple[subprocess.Popen[str], str]:
@@ -209,8 +322,9 @@ def count_times(client: KubeClient, repeat: int = 5) -> tuple[float, float, int]
             client.count(path)
         counted.append(time.process_time() - start)
         start = time.process_time()
-        services = sum(len(json.loads(body).get("items") or ()) for body in
-                       client.list_pages("/api/v1/services", limit=PAGE_SIZE))
+        services = sum(
+            len(json.loads(body).get("items") or ()) for body in client.list_pages("/api/v1/services", limit=PAGE_SIZE)
+        )
         listed.append(time.process_time() - start)
     return min(counted), min(listed), services
 
@@ -246,14 +360,16 @@ class AlertsCost:
 class Runner:
     """A runtime reconciling the big cluster, with or without the alerts plugin (``env``: overrides)."""
 
-    def __init__(self, folder: Path, hub: KubeClient, redis_url: str, alerts: bool,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, folder: Path, hub: KubeClient, redis_url: str, alerts: bool, env: Mapping[str, str] | None = None
+    ) -> None:
         plugins = '["redis", "cluster", "alerts"]' if alerts else '["redis", "cluster"]'
         config_file = folder / f"clusterpulse-{'alerts' if alerts else 'plain'}-{len(env or {})}.toml"
         config_file.write_text(
             f'[clusterpulse]\nplugins = {plugins}\nnamespace = "{NAMESPACE}"\n'
             f'[plugins.redis]\nurl = "{redis_url}"\n'
-            + ('[plugins.alerts]\nevaluation_interval = 3600.0\ndefault_for = 0.0\n' if alerts else ''))
+            + ("[plugins.alerts]\nevaluation_interval = 3600.0\ndefault_for = 0.0\n" if alerts else "")
+        )
         config, host = load(str(config_file), env=dict(env or {}))
         self.hub = hub
         self.runtime = build_runtime(config, host, hub=hub)
@@ -313,9 +429,12 @@ def main() -> None:
         emulator, url = start_emulator(folder)
         try:
             hub = KubeClient(make_api_client(url), timeout=120)
-            cc = {"apiVersion": CLUSTER_CONNECTION.api_version, "kind": "ClusterConnection",
-                  "metadata": {"name": "big", "namespace": NAMESPACE},
-                  "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}}}
+            cc = {
+                "apiVersion": CLUSTER_CONNECTION.api_version,
+                "kind": "ClusterConnection",
+                "metadata": {"name": "big", "namespace": NAMESPACE},
+                "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}},
+            }
             hub.request("POST", CLUSTER_CONNECTION.api_path(NAMESPACE), body=cc)
             redis_url = f"redis://127.0.0.1:{redis_server.port}/0"
             # Alternate the runtimes cycle by cycle, so machine load affects them alike.
@@ -340,32 +459,46 @@ def main() -> None:
             redis_server.cleanup()
     cpu = min(c for c, _ in cycles)
     without_lists = min(c for c, _ in no_lists.cycles)
-    print(f"cluster: {args.nodes} nodes, {args.pods} pods, {services} services, pages of {PAGE_SIZE}, "
-          f"{size / 1e6:.1f} MB of node+pod list JSON (busy shared machine: figures vary run to run)")
+    print(
+        f"cluster: {args.nodes} nodes, {args.pods} pods, {services} services, pages of {PAGE_SIZE}, "
+        f"{size / 1e6:.1f} MB of node+pod list JSON (busy shared machine: figures vary run to run)"
+    )
     for index, (c, w) in enumerate(cycles, 1):
         print(f"cycle {index}: {c:.3f} s CPU, {w:.3f} s wall")
-    print(f"reconcile CPU per cycle (best): {cpu:.3f} s  (target <= {TARGET_CPU_SECONDS} s: "
-          f"{'met' if cpu <= TARGET_CPU_SECONDS else 'NOT met'})")
+    print(
+        f"reconcile CPU per cycle (best): {cpu:.3f} s  (target <= {TARGET_CPU_SECONDS} s: "
+        f"{'met' if cpu <= TARGET_CPU_SECONDS else 'NOT met'})"
+    )
     print(f"decode node+pod pages, typed partial decode + tally: {typed:.3f} s")
     print(f"decode node+pod pages, plain json.loads:             {plain_decode:.3f} s")
-    print(f"ratio json.loads / typed decode: {plain_decode / typed:.1f}x; "
-          f"reconcile CPU / json.loads: {cpu / plain_decode:.2f}")
-    print(f"added by R1 counts ({len(COUNTED_PATHS)} kinds, limit=1 + remainingItemCount): {counts * 1000:.1f} ms CPU"
-          f"  vs counting the {services} services by listing them: {listed * 1000:.1f} ms CPU")
-    print(f"added by R3 resource lists (default caps, {listed_items} items, pods from the node pass's sweep): "
-          f"{(with_lists - without_lists_run) * 1000:.1f} ms CPU per run of the nodes collector "
-          f"({with_lists * 1000:.1f} ms with them, {without_lists_run * 1000:.1f} ms without); best cycle "
-          f"{without_lists:.3f} s with RESOURCE_COLLECTION_ENABLED=false, {cpu:.3f} s with it "
-          f"(that difference is mostly noise on a busy machine)")
+    print(
+        f"ratio json.loads / typed decode: {plain_decode / typed:.1f}x; "
+        f"reconcile CPU / json.loads: {cpu / plain_decode:.2f}"
+    )
+    print(
+        f"added by R1 counts ({len(COUNTED_PATHS)} kinds, limit=1 + remainingItemCount): {counts * 1000:.1f} ms CPU"
+        f"  vs counting the {services} services by listing them: {listed * 1000:.1f} ms CPU"
+    )
+    print(
+        f"added by R3 resource lists (default caps, {listed_items} items, pods from the node pass's sweep): "
+        f"{(with_lists - without_lists_run) * 1000:.1f} ms CPU per run of the nodes collector "
+        f"({with_lists * 1000:.1f} ms with them, {without_lists_run * 1000:.1f} ms without); best cycle "
+        f"{without_lists:.3f} s with RESOURCE_COLLECTION_ENABLED=false, {cpu:.3f} s with it "
+        f"(that difference is mostly noise on a busy machine)"
+    )
     evaluation = min(alerts.per_cycle)
     share = evaluation / cpu
-    print(f"alerts: built-in rules evaluated after each reconcile (best): {evaluation * 1000:.2f} ms CPU = "
-          f"{share * 100:.2f} % of the reconcile CPU without alerts (target < {TARGET_ALERTS_SHARE * 100:.0f} %: "
-          f"{'met' if share < TARGET_ALERTS_SHARE else 'NOT met'}); one periodic re-evaluation: "
-          f"{alerts.tick * 1000:.2f} ms")
+    print(
+        f"alerts: built-in rules evaluated after each reconcile (best): {evaluation * 1000:.2f} ms CPU = "
+        f"{share * 100:.2f} % of the reconcile CPU without alerts (target < {TARGET_ALERTS_SHARE * 100:.0f} %: "
+        f"{'met' if share < TARGET_ALERTS_SHARE else 'NOT met'}); one periodic re-evaluation: "
+        f"{alerts.tick * 1000:.2f} ms"
+    )
     alerts_cpu = min(c for c, _ in alert_cycles)
-    print(f"reconcile CPU per cycle with alerts enabled (best): {alerts_cpu:.3f} s "
-          f"({(alerts_cpu / cpu - 1) * 100:+.1f} % end to end, includes run-to-run noise)")
+    print(
+        f"reconcile CPU per cycle with alerts enabled (best): {alerts_cpu:.3f} s "
+        f"({(alerts_cpu / cpu - 1) * 100:+.1f} % end to end, includes run-to-run noise)"
+    )
 
 
 if __name__ == "__main__":

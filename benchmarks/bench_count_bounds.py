@@ -46,27 +46,51 @@ BOUND = 5000
 def small_node(index: int) -> dict[str, Any]:
     """A small Ready node (about 140 bytes of JSON, as in the fault trial)."""
     name = f"n-{index:06d}"
-    return {"metadata": {"name": name}, "status": {"capacity": {"cpu": "4", "pods": "110"},
-                                                    "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "metadata": {"name": name},
+        "status": {"capacity": {"cpu": "4", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
 
 
 def write_cluster(folder: Path, nodes: int) -> None:
     """The emulator's objects: the hub part (CRD, namespace, Secret) and ``nodes`` nodes."""
     kind = CLUSTER_CONNECTION
     hub = [
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-         "metadata": {"name": kind.crd_name},
-         "spec": {"group": kind.group, "scope": "Namespaced",
-                  "names": {"kind": kind.kind, "plural": kind.plural, "singular": kind.singular,
-                            "listKind": f"{kind.kind}List"},
-                  "versions": [{"name": kind.version, "served": True, "storage": True,
-                                "subresources": {"status": {}},
-                                "schema": {"openAPIV3Schema": dict(kind.schema)}}]}},
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": kind.crd_name},
+            "spec": {
+                "group": kind.group,
+                "scope": "Namespaced",
+                "names": {
+                    "kind": kind.kind,
+                    "plural": kind.plural,
+                    "singular": kind.singular,
+                    "listKind": f"{kind.kind}List",
+                },
+                "versions": [
+                    {
+                        "name": kind.version,
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": dict(kind.schema)},
+                    }
+                ],
+            },
+        },
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big-token", "namespace": NAMESPACE},
-         "data": {"token": base64.b64encode(b"bench").decode(),
-                  # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
-                  "insecure-allow-http": base64.b64encode(b"true").decode()}},
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "big-token", "namespace": NAMESPACE},
+            "data": {
+                "token": base64.b64encode(b"bench").decode(),
+                # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
+                "insecure-allow-http": base64.b64encode(b"true").decode(),
+            },
+        },
     ]
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": hub}))
     with (folder / "nodes.json").open("w") as out:
@@ -89,8 +113,10 @@ def pull_child(url: str, redis_url: str, folder: str) -> dict[str, Any]:
     from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, stop_plugins
 
     config_file = Path(folder) / "clusterpulse.toml"
-    config_file.write_text(f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
-                           f'[plugins.redis]\nurl = "{redis_url}"\n')
+    config_file.write_text(
+        f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
+        f'[plugins.redis]\nurl = "{redis_url}"\n'
+    )
     config, host = load(str(config_file), env={})
     hub = KubeClient(make_api_client(url), timeout=120)
     runtime = build_runtime(config, host, hub=hub)
@@ -112,11 +138,19 @@ def write_batch(path: Path, nodes: int) -> int:
     from clusterpulse_ingester.proto import collector_pb2 as pb
 
     sent = pb.MetricsBatch(cluster_name="big")
-    sent.cluster_metrics.CopyFrom(pb.ClusterMetrics(nodes=nodes, nodes_ready=nodes, namespaces=1,
-                                                    namespace_list=["default"]))
-    sent.node_metrics.extend(pb.NodeMetrics(name=f"n-{i:06d}", status="Ready", cpu_capacity=4.0, pods_capacity=110,
-                                            labels={"kubernetes.io/hostname": f"n-{i:06d}"})
-                             for i in range(nodes))
+    sent.cluster_metrics.CopyFrom(
+        pb.ClusterMetrics(nodes=nodes, nodes_ready=nodes, namespaces=1, namespace_list=["default"])
+    )
+    sent.node_metrics.extend(
+        pb.NodeMetrics(
+            name=f"n-{i:06d}",
+            status="Ready",
+            cpu_capacity=4.0,
+            pods_capacity=110,
+            labels={"kubernetes.io/hostname": f"n-{i:06d}"},
+        )
+        for i in range(nodes)
+    )
     return path.write_bytes(sent.SerializeToString())
 
 
@@ -165,11 +199,18 @@ def measure_pull(nodes: int, client: redis.Redis, redis_url: str) -> dict[str, A
         emulator, url = start_emulator(folder)
         try:
             from clusterpulse_core.kube.client import KubeClient, make_api_client
+
             hub = KubeClient(make_api_client(url), timeout=120)
-            hub.request("POST", CLUSTER_CONNECTION.api_path(NAMESPACE), body={
-                "apiVersion": CLUSTER_CONNECTION.api_version, "kind": "ClusterConnection",
-                "metadata": {"name": "big", "namespace": NAMESPACE},
-                "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}}})
+            hub.request(
+                "POST",
+                CLUSTER_CONNECTION.api_path(NAMESPACE),
+                body={
+                    "apiVersion": CLUSTER_CONNECTION.api_version,
+                    "kind": "ClusterConnection",
+                    "metadata": {"name": "big", "namespace": NAMESPACE},
+                    "spec": {"endpoint": url, "credentialsRef": {"name": "big-token"}},
+                },
+            )
             result = child("--pull-child", url, redis_url, tmp)
         finally:
             emulator.kill()
@@ -195,11 +236,14 @@ def report(label: str, big: dict[str, Any], bounded: dict[str, Any]) -> bool:
     rss_limit = 1.25 * bounded["peak"] + 32 * MIB + big.get("parse", 0)
     redis_limit = 1.1 * bounded["redis"] + MIB
     ok = big["peak"] <= rss_limit and big["redis"] <= redis_limit and big["keys"] <= bounded["keys"]
-    print(f"{label}: peak RSS {big['peak'] / MIB:.0f} MiB (limit {rss_limit / MIB:.0f}; at the bound "
-          f"{bounded['peak'] / MIB:.0f}; {big['before'] / MIB:.0f} before the first"
-          + (f"; parsing the message alone +{big['parse'] / MIB:.0f}" if "parse" in big else "") + "), "
-          f"Redis +{big['redis'] / MIB:.1f} MiB (limit {redis_limit / MIB:.1f}) / "
-          f"{big['keys']:,} keys (limit {bounded['keys']:,})  {'ok' if ok else 'OVER'}")
+    print(
+        f"{label}: peak RSS {big['peak'] / MIB:.0f} MiB (limit {rss_limit / MIB:.0f}; at the bound "
+        f"{bounded['peak'] / MIB:.0f}; {big['before'] / MIB:.0f} before the first"
+        + (f"; parsing the message alone +{big['parse'] / MIB:.0f}" if "parse" in big else "")
+        + "), "
+        f"Redis +{big['redis'] / MIB:.1f} MiB (limit {redis_limit / MIB:.1f}) / "
+        f"{big['keys']:,} keys (limit {bounded['keys']:,})  {'ok' if ok else 'OVER'}"
+    )
     return ok
 
 
@@ -227,8 +271,15 @@ def main() -> None:
         client.close()
         server.stop()
     held = report(f"pull, {args.nodes:,} nodes (max_nodes {BOUND:,})", pulled, pulled_bound)
-    held = report(f"push, {args.batch_nodes:,}-node batch of {pushed['message_bytes'] / MIB:.1f} MiB "
-                  f"(max_batch_nodes {BOUND:,})", pushed, pushed_bound) and held
+    held = (
+        report(
+            f"push, {args.batch_nodes:,}-node batch of {pushed['message_bytes'] / MIB:.1f} MiB "
+            f"(max_batch_nodes {BOUND:,})",
+            pushed,
+            pushed_bound,
+        )
+        and held
+    )
     if not held:
         raise SystemExit(1)
 

@@ -60,7 +60,6 @@ SLASH = "/"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (and its reaped children), seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -75,10 +74,13 @@ def peak_rss_mib(pid: int) -> float:
 
 def start_emulator(folder: Path | None, kubeconfig: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     """An emulator in its own process; returns it and its URL."""
-    code = ("import sys; from clusterpulse_testing.kube_api import serve; "
-            "serve(sys.argv[1] or None, 0, sys.argv[2] or None)")
-    process = subprocess.Popen([sys.executable, "-c", code, str(folder or ""), str(kubeconfig or "")],
-                               stdout=subprocess.PIPE, text=True)
+    code = (
+        "import sys; from clusterpulse_testing.kube_api import serve; "
+        "serve(sys.argv[1] or None, 0, sys.argv[2] or None)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(folder or ""), str(kubeconfig or "")], stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None
     url = process.stdout.readline().strip()
     if not url.startswith("http"):
@@ -99,23 +101,51 @@ def write_hub(folder: Path, urls: list[str], count: int) -> None:
     kind = CLUSTER_CONNECTION
     folder.mkdir(parents=True)
     items: list[dict[str, Any]] = [
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-         "metadata": {"name": kind.crd_name},
-         "spec": {"group": kind.group, "scope": "Namespaced",
-                  "names": {"kind": kind.kind, "plural": kind.plural, "singular": kind.singular,
-                            "listKind": f"{kind.kind}List"},
-                  "versions": [{"name": kind.version, "served": True, "storage": True,
-                                "subresources": {"status": {}}, "schema": {"openAPIV3Schema": dict(kind.schema)}}]}},
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": kind.crd_name},
+            "spec": {
+                "group": kind.group,
+                "scope": "Namespaced",
+                "names": {
+                    "kind": kind.kind,
+                    "plural": kind.plural,
+                    "singular": kind.singular,
+                    "listKind": f"{kind.kind}List",
+                },
+                "versions": [
+                    {
+                        "name": kind.version,
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": dict(kind.schema)},
+                    }
+                ],
+            },
+        },
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token", "namespace": NAMESPACE},
-         "data": {"token": base64.b64encode(b"bench").decode(),
-                  # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
-                  "insecure-allow-http": base64.b64encode(b"true").decode()}},
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "token", "namespace": NAMESPACE},
+            "data": {
+                "token": base64.b64encode(b"bench").decode(),
+                # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
+                "insecure-allow-http": base64.b64encode(b"true").decode(),
+            },
+        },
     ]
-    items += [{"apiVersion": kind.api_version, "kind": kind.kind,
-               "metadata": {"name": f"c{i:04d}", "namespace": NAMESPACE},
-               "spec": {"endpoint": urls[i % len(urls)], "credentialsRef": {"name": "token"}}}
-              for i in range(count)]
+    items += [
+        {
+            "apiVersion": kind.api_version,
+            "kind": kind.kind,
+            "metadata": {"name": f"c{i:04d}", "namespace": NAMESPACE},
+            "spec": {"endpoint": urls[i % len(urls)], "credentialsRef": {"name": "token"}},
+        }
+        for i in range(count)
+    ]
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": items}))
 
 
@@ -160,7 +190,8 @@ def record_reconcile(folder: Path, hub_url: str, redis_port: int, rounds: int) -
     config_file = folder / "calibration.toml"
     config_file.write_text(
         f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\nlog_level = "warn"\n'
-        f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_port}/0"\n')
+        f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_port}/0"\n'
+    )
     config, host = load(str(config_file))
     hub = KubeClient(make_api_client(hub_url), timeout=60)
     runtime = build_runtime(config, host, hub=hub)
@@ -199,9 +230,12 @@ def record_reconcile(folder: Path, hub_url: str, redis_port: int, rounds: int) -
             writes = monitor.stop()
         if not outcome.ok:
             raise SystemExit(f"calibration reconcile failed: {outcome.detail}")
-    recording = Recording(gets=list(gets), other_calls=list(others),
-                          writes=raw_redis.writes_only(writes, redis_port),
-                          transaction=raw_redis.in_transaction(writes))
+    recording = Recording(
+        gets=list(gets),
+        other_calls=list(others),
+        writes=raw_redis.writes_only(writes, redis_port),
+        transaction=raw_redis.in_transaction(writes),
+    )
     # Then the real reconcile (not instrumented) and the bare one alternated, so load hits both alike.
     pool = urllib3.PoolManager()
     client = redis.Redis(port=redis_port)
@@ -262,16 +296,26 @@ def bare_once(recording: Recording, pool: urllib3.PoolManager, client: redis.Red
         data = pool.request("GET", url, headers=headers).data
         (count_decoder if "limit=1" in url and decoder is generic_decoder else decoder).decode(data)
     for method, url, body, content_type in recording.other_calls:
-        generic_decoder.decode(pool.request(method, url, body=body, headers={
-            **headers, "Content-Type": content_type}).data)
+        generic_decoder.decode(
+            pool.request(method, url, body=body, headers={**headers, "Content-Type": content_type}).data
+        )
     middle = time.process_time()
     raw_redis.replay(client, recording.writes, recording.transaction)
     return middle - start, time.process_time() - middle
 
 
-def run_fleet(hub_kubeconfig: Path, redis_port: int, replicas: int, workers: int, window: float,
-              due_per_second: float, folder: Path, warmup: float, pin: str = "",
-              profile: Path | None = None) -> dict[str, float]:
+def run_fleet(
+    hub_kubeconfig: Path,
+    redis_port: int,
+    replicas: int,
+    workers: int,
+    window: float,
+    due_per_second: float,
+    folder: Path,
+    warmup: float,
+    pin: str = "",
+    profile: Path | None = None,
+) -> dict[str, float]:
     """Run ``replicas`` controllers on the hub; measure the window after ``warmup`` seconds.
 
     ``pin``: the CPU list the controllers are pinned to (``taskset -c``); ``profile``: a py-spy
@@ -287,12 +331,14 @@ def run_fleet(hub_kubeconfig: Path, redis_port: int, replicas: int, workers: int
             f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
             f'kubeconfig = "{hub_kubeconfig}"\nmetrics_bind_address = "127.0.0.1:{port}"\n'
             f'health_probe_bind_address = "0"\nlog_level = "warn"\nsharding = {str(replicas > 1).lower()}\n'
-            f'workers = {{ClusterConnection = {workers}}}\n'
-            f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_port}/0"\n')
+            f"workers = {{ClusterConnection = {workers}}}\n"
+            f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_port}/0"\n'
+        )
         log = (folder / f"replica-{index}.log").open("w")
         command = [str(Path(sys.executable).with_name("clusterpulse")), "--config", str(config), "run"]
-        processes.append(subprocess.Popen(["taskset", "-c", pin, *command] if pin else command,
-                                          stdout=log, stderr=subprocess.STDOUT))
+        processes.append(
+            subprocess.Popen(["taskset", "-c", pin, *command] if pin else command, stdout=log, stderr=subprocess.STDOUT)
+        )
     try:
         time.sleep(warmup)  # start-up, the initial burst, the ring settling
         for process in processes:
@@ -303,10 +349,25 @@ def run_fleet(hub_kubeconfig: Path, redis_port: int, replicas: int, workers: int
         spy = None
         if profile is not None:
             spy = subprocess.Popen(
-                [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(processes[0].pid),
-                 "--duration", str(int(window)), "--rate", "50", "--nonblocking", "--threads",
-                 "--format", "speedscope", "--output", str(profile)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                [
+                    str(Path(sys.executable).with_name("py-spy")),
+                    "record",
+                    "--pid",
+                    str(processes[0].pid),
+                    "--duration",
+                    str(int(window)),
+                    "--rate",
+                    "50",
+                    "--nonblocking",
+                    "--threads",
+                    "--format",
+                    "speedscope",
+                    "--output",
+                    str(profile),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         time.sleep(window)
         done = [reconciles_done(port) - before for port, before in zip(ports, done0, strict=True)]
         cpu = [cpu_seconds(p.pid) - before for p, before in zip(processes, cpu0, strict=True)]
@@ -325,9 +386,15 @@ def run_fleet(hub_kubeconfig: Path, redis_port: int, replicas: int, workers: int
                 process.wait(60)
             except subprocess.TimeoutExpired:
                 process.kill()
-    return {"done": sum(done), "due": due_per_second * window, "cpu": sum(cpu), "cores": sum(cpu) / window,
-            "per_reconcile_ms": 1000 * sum(cpu) / max(sum(done), 1), "rss": max(rss),
-            "per_replica_ms": max(1000 * c / max(d, 1) for c, d in zip(cpu, done, strict=True))}
+    return {
+        "done": sum(done),
+        "due": due_per_second * window,
+        "cpu": sum(cpu),
+        "cores": sum(cpu) / window,
+        "per_reconcile_ms": 1000 * sum(cpu) / max(sum(done), 1),
+        "rss": max(rss),
+        "per_replica_ms": max(1000 * c / max(d, 1) for c, d in zip(cpu, done, strict=True)),
+    }
 
 
 def main() -> None:
@@ -335,9 +402,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,100,300,1000", help="fleet sizes N, comma-separated")
     parser.add_argument("--replicas", default="2,3", help="sharded replica counts run at the largest N")
     parser.add_argument("--window", type=float, default=60.0, help="measured seconds per run (after warm-up)")
-    parser.add_argument("--warmup", type=float, default=INTERVAL + 5,
-                        help="seconds before the window; past ~300 clusters the first pass (every object's "
-                             "first reconcile, heavier) outlasts the default, so the window measures it")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=INTERVAL + 5,
+        help="seconds before the window; past ~300 clusters the first pass (every object's "
+        "first reconcile, heavier) outlasts the default, so the window measures it",
+    )
     parser.add_argument("--workers", type=int, default=0, help="ClusterConnection workers (0: the default)")
     parser.add_argument("--nodes", type=int, default=50)
     parser.add_argument("--pods", type=int, default=1000)
@@ -379,43 +450,65 @@ def main() -> None:
             bound = fetch + write
             ratios = sorted(recording.ratios())
             written = sum(len(a) for args_ in recording.writes for a in args_)
-            print(f"fleet benchmark: {args.clusters} emulated clusters of {args.nodes} nodes / {args.pods} pods, "
-                  f"{INTERVAL} s interval, {window:.0f} s measured per run, {workers} workers per replica"
-                  + (f", controllers pinned to CPU {args.pin_cpu}" if args.pin_cpu else "")
-                  + f"; load average {os.getloadavg()[0]:.1f} at start")
-            print(f"true lower bound of one reconcile (this process, best of {args.rounds}): "
-                  f"{len(recording.gets)} GETs fetched + decoded and {len(recording.other_calls)} other calls "
-                  f"({', '.join(f'{m} {url.rsplit(SLASH, 1)[-1]}' for m, url, _, _ in recording.other_calls)}) "
-                  f"{fetch * 1000:.1f} ms, "
-                  f"{len(recording.writes)} Redis writes ({written / 1024:.0f} KiB) in one redis-py pipeline "
-                  f"{write * 1000:.1f} ms = {bound * 1000:.1f} ms CPU")
-            print(f"the real reconcile of the same cluster, alternated with it (reconcile_object, best of "
-                  f"{args.rounds}): {real * 1000:.1f} ms CPU = {real / bound:.2f}x the bound; median of the "
-                  f"{len(ratios)} pairwise ratios {ratios[len(ratios) // 2]:.2f}x "
-                  f"(target <= {TARGET_RATIO}x: {'met' if real / bound <= TARGET_RATIO else 'NOT met'})")
-            print(f"{'N':>6} {'replicas':>8} {'done/due':>14} {'ctrl cores':>10} {'ms/reconcile':>12} "
-                  f"{'x bound':>7} {'max ms/rec':>10} {'RSS MiB':>8} {'KiB/cluster':>11} {'emulator cores':>14}")
+            print(
+                f"fleet benchmark: {args.clusters} emulated clusters of {args.nodes} nodes / {args.pods} pods, "
+                f"{INTERVAL} s interval, {window:.0f} s measured per run, {workers} workers per replica"
+                + (f", controllers pinned to CPU {args.pin_cpu}" if args.pin_cpu else "")
+                + f"; load average {os.getloadavg()[0]:.1f} at start"
+            )
+            print(
+                f"true lower bound of one reconcile (this process, best of {args.rounds}): "
+                f"{len(recording.gets)} GETs fetched + decoded and {len(recording.other_calls)} other calls "
+                f"({', '.join(f'{m} {url.rsplit(SLASH, 1)[-1]}' for m, url, _, _ in recording.other_calls)}) "
+                f"{fetch * 1000:.1f} ms, "
+                f"{len(recording.writes)} Redis writes ({written / 1024:.0f} KiB) in one redis-py pipeline "
+                f"{write * 1000:.1f} ms = {bound * 1000:.1f} ms CPU"
+            )
+            print(
+                f"the real reconcile of the same cluster, alternated with it (reconcile_object, best of "
+                f"{args.rounds}): {real * 1000:.1f} ms CPU = {real / bound:.2f}x the bound; median of the "
+                f"{len(ratios)} pairwise ratios {ratios[len(ratios) // 2]:.2f}x "
+                f"(target <= {TARGET_RATIO}x: {'met' if real / bound <= TARGET_RATIO else 'NOT met'})"
+            )
+            print(
+                f"{'N':>6} {'replicas':>8} {'done/due':>14} {'ctrl cores':>10} {'ms/reconcile':>12} "
+                f"{'x bound':>7} {'max ms/rec':>10} {'RSS MiB':>8} {'KiB/cluster':>11} {'emulator cores':>14}"
+            )
             runs = [(n, 1) for n in sizes] + [(max(sizes), r) for r in sharded]
             for count, replicas in runs:
                 hub_dir = root / f"hub-{count}-{replicas}"
                 write_hub(hub_dir, urls, count)
                 kubeconfig = hub_dir / "kubeconfig"
                 hub, _url = start_emulator(hub_dir, kubeconfig)
-                subprocess.run(["redis-cli", "-p", str(redis_server.port), "FLUSHALL"], check=False,
-                               capture_output=True)
+                subprocess.run(
+                    ["redis-cli", "-p", str(redis_server.port), "FLUSHALL"], check=False, capture_output=True
+                )
                 emu0 = sum(cpu_seconds(p.pid) for p in [*emulators, hub])
                 profile = Path(args.profile) / f"fleet-{count}-{replicas}.speedscope.json" if args.profile else None
                 try:
-                    result = run_fleet(kubeconfig, redis_server.port, replicas, workers, window,
-                                       count / INTERVAL, hub_dir, warmup, args.pin_cpu, profile)
+                    result = run_fleet(
+                        kubeconfig,
+                        redis_server.port,
+                        replicas,
+                        workers,
+                        window,
+                        count / INTERVAL,
+                        hub_dir,
+                        warmup,
+                        args.pin_cpu,
+                        profile,
+                    )
                     emu = (sum(cpu_seconds(p.pid) for p in [*emulators, hub]) - emu0) / (window + warmup)
                 finally:
                     hub.terminate()
                     hub.wait(30)
-                print(f"{count:>6} {replicas:>8} {result['done']:>6.0f}/{result['due']:<7.0f} "
-                      f"{result['cores']:>10.2f} {result['per_reconcile_ms']:>12.1f} "
-                      f"{result['per_reconcile_ms'] / (bound * 1000):>7.2f} {result['per_replica_ms']:>10.1f} "
-                      f"{result['rss']:>8.0f} {result['rss'] * 1024 / count:>11.0f} {emu:>14.2f}", flush=True)
+                print(
+                    f"{count:>6} {replicas:>8} {result['done']:>6.0f}/{result['due']:<7.0f} "
+                    f"{result['cores']:>10.2f} {result['per_reconcile_ms']:>12.1f} "
+                    f"{result['per_reconcile_ms'] / (bound * 1000):>7.2f} {result['per_replica_ms']:>10.1f} "
+                    f"{result['rss']:>8.0f} {result['rss'] * 1024 / count:>11.0f} {emu:>14.2f}",
+                    flush=True,
+                )
     finally:
         for process in emulators:
             process.terminate()

@@ -74,20 +74,54 @@ def cluster(index: int) -> str:
 def make_batch(name: str, nodes: int) -> pb.MetricsBatch:
     """A batch like a 50-node cluster's (nodes, totals, info, namespaces)."""
     batch = pb.MetricsBatch(cluster_name=name)
-    batch.cluster_metrics.CopyFrom(pb.ClusterMetrics(
-        nodes=nodes, nodes_ready=nodes, namespaces=30, namespace_list=[f"team-{i}" for i in range(30)],
-        pods=nodes * 20, pods_running=nodes * 18, cpu_capacity=nodes * 8.0, memory_capacity=nodes * 32 * 2**30,
-        deployments=nodes * 4))
+    batch.cluster_metrics.CopyFrom(
+        pb.ClusterMetrics(
+            nodes=nodes,
+            nodes_ready=nodes,
+            namespaces=30,
+            namespace_list=[f"team-{i}" for i in range(30)],
+            pods=nodes * 20,
+            pods_running=nodes * 18,
+            cpu_capacity=nodes * 8.0,
+            memory_capacity=nodes * 32 * 2**30,
+            deployments=nodes * 4,
+        )
+    )
     for i in range(nodes):
-        batch.node_metrics.append(pb.NodeMetrics(
-            name=f"node-{i:03d}", status="Ready", roles=["worker"], cpu_capacity=8.0, memory_capacity=32 * 2**30,
-            storage_capacity=120 * 2**30, pods_capacity=110, cpu_allocatable=7.5, memory_allocatable=31 * 2**30,
-            storage_allocatable=110 * 2**30, pods_allocatable=110, cpu_requested=3.2, memory_requested=12 * 2**30,
-            cpu_usage_percent=42.6, memory_usage_percent=38.7, pods_running=18, pods_pending=1, pods_total=20,
-            kernel_version="5.14.0-284", os_image="RHCOS 4.14", container_runtime="cri-o://1.27.1",
-            kubelet_version="v1.27.16", architecture="amd64", internal_ip=f"10.0.0.{i}", hostname=f"node-{i:03d}",
-            labels={"kubernetes.io/hostname": f"node-{i:03d}", "node-role.kubernetes.io/worker": "",
-                    "topology.kubernetes.io/zone": f"zone-{i % 3}"}))
+        batch.node_metrics.append(
+            pb.NodeMetrics(
+                name=f"node-{i:03d}",
+                status="Ready",
+                roles=["worker"],
+                cpu_capacity=8.0,
+                memory_capacity=32 * 2**30,
+                storage_capacity=120 * 2**30,
+                pods_capacity=110,
+                cpu_allocatable=7.5,
+                memory_allocatable=31 * 2**30,
+                storage_allocatable=110 * 2**30,
+                pods_allocatable=110,
+                cpu_requested=3.2,
+                memory_requested=12 * 2**30,
+                cpu_usage_percent=42.6,
+                memory_usage_percent=38.7,
+                pods_running=18,
+                pods_pending=1,
+                pods_total=20,
+                kernel_version="5.14.0-284",
+                os_image="RHCOS 4.14",
+                container_runtime="cri-o://1.27.1",
+                kubelet_version="v1.27.16",
+                architecture="amd64",
+                internal_ip=f"10.0.0.{i}",
+                hostname=f"node-{i:03d}",
+                labels={
+                    "kubernetes.io/hostname": f"node-{i:03d}",
+                    "node-role.kubernetes.io/worker": "",
+                    "topology.kubernetes.io/zone": f"zone-{i % 3}",
+                },
+            )
+        )
     batch.cluster_info.CopyFrom(pb.ClusterInfo(version="v1.27.16", platform="linux/amd64"))
     return batch
 
@@ -117,9 +151,11 @@ def conversion_floor(nodes: int) -> dict[str, float]:
             labels = node.labels
             values(node), tuple(node.roles[:]), {key: labels[key] for key in labels}
 
-    return {"parse": cpu_per_call(lambda: pb.ConnectRequest.FromString(wire)),
-            "read": cpu_per_call(read),
-            "convert": cpu_per_call(lambda: pieces_from_batch(parsed, cluster(0), now))}
+    return {
+        "parse": cpu_per_call(lambda: pb.ConnectRequest.FromString(wire)),
+        "read": cpu_per_call(read),
+        "convert": cpu_per_call(lambda: pieces_from_batch(parsed, cluster(0), now)),
+    }
 
 
 # --------------------------------------------------------------------------- servers
@@ -185,14 +221,28 @@ def hub_with_clusters(streams: int) -> KubeAPI:
     for i in range(streams):
         name = cluster(i)
         # The hub's credential stays on the hub; the agent presents the collector token the hub minted.
-        objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-token",
-                                                                            "namespace": NAMESPACE},
-                        "data": {"token": base64.b64encode(f"hub-credential-{name}".encode()).decode()}})
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": f"{name}-token", "namespace": NAMESPACE},
+                "data": {"token": base64.b64encode(f"hub-credential-{name}".encode()).decode()},
+            }
+        )
         objects.append(collector_token.secret_object(NAMESPACE, name, {collector_token.TOKEN_KEY: f"token-{name}"}))
-        objects.append({"apiVersion": kind.api_version, "kind": kind.kind,
-                        "metadata": {"name": name, "namespace": NAMESPACE},
-                        "spec": {"endpoint": "https://unreachable", "credentialsRef": {"name": f"{name}-token"},
-                                 "collectionMode": "push", "ingesterAddress": "bench:9443"}})
+        objects.append(
+            {
+                "apiVersion": kind.api_version,
+                "kind": kind.kind,
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {
+                    "endpoint": "https://unreachable",
+                    "credentialsRef": {"name": f"{name}-token"},
+                    "collectionMode": "push",
+                    "ingesterAddress": "bench:9443",
+                },
+            }
+        )
     hub.seed(objects)
     return hub
 
@@ -222,17 +272,34 @@ def run_clients(port: int, args: argparse.Namespace) -> dict[str, Any]:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     result = subprocess.run(
-        [sys.executable, __file__, "--client", "--port", str(port), "--streams", str(args.streams),
-         "--seconds", str(args.seconds), "--nodes", str(args.nodes), "--channels", str(args.channels)],
-        capture_output=True, text=True, timeout=args.seconds * 10 + 300)
+        [
+            sys.executable,
+            __file__,
+            "--client",
+            "--port",
+            str(port),
+            "--streams",
+            str(args.streams),
+            "--seconds",
+            str(args.seconds),
+            "--nodes",
+            str(args.nodes),
+            "--channels",
+            str(args.channels),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=args.seconds * 10 + 300,
+    )
     if result.returncode != 0:
         raise SystemExit(f"client failed: {result.stderr[-2000:]}")
     done.set()
     sampler.join()
     out = dict(json.loads(result.stdout.strip().splitlines()[-1]))
     inside = [s for s in samples if out["window"][0] <= s[0] <= out["window"][1]]
-    out["server_cpu"] = ((inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
-                         if len(inside) > 1 else float("nan"))
+    out["server_cpu"] = (
+        (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0]) if len(inside) > 1 else float("nan")
+    )
     return out
 
 
@@ -241,9 +308,10 @@ def run_clients(port: int, args: argparse.Namespace) -> dict[str, Any]:
 
 async def client_main(args: argparse.Namespace) -> dict[str, Any]:
     """Open every stream, register, then send closed-loop for ``seconds``; latencies of every ack."""
-    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{args.port}",
-                                          options=[("grpc.max_send_message_length", 16 * 2**20)])
-                for _ in range(args.channels)]
+    channels = [
+        grpc.aio.insecure_channel(f"127.0.0.1:{args.port}", options=[("grpc.max_send_message_length", 16 * 2**20)])
+        for _ in range(args.channels)
+    ]
     registered = 0
     failed: list[str] = []
     latencies: list[float] = []
@@ -261,12 +329,16 @@ async def client_main(args: argparse.Namespace) -> dict[str, Any]:
         # Copying and re-serializing the batch per send made the one client process, not the
         # echo server, the limit of the echo run.
         connect = channels[index % len(channels)].stream_stream(
-            CONNECT, request_serializer=bytes, response_deserializer=pb.ConnectResponse.FromString)
+            CONNECT, request_serializer=bytes, response_deserializer=pb.ConnectResponse.FromString
+        )
         call = connect(metadata=(("authorization", f"Bearer {token}"),))
         wire = pb.ConnectRequest(metrics=make_batch(name, args.nodes)).SerializeToString()
         try:
-            await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=name, token=token,
-                                                                           version="bench")).SerializeToString())
+            await call.write(
+                pb.ConnectRequest(
+                    register=pb.RegisterRequest(cluster_name=name, token=token, version="bench")
+                ).SerializeToString()
+            )
             first = await call.read()
             if first is grpc.aio.EOF:
                 raise RuntimeError("closed at register")
@@ -307,10 +379,19 @@ async def client_main(args: argparse.Namespace) -> dict[str, Any]:
     def quantile(q: float) -> float:
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")
 
-    return {"acks": len(latencies), "seconds": elapsed, "rate": len(latencies) / elapsed,
-            "p50": quantile(0.5), "p99": quantile(0.99), "held": args.streams - len(failed),
-            "registered": registered, "register_seconds": register_seconds, "failed": failed[:3],
-            "client_cpu": cpu / elapsed, "window": window}
+    return {
+        "acks": len(latencies),
+        "seconds": elapsed,
+        "rate": len(latencies) / elapsed,
+        "p50": quantile(0.5),
+        "p99": quantile(0.99),
+        "held": args.streams - len(failed),
+        "registered": registered,
+        "register_seconds": register_seconds,
+        "failed": failed[:3],
+        "client_cpu": cpu / elapsed,
+        "window": window,
+    }
 
 
 # --------------------------------------------------------------------------- main
@@ -330,9 +411,11 @@ def main() -> None:
         return
 
     size = make_batch(cluster(0), args.nodes).ByteSize()
-    print(f"{args.streams} streams over {args.channels} connections, {args.nodes}-node batches of {size} bytes, "
-          f"closed loop for {args.seconds:.0f} s; clients in another process; real redis-server; "
-          f"load average {os.getloadavg()[0]:.1f} at start")
+    print(
+        f"{args.streams} streams over {args.channels} connections, {args.nodes}-node batches of {size} bytes, "
+        f"closed loop for {args.seconds:.0f} s; clients in another process; real redis-server; "
+        f"load average {os.getloadavg()[0]:.1f} at start"
+    )
     floor = conversion_floor(args.nodes)
     base_rss = rss_bytes()
     redis_server = redis_process(require_binary("redis-server", "redis-server"))
@@ -340,19 +423,22 @@ def main() -> None:
     hub = hub_with_clusters(args.streams)
     port = free_port()
     config_file = Path(f"/tmp/bench-ingester-{port}.toml")
-    config_file.write_text(f'[clusterpulse]\nplugins = ["ingester", "redis"]\nnamespace = "{NAMESPACE}"\n'
-                           f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
-                           f'[plugins.ingester]\nbind_address = "127.0.0.1"\nport = {port}\n'
-                           # Every simulated agent connects from 127.0.0.1 at once: one peer address.
-                           f'max_streams_per_peer = {args.streams}\nmax_unregistered_streams = {args.streams}\n'
-                           f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_server.port}/0"\n')
+    config_file.write_text(
+        f'[clusterpulse]\nplugins = ["ingester", "redis"]\nnamespace = "{NAMESPACE}"\n'
+        f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
+        f'[plugins.ingester]\nbind_address = "127.0.0.1"\nport = {port}\n'
+        # Every simulated agent connects from 127.0.0.1 at once: one peer address.
+        f"max_streams_per_peer = {args.streams}\nmax_unregistered_streams = {args.streams}\n"
+        f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_server.port}/0"\n'
+    )
     writer = redis.Redis(port=redis_server.port)
     try:
         config, host = load(str(config_file), env={})
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         # The keys one batch produces: the real store of one converted batch, recorded by Redis.
         batch = pb.ConnectRequest.FromString(
-            pb.ConnectRequest(metrics=make_batch(cluster(0), args.nodes)).SerializeToString()).metrics
+            pb.ConnectRequest(metrics=make_batch(cluster(0), args.nodes)).SerializeToString()
+        ).metrics
         monitor = raw_redis.RedisMonitor(redis_server.port)
         runtime.store.put(*pieces_from_batch(batch, cluster(0), datetime.now(UTC)))
         commands = monitor.stop()
@@ -383,34 +469,49 @@ def main() -> None:
         return float(r["server_cpu"] / r["rate"]) if r["rate"] else float("nan")
 
     def row(label: str, r: dict[str, Any], rss: int) -> str:
-        return (f"{label:<12} {r['held']:>5}/{args.streams} held  {r['rate']:>8.1f} batches/s  "
-                f"p50 {r['p50'] * 1000:>7.1f} ms  p99 {r['p99'] * 1000:>7.1f} ms  "
-                f"register all {r['register_seconds']:.1f} s  RSS {rss / 2**20:.0f} MiB  "
-                f"CPU: server {r['server_cpu'] * 100:.0f} %, clients {r['client_cpu'] * 100:.0f} % of a core, "
-                f"server {per_batch(r) * 1000:.2f} ms per batch")
+        return (
+            f"{label:<12} {r['held']:>5}/{args.streams} held  {r['rate']:>8.1f} batches/s  "
+            f"p50 {r['p50'] * 1000:>7.1f} ms  p99 {r['p99'] * 1000:>7.1f} ms  "
+            f"register all {r['register_seconds']:.1f} s  RSS {rss / 2**20:.0f} MiB  "
+            f"CPU: server {r['server_cpu'] * 100:.0f} %, clients {r['client_cpu'] * 100:.0f} % of a core, "
+            f"server {per_batch(r) * 1000:.2f} ms per batch"
+        )
 
-    print(f"the keys one batch produces: {len(writes)} Redis writes ({written / 1024:.0f} KiB), replayed per "
-          f"batch by the echo+write server through one redis-py pipeline")
+    print(
+        f"the keys one batch produces: {len(writes)} Redis writes ({written / 1024:.0f} KiB), replayed per "
+        f"batch by the echo+write server through one redis-py pipeline"
+    )
     print(row("echo", echo, echo_rss))
     print(row("echo+write", bound, bound_rss))
     print(row("ingester", ingester, ingester_rss))
     ratio = per_batch(ingester) / per_batch(bound)
-    print(f"ingester CPU per batch / echo+write (the true lower bound): {ratio:.2f}x "
-          f"(target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'}); / bare echo: "
-          f"{per_batch(ingester) / per_batch(echo):.2f}x; throughput {ingester['rate'] / bound['rate'] * 100:.0f} % "
-          f"of echo+write, {ingester['rate'] / echo['rate'] * 100:.0f} % of echo")
-    print(f"agents one process serves at a {INTERVAL} s interval: {INTERVAL / per_batch(ingester):.0f} per core "
-          f"of server CPU ({INTERVAL} s / {per_batch(ingester) * 1000:.2f} ms per batch); measured rate x "
-          f"{INTERVAL} s: {ingester['rate'] * INTERVAL:.0f}")
-    print(f"streams held: {ingester['held']} (target {args.streams}: "
-          f"{'met' if ingester['held'] == args.streams else 'NOT met'})")
-    print(f"benchmark process RSS with the ingester: {ingester_rss / 2**20:.0f} MiB (before any server "
-          f"{base_rss / 2**20:.0f} MiB; target < {TARGET_RSS / 2**30:.0f} GiB: "
-          f"{'met' if ingester_rss < TARGET_RSS else 'NOT met'})")
-    print(f"one thread, per {args.nodes}-node batch: parse {floor['parse'] * 1000:.2f} ms, read every node value "
-          f"{floor['read'] * 1000:.2f} ms, convert to pieces {floor['convert'] * 1000:.2f} ms")
+    print(
+        f"ingester CPU per batch / echo+write (the true lower bound): {ratio:.2f}x "
+        f"(target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'}); / bare echo: "
+        f"{per_batch(ingester) / per_batch(echo):.2f}x; throughput {ingester['rate'] / bound['rate'] * 100:.0f} % "
+        f"of echo+write, {ingester['rate'] / echo['rate'] * 100:.0f} % of echo"
+    )
+    print(
+        f"agents one process serves at a {INTERVAL} s interval: {INTERVAL / per_batch(ingester):.0f} per core "
+        f"of server CPU ({INTERVAL} s / {per_batch(ingester) * 1000:.2f} ms per batch); measured rate x "
+        f"{INTERVAL} s: {ingester['rate'] * INTERVAL:.0f}"
+    )
+    print(
+        f"streams held: {ingester['held']} (target {args.streams}: "
+        f"{'met' if ingester['held'] == args.streams else 'NOT met'})"
+    )
+    print(
+        f"benchmark process RSS with the ingester: {ingester_rss / 2**20:.0f} MiB (before any server "
+        f"{base_rss / 2**20:.0f} MiB; target < {TARGET_RSS / 2**30:.0f} GiB: "
+        f"{'met' if ingester_rss < TARGET_RSS else 'NOT met'})"
+    )
+    print(
+        f"one thread, per {args.nodes}-node batch: parse {floor['parse'] * 1000:.2f} ms, read every node value "
+        f"{floor['read'] * 1000:.2f} ms, convert to pieces {floor['convert'] * 1000:.2f} ms"
+    )
     for failure in ingester["failed"] + bound["failed"] + echo["failed"]:
         print(f"  failure: {failure}")
+
 
 if __name__ == "__main__":
     main()

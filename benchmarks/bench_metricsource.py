@@ -44,8 +44,11 @@ METRIC_SOURCE: dict[str, Any] = {
         ],
         "aggregations": [
             {"name": "pods", "function": "count"},
-            {"name": "running", "function": "count",
-             "filter": {"field": "phase", "operator": "equals", "value": "Running"}},
+            {
+                "name": "running",
+                "function": "count",
+                "filter": {"field": "phase", "operator": "equals", "value": "Running"},
+            },
             {"name": "cpuByNode", "field": "cpu", "function": "sum", "groupBy": "node"},
             {"name": "avgRestarts", "field": "restarts", "function": "avg"},
             {"name": "p90Millicores", "field": "millicores", "function": "percentile", "percentile": 90},
@@ -60,49 +63,102 @@ def pod(i: int) -> dict[str, Any]:
     ns = f"team-{i % 40}"
     name = f"web-{i:07d}-abcde"
     container = {
-        "name": "web", "image": "registry.example.com/team/web:1.25.3",
+        "name": "web",
+        "image": "registry.example.com/team/web:1.25.3",
         "ports": [{"containerPort": 8080, "protocol": "TCP"}],
         "env": [{"name": f"VAR_{k}", "value": f"value-{k}-{i}"} for k in range(6)],
-        "resources": {"requests": {"cpu": f"{(i % 8 + 1) * 125}m", "memory": "256Mi"},
-                      "limits": {"cpu": "2", "memory": "1Gi"}},
-        "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                          "readOnly": True}],
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
-                          "periodSeconds": 10, "timeoutSeconds": 1, "failureThreshold": 3},
-        "terminationMessagePath": "/dev/termination-log", "imagePullPolicy": "IfNotPresent",
+        "resources": {
+            "requests": {"cpu": f"{(i % 8 + 1) * 125}m", "memory": "256Mi"},
+            "limits": {"cpu": "2", "memory": "1Gi"},
+        },
+        "volumeMounts": [
+            {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}
+        ],
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+            "periodSeconds": 10,
+            "timeoutSeconds": 1,
+            "failureThreshold": 3,
+        },
+        "terminationMessagePath": "/dev/termination-log",
+        "imagePullPolicy": "IfNotPresent",
     }
     return {
         "metadata": {
-            "name": name, "namespace": ns, "uid": f"6f1c2d3e-{i:08x}-4a5b-8c9d-0e1f2a3b4c5d",
-            "resourceVersion": str(100000 + i), "creationTimestamp": "2024-05-01T12:00:00Z",
+            "name": name,
+            "namespace": ns,
+            "uid": f"6f1c2d3e-{i:08x}-4a5b-8c9d-0e1f2a3b4c5d",
+            "resourceVersion": str(100000 + i),
+            "creationTimestamp": "2024-05-01T12:00:00Z",
             "labels": {"app": "web", "pod-template-hash": "5d9f7c6b8", "team": ns},
             "annotations": {"kubectl.kubernetes.io/restartedAt": "2024-05-01T11:59:00Z"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d9f7c6b8",
-                                 "uid": "0a1b2c3d-0000-4000-8000-000000000000", "controller": True}],
-            "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
-                               "time": "2024-05-01T12:00:00Z", "fieldsType": "FieldsV1",
-                               "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
-                                            "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}}}}}}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "web-5d9f7c6b8",
+                    "uid": "0a1b2c3d-0000-4000-8000-000000000000",
+                    "controller": True,
+                }
+            ],
+            "managedFields": [
+                {
+                    "manager": "kube-controller-manager",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": "2024-05-01T12:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                        "f:spec": {"f:containers": {'k:{"name":"web"}': {".": {}}}},
+                    },
+                }
+            ],
         },
         "spec": {
             "containers": [container, {**container, "name": "sidecar", "env": []}],
-            "nodeName": f"node-{i % 25}", "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default", "schedulerName": "default-scheduler",
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
-                             "effect": "NoExecute", "tolerationSeconds": 300}],
-            "volumes": [{"name": "kube-api-access", "projected": {"sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}],
+            "nodeName": f"node-{i % 25}",
+            "restartPolicy": "Always",
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "kube-api-access",
+                    "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]},
+                }
+            ],
         },
         "status": {
-            "phase": "Running" if i % 10 else "Pending", "hostIP": "10.0.0.1", "podIP": f"10.1.{i % 250}.{i % 200}",
-            "startTime": "2024-05-01T12:00:01Z", "qosClass": "Burstable",
-            "conditions": [{"type": t, "status": "True", "lastTransitionTime": "2024-05-01T12:00:05Z"}
-                           for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-            "containerStatuses": [{"name": "web", "ready": True, "restartCount": i % 4, "started": True,
-                                   "image": "registry.example.com/team/web:1.25.3",
-                                   "imageID": "registry.example.com/team/web@sha256:" + "ab" * 32,
-                                   "containerID": "containerd://" + "cd" * 32,
-                                   "state": {"running": {"startedAt": "2024-05-01T12:00:04Z"}}}],
+            "phase": "Running" if i % 10 else "Pending",
+            "hostIP": "10.0.0.1",
+            "podIP": f"10.1.{i % 250}.{i % 200}",
+            "startTime": "2024-05-01T12:00:01Z",
+            "qosClass": "Burstable",
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": "2024-05-01T12:00:05Z"}
+                for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "containerStatuses": [
+                {
+                    "name": "web",
+                    "ready": True,
+                    "restartCount": i % 4,
+                    "started": True,
+                    "image": "registry.example.com/team/web:1.25.3",
+                    "imageID": "registry.example.com/team/web@sha256:" + "ab" * 32,
+                    "containerID": "containerd://" + "cd" * 32,
+                    "state": {"running": {"startedAt": "2024-05-01T12:00:04Z"}},
+                }
+            ],
         },
     }
 
@@ -112,9 +168,14 @@ def pages(count: int) -> Iterator[bytes]:
     for start in range(0, count, PAGE_SIZE):
         stop = min(count, start + PAGE_SIZE)
         token = f"page-{stop}" if stop < count else ""
-        yield json.dumps({"apiVersion": "v1", "kind": "PodList",
-                          "metadata": {"resourceVersion": "1", "continue": token},
-                          "items": [pod(i) for i in range(start, stop)]}).encode()
+        yield json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "PodList",
+                "metadata": {"resourceVersion": "1", "continue": token},
+                "items": [pod(i) for i in range(start, stop)],
+            }
+        ).encode()
 
 
 def make_collector() -> Any:
@@ -171,8 +232,9 @@ def peak_rss_child(count: int) -> None:
 
 
 def main() -> None:
-    child = subprocess.run([sys.executable, __file__, "--rss", str(SIZES[-1])], capture_output=True, text=True,
-                           check=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--rss", str(SIZES[-1])], capture_output=True, text=True, check=True
+    )
     rss = json.loads(child.stdout.strip().splitlines()[-1])
     print(f"MetricSource benchmark: {PAGE_SIZE} objects per page; resources/s (higher is better)")
     collector = make_collector()
@@ -188,13 +250,19 @@ def main() -> None:
         assert collected == loaded == count and results["pods"] == float(count)
         print(f"\n{count:,} pods ({megabytes:.0f} MiB of list JSON, {len(page_bytes)} pages)")
         print(f"  end to end (pages -> records -> 6 aggregations): {count / e2e_s:>12,.0f} /s  ({e2e_s:.2f} s)")
-        print(f"  (a) json.loads of the same bytes alone:          {count / loads_s:>12,.0f} /s  ({loads_s:.2f} s)"
-              f"   end to end / (a) = {loads_s / e2e_s:.2f}x")
-        print(f"  (b) kubernetes V1PodList deserialisation:         {k8s_rate:>12,.0f} /s  "
-              f"(measured on {k8s_n:,}, extrapolated)   end to end / (b) = {(count / e2e_s) / k8s_rate:.1f}x")
+        print(
+            f"  (a) json.loads of the same bytes alone:          {count / loads_s:>12,.0f} /s  ({loads_s:.2f} s)"
+            f"   end to end / (a) = {loads_s / e2e_s:.2f}x"
+        )
+        print(
+            f"  (b) kubernetes V1PodList deserialisation:         {k8s_rate:>12,.0f} /s  "
+            f"(measured on {k8s_n:,}, extrapolated)   end to end / (b) = {(count / e2e_s) / k8s_rate:.1f}x"
+        )
         del page_bytes, sample
-    print(f"\npeak RSS, {rss['objects']:,} objects end to end (pages produced one at a time): "
-          f"{rss['peak_mib']:.0f} MiB (interpreter + imports before the run: {rss['baseline_mib']:.0f} MiB)")
+    print(
+        f"\npeak RSS, {rss['objects']:,} objects end to end (pages produced one at a time): "
+        f"{rss['peak_mib']:.0f} MiB (interpreter + imports before the run: {rss['baseline_mib']:.0f} MiB)"
+    )
 
 
 if __name__ == "__main__":

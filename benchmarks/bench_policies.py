@@ -45,16 +45,37 @@ def specs() -> list[dict[str, Any]]:
     users = [f"user-{i:04d}@example.com" for i in range(2000)]
     groups = [f"group-{i:03d}" for i in range(500)]
     types = [f"type{i:02d}" for i in range(20)]
-    return [{"identity": {"subjects": {"users": rng.sample(users, USERS_PER_POLICY),
-                                       "groups": rng.sample(groups, GROUPS_PER_POLICY)},
-                          "priority": rng.randint(1, 10000)},
-             "access": {"effect": rng.choice(["Allow", "Deny"])},
-             "scope": {"clusters": {"default": "none", "rules": [
-                 {"selector": {"matchPattern": "^prod-"},
-                  "resources": [{"type": "pods", "visibility": "filtered",
-                                 "filters": {"namespaces": {"allowed": ["team-*"], "denied": ["kube-system"]}}},
-                                *({"type": t} for t in rng.sample(types, 2))]}]}}}
-            for _ in range(POLICIES)]
+    return [
+        {
+            "identity": {
+                "subjects": {
+                    "users": rng.sample(users, USERS_PER_POLICY),
+                    "groups": rng.sample(groups, GROUPS_PER_POLICY),
+                },
+                "priority": rng.randint(1, 10000),
+            },
+            "access": {"effect": rng.choice(["Allow", "Deny"])},
+            "scope": {
+                "clusters": {
+                    "default": "none",
+                    "rules": [
+                        {
+                            "selector": {"matchPattern": "^prod-"},
+                            "resources": [
+                                {
+                                    "type": "pods",
+                                    "visibility": "filtered",
+                                    "filters": {"namespaces": {"allowed": ["team-*"], "denied": ["kube-system"]}},
+                                },
+                                *({"type": t} for t in rng.sample(types, 2)),
+                            ],
+                        }
+                    ],
+                }
+            },
+        }
+        for _ in range(POLICIES)
+    ]
 
 
 def ours(store: RedisStore, bodies: list[dict[str, Any]]) -> float:
@@ -68,18 +89,32 @@ def ours(store: RedisStore, bodies: list[dict[str, Any]]) -> float:
 
 def raw(client: redis.Redis, bodies: list[dict[str, Any]]) -> float:
     """Seconds to write the same keys with a bare pipeline per policy (the compiled JSON made beforehand)."""
-    compiled = [compile_policy(f"policy-{i:04d}", "clusterpulse", parse_spec({"spec": body}), NOW)
-                for i, body in enumerate(bodies)]
+    compiled = [
+        compile_policy(f"policy-{i:04d}", "clusterpulse", parse_spec({"spec": body}), NOW)
+        for i, body in enumerate(bodies)
+    ]
     data = [dumps(policy) for policy in compiled]
     started = time.perf_counter()
     for policy, value in zip(compiled, data, strict=True):
         key = policy.key
         pipe = client.pipeline(transaction=False)
-        pipe.hset(key, mapping={"data": value, "priority": str(policy.priority), "effect": policy.effect,
-                                "enabled": "true", "hash": policy.hash, "compiled_at": "2025-01-01T00:00:00Z",
-                                "status": b"{}"})
-        for kind, names in (("user", policy.users), ("group", policy.groups),
-                            ("customtype", policy.custom_resource_types)):
+        pipe.hset(
+            key,
+            mapping={
+                "data": value,
+                "priority": str(policy.priority),
+                "effect": policy.effect,
+                "enabled": "true",
+                "hash": policy.hash,
+                "compiled_at": "2025-01-01T00:00:00Z",
+                "status": b"{}",
+            },
+        )
+        for kind, names in (
+            ("user", policy.users),
+            ("group", policy.groups),
+            ("customtype", policy.custom_resource_types),
+        ):
             for name in names:
                 pipe.sadd(f"policy:{kind}:{name}", key)
                 pipe.zadd(f"policy:{kind}:{name}:sorted", {key: policy.priority})
@@ -113,13 +148,17 @@ def main() -> int:
             assert client.dbsize() == keys, (client.dbsize(), keys)
         mine, bare = statistics.median(timings), statistics.median(baseline)
         rate = POLICIES / mine
-        print(f"{POLICIES} policies x {USERS_PER_POLICY + GROUPS_PER_POLICY} subjects (+2 custom types) "
-              f"= {keys} keys; median of {ROUNDS} rounds")
+        print(
+            f"{POLICIES} policies x {USERS_PER_POLICY + GROUPS_PER_POLICY} subjects (+2 custom types) "
+            f"= {keys} keys; median of {ROUNDS} rounds"
+        )
         print(f"compile + RedisStore.store : {mine:7.2f} s  ({rate:7.0f} policies/s)")
         print(f"raw pipeline, same keys    : {bare:7.2f} s  ({POLICIES / bare:7.0f} policies/s; compile not timed)")
         ratio = mine / bare
-        print(f"ratio                      : {ratio:7.1f} x the raw pipeline's time  (bound <= {TARGET_RATIO:g} x: "
-              f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})")
+        print(
+            f"ratio                      : {ratio:7.1f} x the raw pipeline's time  (bound <= {TARGET_RATIO:g} x: "
+            f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})"
+        )
         store.close()
         client.close()
         return 0

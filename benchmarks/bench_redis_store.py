@@ -51,21 +51,48 @@ NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 def _node(i: int) -> NodeMetrics:
     return NodeMetrics(
-        name=f"worker-{i:04d}", timestamp=NOW, status="Ready", roles=("worker",),
-        conditions=(*(NodeCondition(t, "False", "Kubelet" + t, f"kubelet reports {t}", NOW)
-                      for t in ("MemoryPressure", "DiskPressure", "PIDPressure")),
-                    NodeCondition("Ready", "True", "KubeletReady", "kubelet is posting ready status", NOW)),
-        cpu_capacity=16.0, memory_capacity=64 * 2**30, storage_capacity=200 * 2**30, pods_capacity=250,
-        cpu_allocatable=15.5, memory_allocatable=62 * 2**30, storage_allocatable=190 * 2**30,
-        pods_allocatable=250, cpu_requested=7.25, memory_requested=20 * 2**30, cpu_usage_percent=46.77,
-        memory_usage_percent=32.26, pods_running=40, pods_pending=1, pods_total=42,
-        kernel_version="5.15.0-105-generic", os_image="Ubuntu 22.04.4 LTS",
-        container_runtime="containerd://1.7.13", kubelet_version="v1.29.2", architecture="amd64",
-        labels={"kubernetes.io/hostname": f"worker-{i:04d}", "kubernetes.io/arch": "amd64",
-                "node-role.kubernetes.io/worker": "", "topology.kubernetes.io/zone": f"zone-{i % 3}"},
+        name=f"worker-{i:04d}",
+        timestamp=NOW,
+        status="Ready",
+        roles=("worker",),
+        conditions=(
+            *(
+                NodeCondition(t, "False", "Kubelet" + t, f"kubelet reports {t}", NOW)
+                for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
+            ),
+            NodeCondition("Ready", "True", "KubeletReady", "kubelet is posting ready status", NOW),
+        ),
+        cpu_capacity=16.0,
+        memory_capacity=64 * 2**30,
+        storage_capacity=200 * 2**30,
+        pods_capacity=250,
+        cpu_allocatable=15.5,
+        memory_allocatable=62 * 2**30,
+        storage_allocatable=190 * 2**30,
+        pods_allocatable=250,
+        cpu_requested=7.25,
+        memory_requested=20 * 2**30,
+        cpu_usage_percent=46.77,
+        memory_usage_percent=32.26,
+        pods_running=40,
+        pods_pending=1,
+        pods_total=42,
+        kernel_version="5.15.0-105-generic",
+        os_image="Ubuntu 22.04.4 LTS",
+        container_runtime="containerd://1.7.13",
+        kubelet_version="v1.29.2",
+        architecture="amd64",
+        labels={
+            "kubernetes.io/hostname": f"worker-{i:04d}",
+            "kubernetes.io/arch": "amd64",
+            "node-role.kubernetes.io/worker": "",
+            "topology.kubernetes.io/zone": f"zone-{i % 3}",
+        },
         annotations={"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
         taints=(Taint("dedicated", "batch", "NoSchedule"),),
-        internal_ip=f"10.0.{i // 250}.{i % 250}", hostname=f"worker-{i:04d}", images_count=40,
+        internal_ip=f"10.0.{i // 250}.{i % 250}",
+        hostname=f"worker-{i:04d}",
+        images_count=40,
         volumes_attached=2,
     )
 
@@ -74,20 +101,38 @@ def reconcile_pieces(cluster: str) -> list[Piece]:
     """One pull reconcile of a 500-node cluster and one MetricSource collection of 1,000 resources."""
     namespaces = tuple(f"team-{i:03d}" for i in range(100))
     resources = tuple(
-        CollectedResource(id=f"uid-{i:06d}", name=f"vm-{i:04d}", namespace=namespaces[i % 100],
-                          labels={"app": f"app-{i % 20}"},
-                          values={"cpu": 4, "memory": 8.0 * 2**30, "phase": "Running", "ready": True})
-        for i in range(CUSTOM_RESOURCES))
+        CollectedResource(
+            id=f"uid-{i:06d}",
+            name=f"vm-{i:04d}",
+            namespace=namespaces[i % 100],
+            labels={"app": f"app-{i % 20}"},
+            values={"cpu": 4, "memory": 8.0 * 2**30, "phase": "Running", "ready": True},
+        )
+        for i in range(CUSTOM_RESOURCES)
+    )
     return [
         ClusterSpecPiece(cluster, ClusterSpecRecord("Big", "https://api.big:6443", labels={"env": "prod"})),
         ClusterLabelsPiece(cluster, {"env": "prod"}),
         NodesPiece(cluster, tuple(_node(i) for i in range(NODES))),
-        ClusterMetricsPiece(cluster, ClusterMetrics(NOW, NODES, NODES, len(namespaces), namespaces,
-                                                    NODES * 42, NODES * 40, NODES * 16.0, NODES * 64 * 2**30, 800)),
-        ClusterInfoPiece(cluster, {"api_url": "https://api.big:6443", "version": "v1.29.2",
-                                   "platform": "linux/amd64"}),
-        CustomResourcesPiece(cluster, CustomResourceCollection("default/vms", cluster, NOW, CUSTOM_RESOURCES,
-                                                               resources=resources)),
+        ClusterMetricsPiece(
+            cluster,
+            ClusterMetrics(
+                NOW,
+                NODES,
+                NODES,
+                len(namespaces),
+                namespaces,
+                NODES * 42,
+                NODES * 40,
+                NODES * 16.0,
+                NODES * 64 * 2**30,
+                800,
+            ),
+        ),
+        ClusterInfoPiece(cluster, {"api_url": "https://api.big:6443", "version": "v1.29.2", "platform": "linux/amd64"}),
+        CustomResourcesPiece(
+            cluster, CustomResourceCollection("default/vms", cluster, NOW, CUSTOM_RESOURCES, resources=resources)
+        ),
         ClusterStatusPiece(cluster, ClusterStatusRecord("healthy", "Cluster is reachable", NOW)),
         EventPiece("cluster.reconciled", cluster, {"health": "healthy", "display_name": "Big"}, timestamp=NOW),
     ]
@@ -104,8 +149,13 @@ def stored_bytes(client: redis.Redis) -> tuple[int, int]:
         elif kind == b"hash":
             total += sum(len(v) for v in client.hgetall(key).values())  # type: ignore[union-attr]
         elif kind in (b"set", b"zset", b"list"):
-            members = (client.smembers(key) if kind == b"set" else client.zrange(key, 0, -1)
-                       if kind == b"zset" else client.lrange(key, 0, -1))
+            members = (
+                client.smembers(key)
+                if kind == b"set"
+                else client.zrange(key, 0, -1)
+                if kind == b"zset"
+                else client.lrange(key, 0, -1)
+            )
             total += sum(len(m) for m in members)  # type: ignore[union-attr]
     return keys, total
 
@@ -149,13 +199,17 @@ def main() -> int:
         probe = client.connection_pool.get_connection()
         parser = type(probe._parser).__name__  # type: ignore[attr-defined]
         client.connection_pool.release(probe)
-        print(f"one reconcile: {NODES} nodes + {CUSTOM_RESOURCES} custom resources "
-              f"= {keys} keys, {size / 1e6:.2f} MB of values (median of {ROUNDS} rounds; "
-              f"redis-py reply parser: {parser})")
+        print(
+            f"one reconcile: {NODES} nodes + {CUSTOM_RESOURCES} custom resources "
+            f"= {keys} keys, {size / 1e6:.2f} MB of values (median of {ROUNDS} rounds; "
+            f"redis-py reply parser: {parser})"
+        )
         print(f"RedisStore.store      : {ours_rate:10.0f} keys/s  ({statistics.median(ours) * 1000:.1f} ms)")
         print(f"raw pipelined SET     : {raw_rate:10.0f} keys/s  ({statistics.median(raw) * 1000:.1f} ms)")
-        print(f"ratio                 : {ratio:10.1%}  (target >= {TARGET:.0%}: "
-              f"{'met' if ratio >= TARGET else 'NOT met'})")
+        print(
+            f"ratio                 : {ratio:10.1%}  (target >= {TARGET:.0%}: "
+            f"{'met' if ratio >= TARGET else 'NOT met'})"
+        )
         store.close()
         client.close()
         return 0

@@ -38,17 +38,40 @@ from clusterpulse_core.pieces import Piece
 def cluster_pieces(nodes: int, when: datetime) -> list[Piece]:
     """One reconcile of a cluster with ``nodes`` nodes (17 series each, plus 8 cluster series)."""
     node_metrics = tuple(
-        NodeMetrics(name=f"ip-10-0-{i // 250}-{i % 250}.eu-west-1.compute.internal", timestamp=when,
-                    cpu_usage_percent=100 * (i % 97) / 97, memory_usage_percent=33.33333333333333 + i % 7,
-                    pods_total=30 + i % 80, pods_running=28 + i % 70, cpu_capacity=16.0,
-                    memory_capacity=68719476736, storage_capacity=107374182400, pods_capacity=110,
-                    cpu_allocatable=15.89, memory_allocatable=66571993088, storage_allocatable=96636764160,
-                    pods_allocatable=110, cpu_requested=7.25 + i % 5 / 4, memory_requested=2147483648 * (i % 9),
-                    pods_pending=i % 3, pods_failed=i % 2, pods_succeeded=i % 4)
-        for i in range(nodes))
-    totals = ClusterMetrics(timestamp=when, nodes=nodes, nodes_ready=nodes, namespaces=120, pods=nodes * 60,
-                            pods_running=nodes * 55, cpu_capacity=16.0 * nodes,
-                            memory_capacity=68719476736 * nodes, deployments=900)
+        NodeMetrics(
+            name=f"ip-10-0-{i // 250}-{i % 250}.eu-west-1.compute.internal",
+            timestamp=when,
+            cpu_usage_percent=100 * (i % 97) / 97,
+            memory_usage_percent=33.33333333333333 + i % 7,
+            pods_total=30 + i % 80,
+            pods_running=28 + i % 70,
+            cpu_capacity=16.0,
+            memory_capacity=68719476736,
+            storage_capacity=107374182400,
+            pods_capacity=110,
+            cpu_allocatable=15.89,
+            memory_allocatable=66571993088,
+            storage_allocatable=96636764160,
+            pods_allocatable=110,
+            cpu_requested=7.25 + i % 5 / 4,
+            memory_requested=2147483648 * (i % 9),
+            pods_pending=i % 3,
+            pods_failed=i % 2,
+            pods_succeeded=i % 4,
+        )
+        for i in range(nodes)
+    )
+    totals = ClusterMetrics(
+        timestamp=when,
+        nodes=nodes,
+        nodes_ready=nodes,
+        namespaces=120,
+        pods=nodes * 60,
+        pods_running=nodes * 55,
+        cpu_capacity=16.0 * nodes,
+        memory_capacity=68719476736 * nodes,
+        deployments=900,
+    )
     return [NodesPiece("bench", node_metrics), ClusterMetricsPiece("bench", totals)]
 
 
@@ -57,9 +80,16 @@ def start_victoria_metrics() -> ServerProcess:
     binary = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
     if not Path(binary).exists():
         sys.exit("victoria-metrics is not installed: run `sudo apt-get install -y victoria-metrics`")
-    server = ServerProcess("victoria-metrics", lambda port, workdir: [
-        binary, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={workdir / 'data'}",
-        "-retentionPeriod=100y", "-loggerLevel=ERROR"])
+    server = ServerProcess(
+        "victoria-metrics",
+        lambda port, workdir: [
+            binary,
+            f"-httpListenAddr=127.0.0.1:{port}",
+            f"-storageDataPath={workdir / 'data'}",
+            "-retentionPeriod=100y",
+            "-loggerLevel=ERROR",
+        ],
+    )
     return server.start()
 
 
@@ -98,9 +128,11 @@ def main() -> None:
     assert first is not None and len(first.chunks) == 1
     samples = first.samples
     body = first.chunks[0].body
-    print(f"{args.nodes} nodes: {samples} samples per reconcile, body {len(body) / 1024:.0f} KiB "
-          f"({len(gzip_body(body)) / 1024:.0f} KiB gzipped); {args.rounds} reconciles x {args.repeat}, "
-          f"median; victoria-metrics on 127.0.0.1:{server.port}")
+    print(
+        f"{args.nodes} nodes: {samples} samples per reconcile, body {len(body) / 1024:.0f} KiB "
+        f"({len(gzip_body(body)) / 1024:.0f} KiB gzipped); {args.rounds} reconciles x {args.repeat}, "
+        f"median; victoria-metrics on 127.0.0.1:{server.port}"
+    )
 
     pool = urllib3.PoolManager(maxsize=1, retries=False)
 
@@ -110,8 +142,9 @@ def main() -> None:
 
     try:
         rounds = fresh_rounds()
-        render_rates = [rate(args.rounds, samples, lambda i: render_batch(rounds[i], 0, 20000) and None)
-                        for _ in range(args.repeat)]
+        render_rates = [
+            rate(args.rounds, samples, lambda i: render_batch(rounds[i], 0, 20000) and None) for _ in range(args.repeat)
+        ]
         report("render only (the work store() does)", render_rates, samples)
         for mode, compress_above in (("gzip", 65536), ("plain", 1 << 40)):
             backend = VMWriterBackend(VMSettings(endpoint=url, enabled=True, compress_above=compress_above))

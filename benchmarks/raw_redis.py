@@ -14,8 +14,15 @@ from collections.abc import Sequence
 
 import redis
 
-_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("a"): b"\a", ord("b"): b"\b",
-            ord('"'): b'"', ord("\\"): b"\\"}
+_ESCAPES = {
+    ord("n"): b"\n",
+    ord("r"): b"\r",
+    ord("t"): b"\t",
+    ord("a"): b"\a",
+    ord("b"): b"\b",
+    ord('"'): b'"',
+    ord("\\"): b"\\",
+}
 
 
 def parse_monitor_line(line: bytes) -> tuple[bytes, ...]:
@@ -32,7 +39,7 @@ def parse_monitor_line(line: bytes) -> tuple[bytes, ...]:
             if line[i] == ord("\\"):
                 code = line[i + 1]
                 if code == ord("x"):
-                    arg.append(int(line[i + 2:i + 4], 16))
+                    arg.append(int(line[i + 2 : i + 4], 16))
                     i += 4
                     continue
                 arg += _ESCAPES[code]
@@ -79,8 +86,11 @@ def writes_only(commands: Sequence[tuple[bytes, ...]], port: int) -> list[tuple[
     """The commands Redis flags as writes, and ``PUBLISH``."""
     client = redis.Redis(port=port)
     try:
-        writing = {name for name in {c[0].upper() for c in commands}
-                   if name in (b"PUBLISH", b"SPUBLISH") or _is_write(client, name)}
+        writing = {
+            name
+            for name in {c[0].upper() for c in commands}
+            if name in (b"PUBLISH", b"SPUBLISH") or _is_write(client, name)
+        }
     finally:
         client.close()
     return [c for c in commands if c[0].upper() in writing]

@@ -35,8 +35,9 @@ class CircuitBreaker:
     closes the breaker; a failure while half-open re-opens it and restarts the timer.
     """
 
-    def __init__(self, threshold: int = 5, recovery_timeout: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, threshold: int = 5, recovery_timeout: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.threshold = threshold
         self.recovery_timeout = recovery_timeout
         self._clock = clock

@@ -45,10 +45,18 @@ def _fail(message: str) -> NoReturn:
 
 
 @click.group()
-@click.option("--config", "config_file", envvar="CLUSTERPULSE_CONFIG", default=None,
-              help="config file (default ./clusterpulse.toml; '-' = stdin); also accepted after the subcommand")
-@click.option("--debug", is_flag=True,
-              help="show the traceback of a failure (as LOG_LEVEL=debug does); also accepted after the subcommand")
+@click.option(
+    "--config",
+    "config_file",
+    envvar="CLUSTERPULSE_CONFIG",
+    default=None,
+    help="config file (default ./clusterpulse.toml; '-' = stdin); also accepted after the subcommand",
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="show the traceback of a failure (as LOG_LEVEL=debug does); also accepted after the subcommand",
+)
 @click.pass_context
 def cli(ctx: click.Context, config_file: str | None, debug: bool) -> None:
     """ClusterPulse: multi-cluster monitoring controller."""
@@ -95,27 +103,34 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
     for name in sorted(set(installed) | set(plan.names)):
         plugin = installed.get(name)
         loaded = name in host.order
-        rows.append({
-            "name": name,
-            "distribution": plugin.distribution if plugin else None,
-            "version": plugin.version if plugin else None,
-            "enabled": name in plan.names,
-            "loaded": loaded,
-            "hooks": host.hooks_of(name) if loaded else [],
-            "contributes": contributed.get(name, {}),
-            "error": host.failures.get(name),
-        })
+        rows.append(
+            {
+                "name": name,
+                "distribution": plugin.distribution if plugin else None,
+                "version": plugin.version if plugin else None,
+                "enabled": name in plan.names,
+                "loaded": loaded,
+                "hooks": host.hooks_of(name) if loaded else [],
+                "contributes": contributed.get(name, {}),
+                "error": host.failures.get(name),
+            }
+        )
     plugin_errors = set(host.failures.values())
     others = [problem for problem in found.problems if problem not in plugin_errors]
     if as_json:
-        click.echo(json.dumps({
-            "plugins": rows,
-            "skipped": [{"name": name, "reason": reason} for name, reason in plan.skipped],
-            "defaults": not plan.explicit,
-            "problems": list(found.problems),
-            "error": found.problems[0] if found.problems else None,
-            "warnings": list(found.warnings),
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "plugins": rows,
+                    "skipped": [{"name": name, "reason": reason} for name, reason in plan.skipped],
+                    "defaults": not plan.explicit,
+                    "problems": list(found.problems),
+                    "error": found.problems[0] if found.problems else None,
+                    "warnings": list(found.warnings),
+                },
+                indent=2,
+            )
+        )
     else:
         width = max((len(row["name"]) for row in rows), default=0)
         for row in rows:
@@ -167,8 +182,11 @@ def config_check(ctx: click.Context, file: str | None) -> None:
     found = diagnose(str(path) if path is not None else None)
     warn("\n".join(f"{shown}: {warning}" for warning in found.warnings))
     if found.problems:
-        fail("\n".join(problem if problem.startswith(f"{shown}: ") else f"{shown}: {problem}"
-                       for problem in found.problems))
+        fail(
+            "\n".join(
+                problem if problem.startswith(f"{shown}: ") else f"{shown}: {problem}" for problem in found.problems
+            )
+        )
     click.echo(f"{shown}: ok")
 
 
@@ -194,26 +212,49 @@ def crds_cmd(ctx: click.Context) -> None:
 
 
 @cli.command("rbac")
-@click.option("--managed", is_flag=True,
-              help="print the managed-cluster side instead: read-only ClusterRole, ServiceAccount, token Secret")
-@click.option("--cross-namespace", is_flag=True,
-              help="print the opt-in ClusterRole for Secrets referenced in other namespaces")
-@click.option("--read", "reads", multiple=True, metavar="GROUP/RESOURCE",
-              help="with --managed: also allow get/list on this resource (a MetricSource's source); repeatable")
-@click.option("--push", is_flag=True,
-              help="with --managed: the cluster is push mode, the hub also installs the collector agent there")
+@click.option(
+    "--managed",
+    is_flag=True,
+    help="print the managed-cluster side instead: read-only ClusterRole, ServiceAccount, token Secret",
+)
+@click.option(
+    "--cross-namespace", is_flag=True, help="print the opt-in ClusterRole for Secrets referenced in other namespaces"
+)
+@click.option(
+    "--read",
+    "reads",
+    multiple=True,
+    metavar="GROUP/RESOURCE",
+    help="with --managed: also allow get/list on this resource (a MetricSource's source); repeatable",
+)
+@click.option(
+    "--push",
+    is_flag=True,
+    help="with --managed: the cluster is push mode, the hub also installs the collector agent there",
+)
 @click.option("--service-account", default="", help="name of the ServiceAccount (default per side)")
-@click.option("--namespace", default="",
-              help="with --managed: the ServiceAccount's namespace there (default clusterpulse-reader)")
+@click.option(
+    "--namespace", default="", help="with --managed: the ServiceAccount's namespace there (default clusterpulse-reader)"
+)
 @click.pass_context
-def rbac_cmd(ctx: click.Context, managed: bool, cross_namespace: bool, reads: tuple[str, ...],
-             push: bool, service_account: str, namespace: str) -> None:
+def rbac_cmd(
+    ctx: click.Context,
+    managed: bool,
+    cross_namespace: bool,
+    reads: tuple[str, ...],
+    push: bool,
+    service_account: str,
+    namespace: str,
+) -> None:
     """Print the least-privilege RBAC of the enabled kinds (YAML): hub Role, or --managed / --cross-namespace."""
     from clusterpulse_core import rbac
 
     if not managed:
-        wrong = [f"{option} needs --managed (it is about the managed-cluster side)"
-                 for option, given in (("--read", reads), ("--push", push)) if given]
+        wrong = [
+            f"{option} needs --managed (it is about the managed-cluster side)"
+            for option, given in (("--read", reads), ("--push", push))
+            if given
+        ]
         if wrong:
             _fail("\n".join(wrong))
     config, host = _loaded(ctx)
@@ -230,8 +271,13 @@ def rbac_cmd(ctx: click.Context, managed: bool, cross_namespace: bool, reads: tu
         if problems:
             _fail("\n".join(problems))
         try:
-            docs = rbac.managed_manifests(kinds, extra, name=service_account or rbac.READER,
-                                          namespace=namespace or rbac.READER_NAMESPACE, push=push)
+            docs = rbac.managed_manifests(
+                kinds,
+                extra,
+                name=service_account or rbac.READER,
+                namespace=namespace or rbac.READER_NAMESPACE,
+                push=push,
+            )
         except ValueError as exc:
             _fail(str(exc))
         header = f"Generated by: clusterpulse rbac --managed{' --push' if push else ''} (plugins {plugins})."
@@ -245,26 +291,66 @@ def rbac_cmd(ctx: click.Context, managed: bool, cross_namespace: bool, reads: tu
 
 
 #: Go's ``strconv.ParseBool``: what ``--leader-elect=VALUE`` accepts.
-GO_BOOLS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
-            **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
+GO_BOOLS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
 
 
 @cli.command("run")
 @click.option("--once", is_flag=True, help="reconcile every object once, then exit (0 = all succeeded)")
-@click.option("--metrics-bind-address", "-metrics-bind-address", "metrics_bind_address", default=None,
-              metavar="ADDR", help="/metrics listen address ('0' disables); overrides the config (Go manager flag)")
-@click.option("--health-probe-bind-address", "-health-probe-bind-address", "health_probe_bind_address",
-              default=None, metavar="ADDR",
-              help="/healthz and /readyz listen address ('0' disables); overrides the config (Go manager flag)")
-@click.option("--namespace", "-namespace", "namespace", default=None, metavar="NAME",
-              help="watch namespace; empty = NAMESPACE or the config (Go manager flag)")
-@click.option("--leader-elect", "-leader-elect", "leader_elect", is_flag=False, flag_value="true", default=None,
-              metavar="[=BOOL]", help="run leader election; --leader-elect=false turns it off (Go manager flag)")
-@click.option("--kubeconfig", "-kubeconfig", "kubeconfig", default=None, metavar="FILE",
-              help="hub kubeconfig; overrides KUBECONFIG and the config (controller-runtime flag)")
+@click.option(
+    "--metrics-bind-address",
+    "-metrics-bind-address",
+    "metrics_bind_address",
+    default=None,
+    metavar="ADDR",
+    help="/metrics listen address ('0' disables); overrides the config (Go manager flag)",
+)
+@click.option(
+    "--health-probe-bind-address",
+    "-health-probe-bind-address",
+    "health_probe_bind_address",
+    default=None,
+    metavar="ADDR",
+    help="/healthz and /readyz listen address ('0' disables); overrides the config (Go manager flag)",
+)
+@click.option(
+    "--namespace",
+    "-namespace",
+    "namespace",
+    default=None,
+    metavar="NAME",
+    help="watch namespace; empty = NAMESPACE or the config (Go manager flag)",
+)
+@click.option(
+    "--leader-elect",
+    "-leader-elect",
+    "leader_elect",
+    is_flag=False,
+    flag_value="true",
+    default=None,
+    metavar="[=BOOL]",
+    help="run leader election; --leader-elect=false turns it off (Go manager flag)",
+)
+@click.option(
+    "--kubeconfig",
+    "-kubeconfig",
+    "kubeconfig",
+    default=None,
+    metavar="FILE",
+    help="hub kubeconfig; overrides KUBECONFIG and the config (controller-runtime flag)",
+)
 @click.pass_context
-def run_cmd(ctx: click.Context, once: bool, metrics_bind_address: str | None, health_probe_bind_address: str | None,
-            namespace: str | None, leader_elect: str | None, kubeconfig: str | None) -> None:
+def run_cmd(
+    ctx: click.Context,
+    once: bool,
+    metrics_bind_address: str | None,
+    health_probe_bind_address: str | None,
+    namespace: str | None,
+    leader_elect: str | None,
+    kubeconfig: str | None,
+) -> None:
     """Run the manager (watch, reconcile, store) until SIGTERM/SIGINT.
 
     Accepts the Go manager's flags with their meanings, so a Deployment written for the Go
@@ -274,10 +360,12 @@ def run_cmd(ctx: click.Context, once: bool, metrics_bind_address: str | None, he
     from clusterpulse_core.runtime.bootstrap import HubError, build_runtime, reconcile_once, start_plugins, stop_plugins
 
     flags: dict[str, tuple[str, Any]] = {}
-    for name, flag, value in (("metrics_bind_address", "--metrics-bind-address", metrics_bind_address),
-                              ("health_probe_bind_address", "--health-probe-bind-address", health_probe_bind_address),
-                              ("namespace", "--namespace", namespace or None),
-                              ("kubeconfig", "--kubeconfig", kubeconfig or None)):
+    for name, flag, value in (
+        ("metrics_bind_address", "--metrics-bind-address", metrics_bind_address),
+        ("health_probe_bind_address", "--health-probe-bind-address", health_probe_bind_address),
+        ("namespace", "--namespace", namespace or None),
+        ("kubeconfig", "--kubeconfig", kubeconfig or None),
+    ):
         if value is not None:
             flags[name] = (flag, value)
     if leader_elect is not None:
@@ -324,8 +412,10 @@ def _plugin_commands(group: click.Group, config_file: str | None) -> tuple[str, 
     problems = [*found.problems, *found.warnings]
     tools = command_providers()
     problems += tools.failures.values()
-    for hook, what in ((tools.pm.hook.clusterpulse_add_commands, "command provider"),
-                       (found.host.pm.hook.clusterpulse_add_commands, "plugin")):
+    for hook, what in (
+        (tools.pm.hook.clusterpulse_add_commands, "command provider"),
+        (found.host.pm.hook.clusterpulse_add_commands, "plugin"),
+    ):
         try:
             hook(cli=group, plugins=found.host)
         except Exception as exc:

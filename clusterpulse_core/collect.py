@@ -70,8 +70,9 @@ class CriticalCollectorError(Exception):
         super().__init__(str(cause))
 
 
-def run_collectors(collectors: Sequence[Collector], target: ClusterTarget,
-                   executor: ThreadPoolExecutor | None = None) -> CollectionReport:
+def run_collectors(
+    collectors: Sequence[Collector], target: ClusterTarget, executor: ThreadPoolExecutor | None = None
+) -> CollectionReport:
     """Run every collector for ``target`` in parallel; raise the first critical failure."""
     if not collectors:
         return CollectionReport((), {})

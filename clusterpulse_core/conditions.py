@@ -26,8 +26,15 @@ class Condition:
     observed_generation: int = 0
 
 
-def condition(kind: str, status: bool, reason: str, message: str, generation: int, now: datetime,
-              previous: Sequence[Mapping[str, Any]] | None) -> Condition:
+def condition(
+    kind: str,
+    status: bool,
+    reason: str,
+    message: str,
+    generation: int,
+    now: datetime,
+    previous: Sequence[Mapping[str, Any]] | None,
+) -> Condition:
     """Condition ``kind``; ``lastTransitionTime`` stays the previous one unless the status flips."""
     text = "True" if status else "False"
     since = now
@@ -40,7 +47,8 @@ def condition(kind: str, status: bool, reason: str, message: str, generation: in
     return Condition(kind, text, reason, message[:32768], since, generation)
 
 
-def ready_condition(ready: bool, reason: str, message: str, generation: int, now: datetime,
-                    previous: Sequence[Mapping[str, Any]] | None) -> Condition:
+def ready_condition(
+    ready: bool, reason: str, message: str, generation: int, now: datetime, previous: Sequence[Mapping[str, Any]] | None
+) -> Condition:
     """The ``Ready`` condition; ``lastTransitionTime`` stays the previous one unless the status flips."""
     return condition(READY, ready, reason, message, generation, now, previous)

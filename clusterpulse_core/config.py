@@ -35,7 +35,6 @@ CONFIG_ENV = "CLUSTERPULSE_CONFIG"
 SECRET_MASK = "********"
 
 
-
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``"did you mean 'x'? "`` for the closest of ``known`` to a misspelled ``name``, else ``""``."""
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
@@ -63,9 +62,18 @@ class ConfigError(Exception):
         return cls(*(line for error in errors for line in error.errors))
 
 
-def setting(default: Any = attrs.NOTHING, *, env: str | None = None, minimum: float | None = None,
-            above: float | None = None, secret: bool = False, help: str = "", factory: Any = None,
-            choices: tuple[str, ...] | None = None, check: Any = None) -> Any:
+def setting(
+    default: Any = attrs.NOTHING,
+    *,
+    env: str | None = None,
+    minimum: float | None = None,
+    above: float | None = None,
+    secret: bool = False,
+    help: str = "",
+    factory: Any = None,
+    choices: tuple[str, ...] | None = None,
+    check: Any = None,
+) -> Any:
     """An attrs field for a settings class, with its env var, range, secrecy and help text.
 
     ``minimum`` is the smallest allowed value, ``above`` a bound the value must exceed
@@ -75,8 +83,15 @@ def setting(default: Any = attrs.NOTHING, *, env: str | None = None, minimum: fl
     check`` and by ``run`` (one validation) with the key path. A settings class may also define
     ``settings_problems(self)`` yielding ``"key: message"`` for rules between several fields.
     """
-    metadata = {"env": env, "min": minimum, "above": above, "secret": secret, "help": help, "choices": choices,
-                "check": check}
+    metadata = {
+        "env": env,
+        "min": minimum,
+        "above": above,
+        "secret": secret,
+        "help": help,
+        "choices": choices,
+        "check": check,
+    }
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
@@ -103,7 +118,8 @@ class CoreSettings:
     """``[clusterpulse]``: the manager's own settings."""
 
     plugins: tuple[str, ...] | None = setting(
-        None, help="enabled plugins, in load order; unset = the project's plugins that are installed")
+        None, help="enabled plugins, in load order; unset = the project's plugins that are installed"
+    )
     namespace: str = setting("clusterpulse", env="NAMESPACE", help="watch namespace")
     log_level: str = setting("info", env="LOG_LEVEL", help="debug, info, warn, error", choices=LOG_LEVELS)
     kubeconfig: str = setting("", env="KUBECONFIG", help="hub kubeconfig; empty = in-cluster or ~/.kube/config")
@@ -111,23 +127,33 @@ class CoreSettings:
     lease_duration: float = setting(15.0, above=0, help="leader lease duration, seconds")
     renew_deadline: float = setting(10.0, above=0, help="leader renew deadline, seconds")
     retry_period: float = setting(2.0, above=0, help="leader election retry period, seconds")
-    sharding: bool = setting(False, help="split sharded kinds between replicas by member Leases "
-                                         "(clusterpulse-shard-<identity>); other kinds run on the leader")
+    sharding: bool = setting(
+        False,
+        help="split sharded kinds between replicas by member Leases "
+        "(clusterpulse-shard-<identity>); other kinds run on the leader",
+    )
     shard_handover_delay: float = setting(
-        30.0, minimum=0, help="an object taken over from another replica is first reconciled this long after it "
-                              "was let go (the interval)")
+        30.0,
+        minimum=0,
+        help="an object taken over from another replica is first reconciled this long after it "
+        "was let go (the interval)",
+    )
     shard_dead_after: float = setting(
-        0.0, minimum=0, help="delete a member Lease nobody renewed for this long, seconds (0: ten lease durations)")
-    metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables",
-                                        check=_bind_address)
-    health_probe_bind_address: str = setting(":8081", help="/healthz and /readyz listen address; '0' disables",
-                                             check=_bind_address)
+        0.0, minimum=0, help="delete a member Lease nobody renewed for this long, seconds (0: ten lease durations)"
+    )
+    metrics_bind_address: str = setting(":8080", help="/metrics listen address; '0' disables", check=_bind_address)
+    health_probe_bind_address: str = setting(
+        ":8081", help="/healthz and /readyz listen address; '0' disables", check=_bind_address
+    )
     probe_request_timeout: float = setting(
-        10.0, above=0, help="the /metrics and probe servers close a connection whose request is not answered "
-                            "within this many seconds (slow clients included)")
+        10.0,
+        above=0,
+        help="the /metrics and probe servers close a connection whose request is not answered "
+        "within this many seconds (slow clients included)",
+    )
     probe_max_connections: int = setting(
-        16, minimum=1, help="connections the /metrics and probe servers serve at once (each); more are "
-                            "answered 503")
+        16, minimum=1, help="connections the /metrics and probe servers serve at once (each); more are answered 503"
+    )
     resync_period: float = setting(300.0, above=0, help="informer full relist period, seconds")
     watch_timeout: int = setting(300, minimum=1, help="server-side watch timeoutSeconds")
     watch_silence_limit: float = setting(600.0, above=0, help="restart a watch that delivered nothing for this long")
@@ -137,41 +163,59 @@ class CoreSettings:
     queue_burst: int = setting(100, minimum=1, help="work queue token bucket size")
     shutdown_grace: float = setting(30.0, minimum=0, help="seconds to let in-flight reconciles finish on SIGTERM")
     ghost_sweep_interval: float = setting(
-        3600.0, minimum=0,
-        help="seconds between two sweeps for stored objects the hub no longer has (one at start; 0 = at start only)")
+        3600.0,
+        minimum=0,
+        help="seconds between two sweeps for stored objects the hub no longer has (one at start; 0 = at start only)",
+    )
     request_timeout: float = setting(
-        30.0, above=0, help="wall-clock limit of every Kubernetes API call (connect, headers and body), seconds")
+        30.0, above=0, help="wall-clock limit of every Kubernetes API call (connect, headers and body), seconds"
+    )
     max_response_bytes: int = setting(
-        64 * 1024 * 1024, minimum=1024, help="largest accepted Kubernetes API response (one list page), bytes")
+        64 * 1024 * 1024, minimum=1024, help="largest accepted Kubernetes API response (one list page), bytes"
+    )
     reconcile_timeout: float = setting(
-        120.0, above=0, help="wall-clock deadline of one reconcile (a kind may set a shorter one), seconds")
+        120.0, above=0, help="wall-clock deadline of one reconcile (a kind may set a shorter one), seconds"
+    )
     event_interval: float = setting(
-        300.0, minimum=0, help="the same Kubernetes Event (object and reason) is recorded at most this often, seconds")
+        300.0, minimum=0, help="the same Kubernetes Event (object and reason) is recorded at most this often, seconds"
+    )
     cluster_max_in_flight: int = setting(
-        2, minimum=1, help="reconciles that may use one managed cluster at the same time")
+        2, minimum=1, help="reconciles that may use one managed cluster at the same time"
+    )
     client_max_idle: float = setting(1800.0, above=0, help="close managed-cluster clients unused this long, seconds")
     endpoint_allow_list: tuple[str, ...] = setting(
-        (), check=lambda entries: _allow_list(entries),
+        (),
+        check=lambda entries: _allow_list(entries),
         help="hosts (exact or *.domain), IP addresses or CIDRs that ClusterConnection and RegistryConnection "
-             "endpoints may name; empty = any (docs/security.md#who-may-point-the-hub-where)")
+        "endpoints may name; empty = any (docs/security.md#who-may-point-the-hub-where)",
+    )
     require_secret_label: bool = setting(
-        False, help="use a credentials Secret only when it carries the label clusterpulse.io/credentials: \"true\"")
+        False, help='use a credentials Secret only when it carries the label clusterpulse.io/credentials: "true"'
+    )
     workers: dict[str, int] = setting(  # noqa: RUF009 (a fresh dict per instance; never mutated)
-        factory=dict, help="reconcile workers per kind, e.g. {ClusterConnection = 16}; "
-        "a kind not listed uses the count its plugin declares")
+        factory=dict,
+        help="reconcile workers per kind, e.g. {ClusterConnection = 16}; "
+        "a kind not listed uses the count its plugin declares",
+    )
 
     def settings_problems(self) -> Iterator[str]:
         """The rules between fields (leader election's, as controller-runtime checks them; the backoff's)."""
         if self.leader_elect or self.sharding:
             if self.renew_deadline >= self.lease_duration:
-                yield (f"renew_deadline: must be less than lease_duration ({self.lease_duration:g}), "
-                       f"got {self.renew_deadline:g}")
+                yield (
+                    f"renew_deadline: must be less than lease_duration ({self.lease_duration:g}), "
+                    f"got {self.renew_deadline:g}"
+                )
             if self.retry_period >= self.renew_deadline:
-                yield (f"retry_period: must be less than renew_deadline ({self.renew_deadline:g}), "
-                       f"got {self.retry_period:g}")
+                yield (
+                    f"retry_period: must be less than renew_deadline ({self.renew_deadline:g}), "
+                    f"got {self.retry_period:g}"
+                )
         if self.queue_base_delay > self.queue_max_delay:
-            yield (f"queue_base_delay: must not exceed queue_max_delay ({self.queue_max_delay:g}), "
-                   f"got {self.queue_base_delay:g}")
+            yield (
+                f"queue_base_delay: must not exceed queue_max_delay ({self.queue_max_delay:g}), "
+                f"got {self.queue_base_delay:g}"
+            )
 
 
 @attrs.frozen
@@ -207,8 +251,12 @@ def config_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     return default if default.exists() else None
 
 
-def read_config(path: Path | None, env: Mapping[str, str] | None = None,
-                problems: list[str] | None = None, flags: Mapping[str, tuple[str, Any]] | None = None) -> RawConfig:
+def read_config(
+    path: Path | None,
+    env: Mapping[str, str] | None = None,
+    problems: list[str] | None = None,
+    flags: Mapping[str, tuple[str, Any]] | None = None,
+) -> RawConfig:
     """Parse the file (if any) and validate the core section; plugin sections stay raw.
 
     With ``problems`` (a list), errors are appended to it and the best-effort result (bad
@@ -231,8 +279,14 @@ def read_config(path: Path | None, env: Mapping[str, str] | None = None,
     ]
     core = CoreSettings()
     try:
-        core = build_settings(CoreSettings, _table(data.get("clusterpulse", {}), "clusterpulse"), "clusterpulse", env,
-                              lenient=problems is not None, flags=flags)
+        core = build_settings(
+            CoreSettings,
+            _table(data.get("clusterpulse", {}), "clusterpulse"),
+            "clusterpulse",
+            env,
+            lenient=problems is not None,
+            flags=flags,
+        )
     except ConfigError as exc:
         errors.append(exc)
         if isinstance(getattr(exc, "partial", None), CoreSettings):
@@ -266,18 +320,21 @@ def _stdin_text() -> str:
     return _STDIN_CACHE[0]
 
 
-def finish_config(raw: RawConfig, settings_classes: Mapping[str, type | None],
-                  env: Mapping[str, str] | None = None) -> Config:
+def finish_config(
+    raw: RawConfig, settings_classes: Mapping[str, type | None], env: Mapping[str, str] | None = None
+) -> Config:
     """Validate each enabled plugin's section with the class it declared."""
     env = os.environ if env is None else env
     enabled = raw.core.plugins or ()
     errors: list[ConfigError] = []
     for name in raw.plugin_sections:
         if name not in enabled:
-            errors.append(ConfigError(
-                f"plugins.{name}: section for a plugin that is not enabled "
-                f"(enabled: {', '.join(enabled) or 'none'})"
-            ))
+            errors.append(
+                ConfigError(
+                    f"plugins.{name}: section for a plugin that is not enabled "
+                    f"(enabled: {', '.join(enabled) or 'none'})"
+                )
+            )
     plugins: dict[str, Any] = {}
     for name in enabled:
         if name not in settings_classes:
@@ -299,8 +356,14 @@ def finish_config(raw: RawConfig, settings_classes: Mapping[str, type | None],
     return Config(core=raw.core, plugins=plugins, source=raw.source)
 
 
-def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[str, str],
-                   lenient: bool = False, flags: Mapping[str, tuple[str, Any]] | None = None) -> Any:
+def build_settings(
+    cls: type,
+    data: Mapping[str, Any],
+    path: str,
+    env: Mapping[str, str],
+    lenient: bool = False,
+    flags: Mapping[str, tuple[str, Any]] | None = None,
+) -> Any:
     """Validate ``data`` into ``cls``: known keys, right types, ranges; then env overrides, then flags.
 
     ``flags`` maps a field to ``(flag, value)`` given on the command line (``run
@@ -312,9 +375,11 @@ def build_settings(cls: type, data: Mapping[str, Any], path: str, env: Mapping[s
     flags = flags or {}
     attrs.resolve_types(cls)
     fields = {f.name: f for f in attrs.fields(cls)}
-    errors = [ConfigError(f"{path}.{key}: unknown key ({did_you_mean(key, fields)}"
-                          f"expected one of: {', '.join(fields)})")
-              for key in data if key not in fields]
+    errors = [
+        ConfigError(f"{path}.{key}: unknown key ({did_you_mean(key, fields)}expected one of: {', '.join(fields)})")
+        for key in data
+        if key not in fields
+    ]
     values: dict[str, Any] = {}
     for name, field in fields.items():
         key_path = f"{path}.{name}"
@@ -422,11 +487,7 @@ def settings_warnings(config: Config) -> list[str]:
 
 def env_names(cls: type) -> list[tuple[str, str, Any]]:
     """(field, env var, default) for every field of ``cls`` that an env var overrides."""
-    return [
-        (f.name, f.metadata["env"], _default_of(f))
-        for f in attrs.fields(cls)
-        if f.metadata.get("env")
-    ]
+    return [(f.name, f.metadata["env"], _default_of(f)) for f in attrs.fields(cls) if f.metadata.get("env")]
 
 
 def _default_of(field: attrs.Attribute[Any]) -> Any:

@@ -53,7 +53,8 @@ class Runtime:
     #: which the reconcile of a ``split_by`` kind asks for its share. None without sharding.
     shard: ShardMember | None = None
     _resync_listeners: list[Callable[[str, ObjectRef | None], None]] = attrs.field(
-        factory=list, alias="resync_listeners")
+        factory=list, alias="resync_listeners"
+    )
     #: Objects whose last status patch the hub could not take (written again by their next reconcile).
     _deferred_status: set[ObjectRef] = attrs.field(factory=set, alias="deferred_status")
     _deferred_lock: threading.Lock = attrs.field(factory=threading.Lock, alias="deferred_lock")
@@ -139,7 +140,10 @@ def clip_messages(status: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(conditions, list):
         out["conditions"] = [
             {**c, "message": clip(c["message"], MAX_STATUS_MESSAGE)}
-            if isinstance(c, Mapping) and isinstance(c.get("message"), str) else c for c in conditions]
+            if isinstance(c, Mapping) and isinstance(c.get("message"), str)
+            else c
+            for c in conditions
+        ]
     return out
 
 
@@ -215,8 +219,13 @@ class ReconcileContext:
             raise ManagedClusterError(f"ClusterConnection {namespace}/{name} has no spec.endpoint")
         ref = spec.get("credentialsRef") or {}
         try:
-            credentials = cluster_credentials(self.hub, endpoint, str(ref.get("namespace") or namespace),
-                                              str(ref.get("name") or ""), self.runtime.secrets)
+            credentials = cluster_credentials(
+                self.hub,
+                endpoint,
+                str(ref.get("namespace") or namespace),
+                str(ref.get("name") or ""),
+                self.runtime.secrets,
+            )
         except CredentialsError as exc:
             raise ManagedClusterError(f"ClusterConnection {namespace}/{name}: {exc}") from exc
         try:
@@ -256,8 +265,9 @@ class ReconcileContext:
             if not hub_unreachable(exc):
                 raise
             if self.runtime.status_deferred(self.ref, exc):
-                self.log.warning("status patch deferred, the hub cannot take it now (%s); the next reconcile "
-                                 "writes it again", exc)
+                self.log.warning(
+                    "status patch deferred, the hub cannot take it now (%s); the next reconcile writes it again", exc
+                )
             return None
         if self.runtime.status_deferred(self.ref, None):
             self.log.info("status patch written again after the hub came back")

@@ -63,5 +63,6 @@ class _PlainDumper(yaml.SafeDumper):
 
 def crds_yaml(kinds: Iterable[ResourceKind]) -> str:
     """Multi-document YAML of the CRDs of ``kinds``."""
-    return yaml.dump_all([crd_manifest(k) for k in kinds], Dumper=_PlainDumper, sort_keys=False,
-                         default_flow_style=False)
+    return yaml.dump_all(
+        [crd_manifest(k) for k in kinds], Dumper=_PlainDumper, sort_keys=False, default_flow_style=False
+    )

@@ -38,8 +38,12 @@ class Fence:
 
     def register_metrics(self, registry: CollectorRegistry) -> None:
         """Count refused writes in ``clusterpulse_fenced_writes_total``."""
-        self._refused = Counter("clusterpulse_fenced_writes_total",
-                                "Writes refused because this replica may not write", ["what"], registry=registry)
+        self._refused = Counter(
+            "clusterpulse_fenced_writes_total",
+            "Writes refused because this replica may not write",
+            ["what"],
+            registry=registry,
+        )
 
     def require_lease(self) -> None:
         """From now on, writes need a fresh Lease hold (none yet: closed until the first renewal)."""

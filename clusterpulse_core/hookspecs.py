@@ -145,7 +145,7 @@ def clusterpulse_addhooks(pluginmanager: HookDeclarer) -> None:
 
 
 @hookspec
-@called('each plugin, in load order, before configuration')
+@called("each plugin, in load order, before configuration")
 def clusterpulse_settings_class() -> type | None:
     """Return the attrs class that validates this plugin's ``[plugins.<name>]`` section.
 
@@ -159,7 +159,7 @@ def clusterpulse_settings_class() -> type | None:
 
 
 @hookspec
-@called('each plugin, in load order, with its own settings')
+@called("each plugin, in load order, with its own settings")
 def clusterpulse_configure(config: Config, settings: Any) -> None:
     """Receive the validated configuration, once, before anything runs.
 
@@ -191,7 +191,7 @@ def clusterpulse_register_functions(register: Register) -> None:
 
 
 @hookspec
-@called('all results, when the command line is built')
+@called("all results, when the command line is built")
 def clusterpulse_add_commands(cli: click.Group, plugins: PluginHost) -> None:
     """Add subcommands to the ``clusterpulse`` command line (``cli.add_command(...)``).
 
@@ -204,7 +204,7 @@ def clusterpulse_add_commands(cli: click.Group, plugins: PluginHost) -> None:
 
 
 @hookspec
-@called('each plugin, in load order; a kind declared twice is an error')
+@called("each plugin, in load order; a kind declared twice is an error")
 def clusterpulse_resource_kinds() -> Sequence[ResourceKind]:
     """Declare the custom resource kinds this plugin owns, each with the object reconciling it.
 
@@ -220,7 +220,7 @@ def clusterpulse_resource_kinds() -> Sequence[ResourceKind]:
 
 
 @hookspec
-@called('all results, once, when the runtime is built (before clusterpulse_start)')
+@called("all results, once, when the runtime is built (before clusterpulse_start)")
 def clusterpulse_storage_backends() -> Sequence[StorageBackend]:
     """Return the storage backends this plugin provides (after configuration).
 
@@ -232,7 +232,7 @@ def clusterpulse_storage_backends() -> Sequence[StorageBackend]:
 
 
 @hookspec
-@called('each plugin, in load order; a failure stops those started, in reverse')
+@called("each plugin, in load order; a failure stops those started, in reverse")
 def clusterpulse_start(runtime: Runtime) -> None:
     """The manager is starting: open connections, start background threads.
 
@@ -245,10 +245,8 @@ def clusterpulse_start(runtime: Runtime) -> None:
 
 
 @hookspec(firstresult=True)
-@called('owner only, per object, for a kind declared without a reconciler (the earlier contract)')
-def clusterpulse_reconcile(
-    kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
-) -> ReconcileResult | None:
+@called("owner only, per object, for a kind declared without a reconciler (the earlier contract)")
+def clusterpulse_reconcile(kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
     """Reconcile one object of a kind this plugin owns and declared without a reconciler.
 
     The earlier contract, kept working: a kind declares the object that reconciles it instead
@@ -264,10 +262,8 @@ def clusterpulse_reconcile(
 
 
 @hookspec(firstresult=True)
-@called('owner only, per deleted object, for a kind declared without a reconciler')
-def clusterpulse_forget(
-    kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext
-) -> bool | ReconcileResult | None:
+@called("owner only, per deleted object, for a kind declared without a reconciler")
+def clusterpulse_forget(kind: ResourceKind, ref: ObjectRef, ctx: ReconcileContext) -> bool | ReconcileResult | None:
     """An object of a kind this plugin owns (declared without a reconciler) was deleted: remove its state.
 
     The earlier contract: ``Reconciler.forget`` of the kind's reconciler replaces it.
@@ -281,7 +277,7 @@ def clusterpulse_forget(
 
 
 @hookspec(firstresult=True)
-@called('owner only, at each ghost sweep, for a kind declared without a reconciler')
+@called("owner only, at each ghost sweep, for a kind declared without a reconciler")
 def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[ObjectRef] | None:
     """For the kinds it owns (declared without a reconciler): the objects of ``kind`` whose state storage
     still holds. The earlier contract: ``Reconciler.stored_refs`` replaces it.
@@ -293,7 +289,7 @@ def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[O
 
 
 @hookspec
-@called('all results, when a reconcile or the agent collects; names unique')
+@called("all results, when a reconcile or the agent collects; names unique")
 def clusterpulse_collectors(where: str) -> Sequence[Collector]:
     """Return collectors: each takes one managed cluster and returns pieces of its state.
 
@@ -338,7 +334,7 @@ def clusterpulse_storage_lost(runtime: Runtime, reason: str) -> None:
 
 
 @hookspec
-@called('each started plugin, in reverse load order, even if one raised')
+@called("each started plugin, in reverse load order, even if one raised")
 def clusterpulse_stop(runtime: Runtime) -> None:
     """The manager is stopping (after in-flight reconciles finished): release resources.
 
@@ -350,17 +346,19 @@ def clusterpulse_stop(runtime: Runtime) -> None:
 #: docs/plugins.md says which). A plugin implementing one while no loaded plugin declares it is
 #: warned (the implementation is never called), not refused, so plugins written against the
 #: older contract keep loading.
-MOVED_HOOKS = frozenset({
-    "clusterpulse_register_aggregations",
-    "clusterpulse_register_field_types",
-    "clusterpulse_register_filter_operators",
-    "clusterpulse_expression_compiler",
-    "clusterpulse_aggregate_resources",
-    "clusterpulse_register_alert_rules",
-    "clusterpulse_stored_alerts",
-    "clusterpulse_agent_connection",
-    "clusterpulse_agent_sources",
-    "clusterpulse_agent_read_types",
-    "clusterpulse_cluster_health",
-    "clusterpulse_stored_policies",
-})
+MOVED_HOOKS = frozenset(
+    {
+        "clusterpulse_register_aggregations",
+        "clusterpulse_register_field_types",
+        "clusterpulse_register_filter_operators",
+        "clusterpulse_expression_compiler",
+        "clusterpulse_aggregate_resources",
+        "clusterpulse_register_alert_rules",
+        "clusterpulse_stored_alerts",
+        "clusterpulse_agent_connection",
+        "clusterpulse_agent_sources",
+        "clusterpulse_agent_read_types",
+        "clusterpulse_cluster_health",
+        "clusterpulse_stored_policies",
+    }
+)

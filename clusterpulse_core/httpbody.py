@@ -51,15 +51,13 @@ def read_capped(response: StreamedResponse, max_bytes: int, what: str) -> bytes:
     buffer = bytearray()
     try:
         while True:
-            chunk = response.read(min(CHUNK, max_bytes + 1 - len(buffer)) if max_bytes else CHUNK,
-                                  decode_content=True)
+            chunk = response.read(min(CHUNK, max_bytes + 1 - len(buffer)) if max_bytes else CHUNK, decode_content=True)
             if not chunk:
                 break
             buffer += chunk
             if max_bytes and len(buffer) > max_bytes:
                 response.close()
-                raise BodyTooLargeError(f"{what}: response over the limit of {max_bytes} bytes "
-                                        f"(read {len(buffer)})")
+                raise BodyTooLargeError(f"{what}: response over the limit of {max_bytes} bytes (read {len(buffer)})")
     finally:
         response.release_conn()
     return bytes(buffer)

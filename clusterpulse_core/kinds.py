@@ -150,8 +150,10 @@ class ResourceKind:
     @property
     def not_served(self) -> str:
         """What to say when the hub answers 404 for this kind: its CRD is not installed."""
-        return (f"kind {self.kind} is not served by the hub: its CRD {self.crd_name} is not installed "
-                f"(clusterpulse crds | kubectl apply -f -)")
+        return (
+            f"kind {self.kind} is not served by the hub: its CRD {self.crd_name} is not installed "
+            f"(clusterpulse crds | kubectl apply -f -)"
+        )
 
     def with_defaults(self, obj: Mapping[str, Any]) -> Any:
         """``obj`` with the schema's defaults applied where a field is absent (docs/compatibility.md#r5).

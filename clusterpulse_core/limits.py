@@ -59,8 +59,11 @@ def merged(skipped: Iterable[Skipped]) -> tuple[Skipped, ...]:
             continue
         key = (item.what, item.reason)
         found = out.get(key)
-        out[key] = item if found is None else Skipped(item.what, found.count + item.count, item.reason,
-                                                       min(found.kept, item.kept))
+        out[key] = (
+            item
+            if found is None
+            else Skipped(item.what, found.count + item.count, item.reason, min(found.kept, item.kept))
+        )
     return tuple(out[key] for key in sorted(out))
 
 
@@ -69,9 +72,12 @@ class SkippedMetric:
     each cluster left out. A cluster's series disappear when its next collection is complete."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self._gauge = Gauge("clusterpulse_collection_skipped",
-                            "Items the latest collection of a cluster left out (not stored), by what and why",
-                            ["cluster", "what", "reason"], registry=registry)
+        self._gauge = Gauge(
+            "clusterpulse_collection_skipped",
+            "Items the latest collection of a cluster left out (not stored), by what and why",
+            ["cluster", "what", "reason"],
+            registry=registry,
+        )
         self._lock = threading.Lock()
         self._labels: dict[str, set[tuple[str, str]]] = {}
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 
-_LEVELS = {"debug": logging.DEBUG, "trace": logging.DEBUG, "warn": logging.WARNING,
-           "warning": logging.WARNING, "error": logging.ERROR}
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "trace": logging.DEBUG,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 
 def level_for(name: str) -> int:
@@ -23,7 +28,7 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     marker = f"...[{len(text) - limit} more characters truncated]"
-    return text[:max(limit - len(marker), 0)] + marker
+    return text[: max(limit - len(marker), 0)] + marker
 
 
 class ClipFilter(logging.Filter):

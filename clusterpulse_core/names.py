@@ -45,9 +45,12 @@ class NameGuard:
 
     def register_metrics(self, registry: CollectorRegistry) -> None:
         """Count skipped names in ``clusterpulse_invalid_names_total{kind}`` of ``registry``."""
-        self._counter = Counter("clusterpulse_invalid_names_total",
-                                "Names skipped because they are not valid Kubernetes names", ["kind"],
-                                registry=registry)
+        self._counter = Counter(
+            "clusterpulse_invalid_names_total",
+            "Names skipped because they are not valid Kubernetes names",
+            ["kind"],
+            registry=registry,
+        )
 
     def subdomain(self, kind: str, cluster: str, name: str) -> bool:
         """Whether ``name`` (a ``kind`` of cluster ``cluster``) is a DNS-1123 subdomain; else skip it."""
@@ -65,5 +68,9 @@ class NameGuard:
         if self._counter is not None:
             self._counter.labels(kind=kind).inc()
         if first:
-            log.warning("cluster %s: skipping %s %r: not a valid Kubernetes name (DNS-1123 subdomain)",
-                        cluster, kind, name[:300])
+            log.warning(
+                "cluster %s: skipping %s %r: not a valid Kubernetes name (DNS-1123 subdomain)",
+                cluster,
+                kind,
+                name[:300],
+            )

@@ -48,10 +48,18 @@ def secret_ref(description: str, namespace_description: str) -> Schema:
         "description": description,
         "required": ["name"],
         "properties": {
-            "name": {**STRING, "description": "Secret name (a DNS-1123 subdomain).", "maxLength": 253,
-                     "pattern": DNS1123_SUBDOMAIN_PATTERN},
-            "namespace": {**STRING, "description": namespace_description, "maxLength": 63,
-                          "pattern": DNS1123_LABEL_PATTERN},
+            "name": {
+                **STRING,
+                "description": "Secret name (a DNS-1123 subdomain).",
+                "maxLength": 253,
+                "pattern": DNS1123_SUBDOMAIN_PATTERN,
+            },
+            "namespace": {
+                **STRING,
+                "description": namespace_description,
+                "maxLength": 63,
+                "pattern": DNS1123_LABEL_PATTERN,
+            },
         },
     }
 

@@ -29,10 +29,24 @@ class Piece:
 # Generic records: how a plugin stores state of a kind the core has never heard of.
 
 #: Kinds whose lower-case name is a key prefix or metric family of the upstream contract.
-RESERVED_RECORD_KINDS = frozenset({
-    "cluster", "clusters", "registry", "registries", "metricsource", "metricsources", "events",
-    "event", "alerts", "node", "operator", "custom", "vm", "store",
-})
+RESERVED_RECORD_KINDS = frozenset(
+    {
+        "cluster",
+        "clusters",
+        "registry",
+        "registries",
+        "metricsource",
+        "metricsources",
+        "events",
+        "event",
+        "alerts",
+        "node",
+        "operator",
+        "custom",
+        "vm",
+        "store",
+    }
+)
 _RECORD_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
 _RECORD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _RECORD_INDEX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=-]{0,127}")
@@ -50,22 +64,26 @@ def _check(pattern: re.Pattern[str], what: str) -> Any:
 def _check_kind(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     _check(_RECORD_KIND, "kind (letters and digits, starting with a letter)")(instance, attribute, value)
     if value.lower() in RESERVED_RECORD_KINDS:
-        raise ValueError(f"{attribute.name}: {value!r} is reserved by the upstream key layout; "
-                         "choose another kind name")
+        raise ValueError(
+            f"{attribute.name}: {value!r} is reserved by the upstream key layout; choose another kind name"
+        )
 
 
 def _check_indexes(_instance: Any, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
     for index in value:
         if not isinstance(index, str) or not _RECORD_INDEX.fullmatch(index):
-            raise ValueError(f"{attribute.name}: {index!r} is not a valid index name "
-                             "(letters, digits, '_', '.', '=', '-'; no ':' or '/')")
+            raise ValueError(
+                f"{attribute.name}: {index!r} is not a valid index name "
+                "(letters, digits, '_', '.', '=', '-'; no ':' or '/')"
+            )
 
 
 def _check_numbers(_instance: Any, attribute: attrs.Attribute[Any], value: Mapping[str, float]) -> None:
     for name, number in value.items():
         if not isinstance(name, str) or not _RECORD_NUMBER.fullmatch(name):
-            raise ValueError(f"{attribute.name}: {name!r} is not a valid number name (a metric name part: "
-                             "letters, digits and '_')")
+            raise ValueError(
+                f"{attribute.name}: {name!r} is not a valid number name (a metric name part: letters, digits and '_')"
+            )
         if isinstance(number, bool) or not isinstance(number, int | float):
             raise ValueError(f"{attribute.name}.{name}: expected a number, got {number!r}")
 
@@ -134,7 +152,6 @@ class RecordPiece(_RecordIdentity, Piece):
     timestamp: datetime = attrs.field(factory=utcnow)
 
 
-
 @attrs.frozen
 class RecordDeletion(_RecordIdentity, Piece):
     """A record is gone: remove it and its index memberships (history stays)."""
@@ -142,7 +159,6 @@ class RecordDeletion(_RecordIdentity, Piece):
     kind: str = attrs.field(validator=_check_kind)
     namespace: str = attrs.field(validator=attrs.validators.instance_of(str))
     name: str = attrs.field(validator=_check(_RECORD_NAME, "Kubernetes object name"))
-
 
 
 @wire(omit_empty=())
@@ -161,5 +177,12 @@ class StoredRecord:
     @classmethod
     def of(cls, piece: RecordPiece) -> StoredRecord:
         """The stored shape of a piece."""
-        return cls(piece.kind, piece.namespace, piece.name, dict(piece.document), dict(piece.numbers),
-                   piece.indexes, piece.timestamp)
+        return cls(
+            piece.kind,
+            piece.namespace,
+            piece.name,
+            dict(piece.document),
+            dict(piece.numbers),
+            piece.indexes,
+            piece.timestamp,
+        )

@@ -32,8 +32,9 @@ DEFAULTS_ENTRY_POINT_GROUP = "clusterpulse.defaults"
 #: ``plugin new``). Always loaded by the command line, never enabled or run as plugins.
 COMMANDS_ENTRY_POINT_GROUP = "clusterpulse.commands"
 #: Every hook name the core specifies.
-HOOK_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(f"{PROJECT_NAME}_")
-                       and callable(getattr(hookspecs, name)))
+HOOK_NAMES = frozenset(
+    name for name in dir(hookspecs) if name.startswith(f"{PROJECT_NAME}_") and callable(getattr(hookspecs, name))
+)
 #: Who declares the core's hooks, in :meth:`PluginHost.hookspec_table`.
 CORE = "core"
 
@@ -66,12 +67,14 @@ def installed_plugins() -> list[InstalledPlugin]:
     found = []
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(ep, "dist", None)
-        found.append(InstalledPlugin(
-            name=ep.name,
-            target=ep.value,
-            distribution=dist.name if dist else "?",
-            version=dist.version if dist else "?",
-        ))
+        found.append(
+            InstalledPlugin(
+                name=ep.name,
+                target=ep.value,
+                distribution=dist.name if dist else "?",
+                version=dist.version if dist else "?",
+            )
+        )
     return sorted(found, key=lambda p: p.name)
 
 
@@ -103,8 +106,9 @@ def plugin_defaults() -> PluginDefaults:
         try:
             found = ep.load()
         except Exception as exc:
-            log.warning("plugin defaults %r (%s) could not be loaded: %s: %s", ep.name, ep.value,
-                        type(exc).__name__, exc)
+            log.warning(
+                "plugin defaults %r (%s) could not be loaded: %s: %s", ep.name, ep.value, type(exc).__name__, exc
+            )
             continue
         if not isinstance(found, PluginDefaults):
             log.warning("plugin defaults %r (%s) is not a PluginDefaults: ignored", ep.name, ep.value)
@@ -149,8 +153,9 @@ def distribution_for(name: str) -> str:
     return f"clusterpulse-{name}"
 
 
-def not_installed(name: str, installed: Sequence[InstalledPlugin] | None = None,
-                  defaults: PluginDefaults | None = None) -> str:
+def not_installed(
+    name: str, installed: Sequence[InstalledPlugin] | None = None, defaults: PluginDefaults | None = None
+) -> str:
     """Why plugin ``name`` cannot be loaded, and the fix, for a name with no entry point.
 
     Tells apart a distribution installed without the entry point, a misspelled name (did you
@@ -166,16 +171,17 @@ def not_installed(name: str, installed: Sequence[InstalledPlugin] | None = None,
             continue
         declared = sorted(ep.name for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
         hint = did_you_mean(name.removeprefix(f"{PROJECT_NAME}-"), declared)
-        return (f"plugin {name!r} is enabled but not found: {hint}distribution {dist.metadata['Name']} "
-                f"{dist.version} is installed without an entry point named {name!r} in the group "
-                f"{ENTRY_POINT_GROUP!r} (it declares: {', '.join(declared) or 'none'}; add "
-                f"[project.entry-points.\"{ENTRY_POINT_GROUP}\"] {name} = \"module:Plugin\" to its "
-                f"pyproject.toml and reinstall it)")
+        return (
+            f"plugin {name!r} is enabled but not found: {hint}distribution {dist.metadata['Name']} "
+            f"{dist.version} is installed without an entry point named {name!r} in the group "
+            f"{ENTRY_POINT_GROUP!r} (it declares: {', '.join(declared) or 'none'}; add "
+            f'[project.entry-points."{ENTRY_POINT_GROUP}"] {name} = "module:Plugin" to its '
+            f"pyproject.toml and reinstall it)"
+        )
     if name in (plugin_defaults() if defaults is None else defaults).plugins:
         return f"plugin {name!r} is enabled but not installed (pip install {distribution_for(name)})"
     hint = did_you_mean(name, names)
-    return (f"plugin {name!r} is enabled but not installed ({hint}installed plugins: "
-            f"{', '.join(names) or 'none'})")
+    return f"plugin {name!r} is enabled but not installed ({hint}installed plugins: {', '.join(names) or 'none'})"
 
 
 @attrs.frozen
@@ -188,8 +194,12 @@ class PluginPlan:
     explicit: bool = False
 
 
-def plan_plugins(configured: Sequence[str] | None, env: Mapping[str, str],
-                 installed: Iterable[str] | None = None, defaults: PluginDefaults | None = None) -> PluginPlan:
+def plan_plugins(
+    configured: Sequence[str] | None,
+    env: Mapping[str, str],
+    installed: Iterable[str] | None = None,
+    defaults: PluginDefaults | None = None,
+) -> PluginPlan:
     """The plugins to load for a configured list (``None`` = not configured).
 
     Not configured: the default plugins (``defaults``, else the installed
@@ -216,8 +226,9 @@ def plan_plugins(configured: Sequence[str] | None, env: Mapping[str, str],
             names.append(name)
         else:
             skipped = [s for s in skipped if s[0] != name]
-            skipped.append((name, f"{variable} is set but the plugin is not installed "
-                                  f"(pip install {distribution_for(name)})"))
+            skipped.append(
+                (name, f"{variable} is set but the plugin is not installed (pip install {distribution_for(name)})")
+            )
     return PluginPlan(tuple(names), tuple(skipped), configured is not None)
 
 
@@ -242,20 +253,23 @@ class HookReconciler:
 
     def reconcile(self, obj: Mapping[str, Any], ctx: Any) -> ReconcileResult | None:
         """``clusterpulse_reconcile`` of the owner."""
-        result: ReconcileResult | None = self.host.call_owner("clusterpulse_reconcile", self.owner, kind=self.kind,
-                                                               obj=obj, ctx=ctx)
+        result: ReconcileResult | None = self.host.call_owner(
+            "clusterpulse_reconcile", self.owner, kind=self.kind, obj=obj, ctx=ctx
+        )
         return result
 
     def forget(self, ref: ObjectRef, ctx: Any) -> bool | ReconcileResult | None:
         """``clusterpulse_forget`` of the owner."""
-        result: bool | ReconcileResult | None = self.host.call_owner("clusterpulse_forget", self.owner,
-                                                                     kind=self.kind, ref=ref, ctx=ctx)
+        result: bool | ReconcileResult | None = self.host.call_owner(
+            "clusterpulse_forget", self.owner, kind=self.kind, ref=ref, ctx=ctx
+        )
         return result
 
     def stored_refs(self, runtime: Any) -> Sequence[ObjectRef] | None:
         """``clusterpulse_stored_refs`` of the owner."""
-        result: Sequence[ObjectRef] | None = self.host.call_owner("clusterpulse_stored_refs", self.owner,
-                                                                  kind=self.kind, runtime=runtime)
+        result: Sequence[ObjectRef] | None = self.host.call_owner(
+            "clusterpulse_stored_refs", self.owner, kind=self.kind, runtime=runtime
+        )
         return result
 
 
@@ -285,8 +299,7 @@ class PluginHost:
     why the others failed in :attr:`failures` instead of raising.
     """
 
-    def __init__(self, names: Sequence[str], extra: Mapping[str, object] | None = None,
-                 tolerant: bool = False) -> None:
+    def __init__(self, names: Sequence[str], extra: Mapping[str, object] | None = None, tolerant: bool = False) -> None:
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         # Historic: every plugin registered from now on declares its own hooks as it registers.
@@ -318,17 +331,22 @@ class PluginHost:
         for name in list(self.order):
             obj = self.pm.get_plugin(name)
             for caller in self.pm.get_hookcallers(obj) or []:
-                if caller.has_spec() or not any(impl.plugin is obj and not impl.optionalhook
-                                                for impl in caller.get_hookimpls()):
+                if caller.has_spec() or not any(
+                    impl.plugin is obj and not impl.optionalhook for impl in caller.get_hookimpls()
+                ):
                     continue
                 if caller.name in hookspecs.MOVED_HOOKS:
-                    self._warn(f"plugin {name!r} implements {caller.name}, which no loaded plugin declares (it moved "
-                               f"from the core to the plugin that owns it, see docs/plugins.md#hookspec-table): it "
-                               f"is never called (enable that plugin, or mark it @hookimpl(optionalhook=True))")
+                    self._warn(
+                        f"plugin {name!r} implements {caller.name}, which no loaded plugin declares (it moved "
+                        f"from the core to the plugin that owns it, see docs/plugins.md#hookspec-table): it "
+                        f"is never called (enable that plugin, or mark it @hookimpl(optionalhook=True))"
+                    )
                     continue
                 hint = did_you_mean(caller.name, sorted(self.declared_by))
-                error = PluginError(f"plugin {name!r}: unknown hook {caller.name!r} in plugin {obj!r} "
-                                    f"({hint}no loaded plugin declares it)")
+                error = PluginError(
+                    f"plugin {name!r}: unknown hook {caller.name!r} in plugin {obj!r} "
+                    f"({hint}no loaded plugin declares it)"
+                )
                 if not self._tolerant:
                     raise error
                 self.failures[name] = str(error)
@@ -386,9 +404,7 @@ class PluginHost:
         self._check_declarations(name, obj)
         wanted = getattr(obj, "clusterpulse_api_version", CORE_API_VERSION)
         if int(wanted) != CORE_API_VERSION:
-            raise PluginError(
-                f"plugin {name!r} needs core API version {wanted}, this core provides {CORE_API_VERSION}"
-            )
+            raise PluginError(f"plugin {name!r} needs core API version {wanted}, this core provides {CORE_API_VERSION}")
         try:
             self.pm.register(obj, name=name)
         except pluggy.PluginValidationError as exc:
@@ -414,12 +430,16 @@ class PluginHost:
         already registered against them first, so a mismatch names the implementing plugin."""
         probe = pluggy.PluginManager(PROJECT_NAME)
         probe.add_hookspecs(module)
-        declared = sorted(hook for hook, caller in vars(probe.hook).items()
-                          if isinstance(caller, pluggy.HookCaller) and caller.has_spec())
+        declared = sorted(
+            hook
+            for hook, caller in vars(probe.hook).items()
+            if isinstance(caller, pluggy.HookCaller) and caller.has_spec()
+        )
         taken = [hook for hook in declared if hook in self.declared_by]
         if taken:
-            raise PluginError(f"plugin {name!r} declares hook {taken[0]!r}, already declared by "
-                              f"{self.declared_by[taken[0]]!r}")
+            raise PluginError(
+                f"plugin {name!r} declares hook {taken[0]!r}, already declared by {self.declared_by[taken[0]]!r}"
+            )
         for other in list(self.order):
             plugin = self.pm.get_plugin(other)
             try:
@@ -437,23 +457,33 @@ class PluginHost:
 
     def _specified(self) -> set[str]:
         """The names of the hooks with a specification (declared by the core or a loaded plugin)."""
-        return {name for name, caller in vars(self.pm.hook).items()
-                if isinstance(caller, pluggy.HookCaller) and caller.has_spec()}
+        return {
+            name
+            for name, caller in vars(self.pm.hook).items()
+            if isinstance(caller, pluggy.HookCaller) and caller.has_spec()
+        }
 
     def _check_declarations(self, name: str, obj: object) -> None:
         """Warn about what a plugin forgot but still loads without: ``@hookimpl``, the API version."""
         marker = f"{PROJECT_NAME}_impl"
-        undecorated = sorted(attr for attr in dir(obj)
-                             if attr.startswith(f"{PROJECT_NAME}_")
-                             and (attr in HOOK_NAMES or attr in hookspecs.MOVED_HOOKS
-                                  or hasattr(self.pm.hook, attr))
-                             and callable(getattr(obj, attr, None)) and not hasattr(getattr(obj, attr), marker))
+        undecorated = sorted(
+            attr
+            for attr in dir(obj)
+            if attr.startswith(f"{PROJECT_NAME}_")
+            and (attr in HOOK_NAMES or attr in hookspecs.MOVED_HOOKS or hasattr(self.pm.hook, attr))
+            and callable(getattr(obj, attr, None))
+            and not hasattr(getattr(obj, attr), marker)
+        )
         for attr in undecorated:
-            self._warn(f"plugin {name!r}: {attr} is not marked with @hookimpl, so it is never called "
-                       f"(decorate it with `from clusterpulse_core import hookimpl`)")
+            self._warn(
+                f"plugin {name!r}: {attr} is not marked with @hookimpl, so it is never called "
+                f"(decorate it with `from clusterpulse_core import hookimpl`)"
+            )
         if not hasattr(obj, "clusterpulse_api_version"):
-            self._warn(f"plugin {name!r} does not declare clusterpulse_api_version "
-                       f"(add `clusterpulse_api_version = {CORE_API_VERSION}`, the core API it is written for)")
+            self._warn(
+                f"plugin {name!r} does not declare clusterpulse_api_version "
+                f"(add `clusterpulse_api_version = {CORE_API_VERSION}`, the core API it is written for)"
+            )
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -494,9 +524,15 @@ class PluginHost:
         """
         core_order = [name for name in vars(hookspecs) if name in HOOK_NAMES]
         rows = []
-        for name in sorted(self._specified(), key=lambda n: (self.declared_by.get(n) != CORE,
-                                                              self.declared_by.get(n, ""),
-                                                              core_order.index(n) if n in core_order else 0, n)):
+        for name in sorted(
+            self._specified(),
+            key=lambda n: (
+                self.declared_by.get(n) != CORE,
+                self.declared_by.get(n, ""),
+                core_order.index(n) if n in core_order else 0,
+                n,
+            ),
+        ):
             caller = getattr(self.pm.hook, name)
             assert caller.spec is not None
             how = getattr(caller.spec.function, hookspecs.CALLED_ATTRIBUTE, None)
@@ -519,8 +555,14 @@ class PluginHost:
                 result = subset(**kwargs)
             except Exception as exc:
                 raise PluginError(f"plugin {name!r} failed in {hook}: {type(exc).__name__}: {exc}") from exc
-            results.append((name, result[0] if isinstance(result, list) and result else
-                            (None if isinstance(result, list) else result)))
+            results.append(
+                (
+                    name,
+                    result[0]
+                    if isinstance(result, list) and result
+                    else (None if isinstance(result, list) else result),
+                )
+            )
         return results
 
     def call_owner(self, hook: str, owner: str, **kwargs: Any) -> Any:
@@ -609,8 +651,7 @@ class PluginHost:
                 if name not in implementers:
                     continue
 
-                def register(item: str, impl: Any, /, _plugin: str = name, _table: Any = table,
-                             **meta: Any) -> None:
+                def register(item: str, impl: Any, /, _plugin: str = name, _table: Any = table, **meta: Any) -> None:
                     _table.add(Contribution(item, impl, _plugin, meta))
 
                 try:
@@ -619,7 +660,8 @@ class PluginHost:
                     raise PluginError(str(exc)) from exc
                 except Exception as exc:
                     raise _RegistrationFailed(
-                        name, f"plugin {name!r} failed in {hook}: {type(exc).__name__}: {exc}") from exc
+                        name, f"plugin {name!r} failed in {hook}: {type(exc).__name__}: {exc}"
+                    ) from exc
         return contributions
 
     @property

@@ -86,8 +86,7 @@ def rules(accesses: Iterable[ApiAccess]) -> list[dict[str, Any]]:
     urls: dict[str, set[str]] = {}
     for access in accesses:
         for resource in access.resources:
-            verbs.setdefault((access.group, resource, tuple(sorted(access.resource_names))), set()).update(
-                access.verbs)
+            verbs.setdefault((access.group, resource, tuple(sorted(access.resource_names))), set()).update(access.verbs)
         for url in access.non_resource_urls:
             urls.setdefault(url, set()).update(access.verbs)
     grouped: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
@@ -110,8 +109,11 @@ def rules(accesses: Iterable[ApiAccess]) -> list[dict[str, Any]]:
 
 def _namespace(name: str) -> dict[str, Any]:
     meta = _meta(name)
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {**meta, "labels": {**meta.get("labels", {}), **POD_SECURITY_LABELS}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {**meta, "labels": {**meta.get("labels", {}), **POD_SECURITY_LABELS}},
+    }
 
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -122,8 +124,9 @@ def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
     return meta
 
 
-def _binding(kind: str, name: str, namespace: str | None, role_kind: str, subject_namespace: str,
-             subject: str) -> dict[str, Any]:
+def _binding(
+    kind: str, name: str, namespace: str | None, role_kind: str, subject_namespace: str, subject: str
+) -> dict[str, Any]:
     return {
         "apiVersion": RBAC_API,
         "kind": kind,
@@ -133,20 +136,26 @@ def _binding(kind: str, name: str, namespace: str | None, role_kind: str, subjec
     }
 
 
-def hub_manifests(kinds: Sequence[ResourceKind], settings: CoreSettings,
-                  service_account: str = CONTROLLER) -> list[dict[str, Any]]:
+def hub_manifests(
+    kinds: Sequence[ResourceKind], settings: CoreSettings, service_account: str = CONTROLLER
+) -> list[dict[str, Any]]:
     """The Role and RoleBinding the controller needs in the watched namespace."""
     namespace = settings.namespace
     accesses = core_hub_access(settings)
     for kind in kinds:
         accesses += kind_hub_access(kind)
-    role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(service_account, namespace),
-            "rules": rules(accesses)}
+    role = {
+        "apiVersion": RBAC_API,
+        "kind": "Role",
+        "metadata": _meta(service_account, namespace),
+        "rules": rules(accesses),
+    }
     return [role, _binding("RoleBinding", service_account, namespace, "Role", namespace, service_account)]
 
 
-def cross_namespace_manifests(kinds: Sequence[ResourceKind], settings: CoreSettings,
-                              service_account: str = CONTROLLER) -> list[dict[str, Any]]:
+def cross_namespace_manifests(
+    kinds: Sequence[ResourceKind], settings: CoreSettings, service_account: str = CONTROLLER
+) -> list[dict[str, Any]]:
     """The opt-in ClusterRole (and binding) for accesses outside the watched namespace."""
     name = f"{service_account}-cross-namespace"
     accesses = [a for kind in kinds for a in kind.hub_access if a.other_namespaces]
@@ -158,9 +167,13 @@ def cross_namespace_manifests(kinds: Sequence[ResourceKind], settings: CoreSetti
     return [role, binding]
 
 
-def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] = (),
-                      name: str = READER, namespace: str = READER_NAMESPACE,
-                      push: bool = False) -> list[dict[str, Any]]:
+def managed_manifests(
+    kinds: Sequence[ResourceKind],
+    extra: Sequence[ApiAccess] = (),
+    name: str = READER,
+    namespace: str = READER_NAMESPACE,
+    push: bool = False,
+) -> list[dict[str, Any]]:
     """The read-only ClusterRole, ServiceAccount, binding and token Secret for one managed cluster.
 
     ``push``: the cluster is collected in push mode, so the hub also installs the collector agent
@@ -171,8 +184,10 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
     accesses = [a for kind in kinds for a in kind.managed_access] + list(extra)
     for access in accesses:
         if set(access.verbs) - {"get", "list", "watch"}:
-            raise ValueError(f"managed-cluster access must be read-only, got {sorted(access.verbs)} "
-                             f"on {access.resources or access.non_resource_urls}")
+            raise ValueError(
+                f"managed-cluster access must be read-only, got {sorted(access.verbs)} "
+                f"on {access.resources or access.non_resource_urls}"
+            )
     scoped: dict[str, list[ApiAccess]] = {}
     if push:
         for access in (a for kind in kinds for a in kind.managed_push_access):
@@ -189,16 +204,17 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
             "apiVersion": "v1",
             "kind": "Secret",
             "type": "kubernetes.io/service-account-token",
-            "metadata": {**_meta(f"{name}-token", namespace),
-                         "annotations": {"kubernetes.io/service-account.name": name}},
+            "metadata": {
+                **_meta(f"{name}-token", namespace),
+                "annotations": {"kubernetes.io/service-account.name": name},
+            },
         },
     ]
     # Push access confined to one namespace (the agent's): the Namespace, a Role there and its binding.
     for where, granted in sorted(scoped.items()):
         if where != namespace:
             docs.append(_namespace(where))
-        docs.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(name, where),
-                     "rules": rules(granted)})
+        docs.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(name, where), "rules": rules(granted)})
         docs.append(_binding("RoleBinding", name, where, "Role", namespace, name))
     return docs
 
@@ -206,22 +222,42 @@ def managed_manifests(kinds: Sequence[ResourceKind], extra: Sequence[ApiAccess] 
 #: The API group of every resource a Kubernetes (1.30) API server serves by itself, by plural
 #: name: how ``--read RESOURCE`` without a group is resolved (a custom resource names its group).
 BUILTIN_RESOURCES: dict[str, str] = {
-    **dict.fromkeys(("pods", "services", "endpoints", "nodes", "namespaces", "configmaps", "secrets",
-                     "serviceaccounts", "persistentvolumes", "persistentvolumeclaims", "events", "limitranges",
-                     "resourcequotas", "replicationcontrollers", "podtemplates", "componentstatuses"), ""),
+    **dict.fromkeys(
+        (
+            "pods",
+            "services",
+            "endpoints",
+            "nodes",
+            "namespaces",
+            "configmaps",
+            "secrets",
+            "serviceaccounts",
+            "persistentvolumes",
+            "persistentvolumeclaims",
+            "events",
+            "limitranges",
+            "resourcequotas",
+            "replicationcontrollers",
+            "podtemplates",
+            "componentstatuses",
+        ),
+        "",
+    ),
     **dict.fromkeys(("deployments", "statefulsets", "daemonsets", "replicasets", "controllerrevisions"), "apps"),
     **dict.fromkeys(("jobs", "cronjobs"), "batch"),
     **dict.fromkeys(("ingresses", "ingressclasses", "networkpolicies"), "networking.k8s.io"),
     "poddisruptionbudgets": "policy",
     "horizontalpodautoscalers": "autoscaling",
-    **dict.fromkeys(("storageclasses", "volumeattachments", "csidrivers", "csinodes", "csistoragecapacities"),
-                    "storage.k8s.io"),
+    **dict.fromkeys(
+        ("storageclasses", "volumeattachments", "csidrivers", "csinodes", "csistoragecapacities"), "storage.k8s.io"
+    ),
     **dict.fromkeys(("roles", "rolebindings", "clusterroles", "clusterrolebindings"), "rbac.authorization.k8s.io"),
     "leases": "coordination.k8s.io",
     "endpointslices": "discovery.k8s.io",
     "customresourcedefinitions": "apiextensions.k8s.io",
-    **dict.fromkeys(("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
-                    "admissionregistration.k8s.io"),
+    **dict.fromkeys(
+        ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"), "admissionregistration.k8s.io"
+    ),
     "priorityclasses": "scheduling.k8s.io",
     "runtimeclasses": "node.k8s.io",
     "certificatesigningrequests": "certificates.k8s.io",
@@ -240,22 +276,27 @@ def parse_read(text: str, kinds: Sequence[ResourceKind] = ()) -> ApiAccess:
     known = {**BUILTIN_RESOURCES, **{kind.plural: kind.group for kind in kinds}}
     group, slash, resource = text.rpartition("/")
     if not resource or "/" in group or resource != resource.lower():
-        raise ValueError(f"--read: expected GROUP/RESOURCE with the plural resource name (e.g. apps/statefulsets, "
-                         f"/pods for the core group), got {text!r}")
+        raise ValueError(
+            f"--read: expected GROUP/RESOURCE with the plural resource name (e.g. apps/statefulsets, "
+            f"/pods for the core group), got {text!r}"
+        )
     if not slash:
         if resource not in known:
             hint = did_you_mean(resource, known)
-            raise ValueError(f"--read {text}: not a built-in resource nor one of the enabled kinds ({hint}a custom "
-                             f"resource needs its group: GROUP/{resource})")
+            raise ValueError(
+                f"--read {text}: not a built-in resource nor one of the enabled kinds ({hint}a custom "
+                f"resource needs its group: GROUP/{resource})"
+            )
         group = known[resource]
     elif resource in BUILTIN_RESOURCES and group != BUILTIN_RESOURCES[resource] and group in BUILTIN_RESOURCES.values():
         right = BUILTIN_RESOURCES[resource]
-        raise ValueError(f"--read {text}: {resource} is in the {right or 'core'!r} group: "
-                         f"--read {right}/{resource}")
+        raise ValueError(f"--read {text}: {resource} is in the {right or 'core'!r} group: --read {right}/{resource}")
     refused = never_read(group, resource)
     if refused:
-        raise ValueError(f"--read {text}: {refused}, which no generated role grants (docs/security.md); a "
-                         f"MetricSource allowed to read Secrets needs a rule written by hand")
+        raise ValueError(
+            f"--read {text}: {refused}, which no generated role grants (docs/security.md); a "
+            f"MetricSource allowed to read Secrets needs a rule written by hand"
+        )
     return ApiAccess(group, (resource,), ("get", "list"))
 
 

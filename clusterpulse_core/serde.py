@@ -90,16 +90,13 @@ def format_time(value: datetime, form: TimeForm = "seconds") -> str:
         value = value.replace(tzinfo=UTC)
     elif value.utcoffset():
         value = value.astimezone(UTC)
-    text = (f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
-            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}")
+    text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
     if form == "nano" and value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text + "Z"
 
 
-_RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})$"
-)
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})$")
 
 
 def parse_time(text: str) -> datetime:
@@ -110,9 +107,7 @@ def parse_time(text: str) -> datetime:
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     micro = int((fraction or "0")[:6].ljust(6, "0"))
     iso_zone = "+00:00" if zone in ("Z", "z") else zone
-    parsed = datetime.fromisoformat(
-        f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micro:06d}{iso_zone}"
-    )
+    parsed = datetime.fromisoformat(f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micro:06d}{iso_zone}")
     return parsed.astimezone(UTC)
 
 
@@ -135,9 +130,7 @@ def _is_str_keyed_dict(tp: Any) -> bool:
 
 def _is_collection(tp: Any) -> bool:
     origin = get_origin(tp) or tp
-    return origin in (tuple, list, dict, set, frozenset) or (
-        isinstance(origin, type) and issubclass(origin, Mapping)
-    )
+    return origin in (tuple, list, dict, set, frozenset) or (isinstance(origin, type) and issubclass(origin, Mapping))
 
 
 def _build_converter() -> cattrs.Converter:
@@ -211,9 +204,12 @@ def _build_converter() -> cattrs.Converter:
             return dict
         unstructure_any = conv.unstructure
         if value_type is Any:
+
             def unstructure_any_dict(value: Any) -> dict[str, Any]:
-                return {key: item if item.__class__ in _JSON_SCALARS else unstructure_any(item)
-                        for key, item in value.items()}
+                return {
+                    key: item if item.__class__ in _JSON_SCALARS else unstructure_any(item)
+                    for key, item in value.items()
+                }
 
             return unstructure_any_dict
 

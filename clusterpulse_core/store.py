@@ -43,8 +43,9 @@ class StoreError(Exception):
 class Store:
     """Fans pieces out to every backend; a failing backend never stops the others."""
 
-    def __init__(self, backends: Sequence[StorageBackend], registry: CollectorRegistry | None = None,
-                 fence: Fence | None = None) -> None:
+    def __init__(
+        self, backends: Sequence[StorageBackend], registry: CollectorRegistry | None = None, fence: Fence | None = None
+    ) -> None:
         self.backends = list(backends)
         #: Checked before every fan-out: a fenced replica stores nothing.
         self.fence = fence or Fence()

@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for line in stale:
         print(f"sync_vectors: {line}", file=sys.stderr)
-    print("sync_vectors: refresh with `python3 scripts/sync_vectors.py --write` and commit tests/vectors",
-          file=sys.stderr)
+    print(
+        "sync_vectors: refresh with `python3 scripts/sync_vectors.py --write` and commit tests/vectors", file=sys.stderr
+    )
     return 0 if args.warn else 1
 
 

@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 python3 scripts/sync_vectors.py --warn
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 .venv/bin/mypy clusterpulse_core model/clusterpulse_model testing/clusterpulse_testing demo/clusterpulse_demo $(ls -d plugins/*/clusterpulse_*/ | grep -v egg-info)
 .venv/bin/mypy --strict clusterpulse_core model/clusterpulse_model   # the core and the model are held to --strict; the rest to the config above
 # .importlinter: the core imports no plugin nor the model, plugins are independent (the test-only plugins

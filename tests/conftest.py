@@ -26,8 +26,12 @@ def _digest() -> str:
     digest = hashlib.sha256(sys.version.encode())
     for path in sorted(PLUGINS.glob("*/**/*")):
         relative = path.relative_to(PLUGINS)
-        if (path.is_file() and relative.parts[0] != SITE.name and not {"__pycache__", "build"} & set(relative.parts)
-                and not any(part.endswith(".egg-info") for part in relative.parts)):
+        if (
+            path.is_file()
+            and relative.parts[0] != SITE.name
+            and not {"__pycache__", "build"} & set(relative.parts)
+            and not any(part.endswith(".egg-info") for part in relative.parts)
+        ):
             digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -41,9 +45,24 @@ def _install() -> None:
             return
         projects = sorted(str(p.parent) for p in PLUGINS.glob("*/pyproject.toml"))
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps",
-             "--no-build-isolation", "--upgrade", "--target", str(SITE), *projects],
-            capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "--upgrade",
+                "--target",
+                str(SITE),
+                *projects,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if result.returncode != 0:
             raise RuntimeError(f"installing the test-only plugins into {SITE} failed:\n{result.stdout}{result.stderr}")
         STAMP.write_text(want)

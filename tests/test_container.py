@@ -108,8 +108,9 @@ def test_the_build_stage_makes_wheels_of_the_core_and_every_plugin() -> None:
     # ... then ours, from the sources, without resolving anything else.
     ours = wheels[1]
     assert "--no-deps" in ours
-    assert ours[ours.index("/wheels") + 1:] == [".", "model/", "plugins/*/"], \
+    assert ours[ours.index("/wheels") + 1 :] == [".", "model/", "plugins/*/"], (
         "build the core, the model and every plugin (by glob, so new plugins are included), not testing/ nor demo/"
+    )
     copied = [args.split()[0] for word, args in instructions(CONTAINERFILE.read_text()) if word == "COPY"]
     assert not [source for source in copied if source.rstrip("/") in ("testing", "demo")], copied
     install = next(args for args in runs if "pip install" in args)

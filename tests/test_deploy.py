@@ -107,20 +107,25 @@ MANAGED_IDS = {
 
 def test_crd_manifests_match_the_declared_kinds() -> None:
     _config, kinds = _loaded()
-    assert _docs(DEPLOY / "base" / "crds.yaml") == [crd_manifest(kind) for kind in kinds], \
+    assert _docs(DEPLOY / "base" / "crds.yaml") == [crd_manifest(kind) for kind in kinds], (
         "deploy/base/crds.yaml is stale: regenerate it with `clusterpulse --config deploy/base/clusterpulse.toml crds`"
+    )
 
 
-@pytest.mark.parametrize(("path", "flag"), [
-    ("base/rbac.yaml", ""),
-    ("components/cross-namespace-secrets/rbac.yaml", "--cross-namespace"),
-    ("managed-cluster/reader.yaml", "--managed"),
-])
+@pytest.mark.parametrize(
+    ("path", "flag"),
+    [
+        ("base/rbac.yaml", ""),
+        ("components/cross-namespace-secrets/rbac.yaml", "--cross-namespace"),
+        ("managed-cluster/reader.yaml", "--managed"),
+    ],
+)
 def test_rbac_files_are_the_output_of_clusterpulse_rbac(path: str, flag: str) -> None:
     result = CliRunner().invoke(cli, ["--config", str(CONFIG), "rbac", *([flag] if flag else [])])
     assert result.exit_code == 0, result.output
     assert (DEPLOY / path).read_text() == result.stdout, (
-        f"deploy/{path} is stale: clusterpulse --config deploy/base/clusterpulse.toml rbac {flag} > deploy/{path}")
+        f"deploy/{path} is stale: clusterpulse --config deploy/base/clusterpulse.toml rbac {flag} > deploy/{path}"
+    )
 
 
 def test_the_config_validates_and_enables_leader_election() -> None:
@@ -139,13 +144,19 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Obj]]:
     shutil.copytree(DEPLOY, copy)
     everything = copy / "overlays" / "everything"
     everything.mkdir()
-    (everything / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": ["../try-it"],
-        "components": ["../../components/servicemonitor", "../../components/cross-namespace-secrets"],
-    }))
-    return {name: kustomize(copy / name) for name in
-            ("base", "overlays/try-it", "overlays/everything", "managed-cluster")}
+    (everything / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": ["../try-it"],
+                "components": ["../../components/servicemonitor", "../../components/cross-namespace-secrets"],
+            }
+        )
+    )
+    return {
+        name: kustomize(copy / name) for name in ("base", "overlays/try-it", "overlays/everything", "managed-cluster")
+    }
 
 
 def test_kustomize_renders_exactly_the_expected_objects(rendered: dict[str, list[Obj]]) -> None:
@@ -178,7 +189,8 @@ def _by_kind(docs: list[Obj], kind: str, name: str) -> Obj:
 
 
 def test_the_controller_uses_the_image_the_containerfile_builds_and_the_generated_config(
-        rendered: dict[str, list[Obj]]) -> None:
+    rendered: dict[str, list[Obj]],
+) -> None:
     docs = rendered["overlays/try-it"]
     pod = _by_kind(docs, "Deployment", "clusterpulse-controller")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -225,8 +237,10 @@ def test_metrics_service_pdb_and_network_policy_select_the_controller(rendered: 
     # Metrics only from the namespaces that scrape them; probes need no rule (the kubelet is on the
     # pod's node, always allowed); the ingester from anywhere (agents authenticate).
     by_port = {p["port"]: rule.get("from") for rule in policy["spec"]["ingress"] for p in rule["ports"]}
-    assert by_port == {"metrics": [{"namespaceSelector": {"matchLabels": {"clusterpulse.io/metrics-scraper": "true"}}}],
-                       "ingester": None}
+    assert by_port == {
+        "metrics": [{"namespaceSelector": {"matchLabels": {"clusterpulse.io/metrics-scraper": "true"}}}],
+        "ingester": None,
+    }
     monitor = _by_kind(docs, "ServiceMonitor", "clusterpulse-controller")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
@@ -236,17 +250,24 @@ def test_metrics_service_pdb_and_network_policy_select_the_controller(rendered: 
 
 def test_the_hub_role_grants_no_more_than_the_code_uses(rendered: dict[str, list[Obj]]) -> None:
     role = _by_kind(rendered["base"], "Role", "clusterpulse-controller")
-    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
-               for v in rule["verbs"]}
+    granted = {
+        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    }
     assert ("", "secrets", "get") in granted
     # ConfigMaps: reading the ingester CA bundle a push-mode agent gets (docs/agent-deploy.md), and creating
     # it, then updating only that one, when the hub makes its own ingester certificates (docs/push-mode.md#tls).
     assert {(g, r, v) for g, r, v in granted if r == "configmaps"} == {
-        ("", "configmaps", "get"), ("", "configmaps", "create"), ("", "configmaps", "update")}
+        ("", "configmaps", "get"),
+        ("", "configmaps", "create"),
+        ("", "configmaps", "update"),
+    }
     for rule in role["rules"]:
         if "update" in rule["verbs"] and {"configmaps", "secrets"} & set(rule["resources"]):
             assert set(rule.get("resourceNames") or ()) <= {
-                "ingester-ca", "clusterpulse-ingester-ca", "clusterpulse-ingester-tls"}, rule
+                "ingester-ca",
+                "clusterpulse-ingester-ca",
+                "clusterpulse-ingester-tls",
+            }, rule
             assert rule.get("resourceNames"), rule
     assert not {(g, r, v) for g, r, v in granted if r == "events" and v != "create"}
     assert not {(g, r, v) for g, r, v in granted if v in ("delete", "deletecollection", "*") or "*" in (g, r)}

@@ -14,9 +14,16 @@ from packaging.utils import canonicalize_name
 REPO = Path(__file__).parent.parent
 LOCKS = {"test": REPO / "requirements" / "test.lock", "runtime": REPO / "requirements" / "runtime.lock"}
 #: Markers are evaluated as the lock was resolved: CPython 3.11 on Linux (scripts/lock.sh).
-ENVIRONMENT = {"python_version": "3.11", "python_full_version": "3.11.0", "sys_platform": "linux",
-               "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython",
-               "platform_python_implementation": "CPython", "platform_machine": "x86_64"}
+ENVIRONMENT = {
+    "python_version": "3.11",
+    "python_full_version": "3.11.0",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "platform_machine": "x86_64",
+}
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 
 
@@ -90,8 +97,7 @@ def test_every_declared_dependency_is_locked_within_its_range(which: str, extras
 def test_the_runtime_lock_agrees_with_the_test_lock() -> None:
     test, runtime = pins(LOCKS["test"]), pins(LOCKS["runtime"])
     assert set(runtime) <= set(test)
-    assert {name: version for name, (version, _) in runtime.items()} == {
-        name: test[name][0] for name in runtime}
+    assert {name: version for name, (version, _) in runtime.items()} == {name: test[name][0] for name in runtime}
 
 
 def test_setup_installs_the_test_lock_with_hashes_and_ours_without_dependencies() -> None:

@@ -29,8 +29,12 @@ import pytest
 REPO = Path(__file__).parent.parent
 #: The distributions of the repository that are not plugins, by folder (the core is the root).
 TOOLS = ("testing", "demo")
-PROJECTS = [REPO, REPO / "model", *(REPO / tool for tool in TOOLS),
-            *sorted(p.parent for p in REPO.glob("plugins/*/pyproject.toml"))]
+PROJECTS = [
+    REPO,
+    REPO / "model",
+    *(REPO / tool for tool in TOOLS),
+    *sorted(p.parent for p in REPO.glob("plugins/*/pyproject.toml")),
+]
 BIN = Path(sys.executable).parent
 #: What a production install must not carry: the test harness, the demo and what only they need
 #: (aiohttp is not among them: the kubernetes client requires it).
@@ -45,8 +49,7 @@ CLEAN_ENV = {name: value for name, value in os.environ.items() if name != "PYTHO
 
 def _run(args: list[str | Path], timeout: float = 600, **kwargs: object) -> subprocess.CompletedProcess[str]:
     kwargs.setdefault("env", CLEAN_ENV)
-    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
-                            **kwargs)  # type: ignore[call-overload]
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout, **kwargs)  # type: ignore[call-overload]
     assert result.returncode == 0, f"{args}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
@@ -59,9 +62,26 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     for project in PROJECTS:
         # A copy, so the build leaves no build/ or egg-info behind in the checkout.
         source = build / project.name
-        shutil.copytree(project, source, ignore=shutil.ignore_patterns(
-            ".venv*", ".git", "tests", "benchmarks", "docs", "deploy", "plugins", "model", *TOOLS, "build",
-            "*.egg-info", "__pycache__", ".mypy_cache", ".ruff_cache"))
+        shutil.copytree(
+            project,
+            source,
+            ignore=shutil.ignore_patterns(
+                ".venv*",
+                ".git",
+                "tests",
+                "benchmarks",
+                "docs",
+                "deploy",
+                "plugins",
+                "model",
+                *TOOLS,
+                "build",
+                "*.egg-info",
+                "__pycache__",
+                ".mypy_cache",
+                ".ruff_cache",
+            ),
+        )
         _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", out, source])
     built = sorted(out.glob("*.whl"))
     assert len(built) == len(PROJECTS), built
@@ -87,8 +107,17 @@ def _venv(wheels: list[Path], where: Path) -> Path:
     venv = where / "venv"
     uv = BIN / "uv"
     _run([uv, "venv", "-q", "--python", sys.executable, venv])
-    _run([uv, "pip", "install", "-q", "--python", venv / "bin" / "python",
-          *(f"{_dist_name(w)} @ {w.as_uri()}" for w in wheels)])
+    _run(
+        [
+            uv,
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            venv / "bin" / "python",
+            *(f"{_dist_name(w)} @ {w.as_uri()}" for w in wheels),
+        ]
+    )
     _run([uv, "pip", "check", "--python", venv / "bin" / "python"])
     return venv
 
@@ -115,13 +144,20 @@ def test_the_production_wheels_carry_no_testing_or_demo_code(wheels: list[Path])
         packages = sorted({n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")})
         print(f"  {wheel.name}: {len(names)} files, packages {', '.join(packages)}")
         assert len(packages) == 1 and packages[0].startswith("clusterpulse_"), (wheel.name, packages)
-        shipped = [n for n in names if n.startswith(TOOL_PACKAGES) or "/testing/" in n or "/demo/" in n
-                   or n.endswith((".yaml", ".yml"))]
+        shipped = [
+            n
+            for n in names
+            if n.startswith(TOOL_PACKAGES) or "/testing/" in n or "/demo/" in n or n.endswith((".yaml", ".yml"))
+        ]
         assert shipped == [], f"{wheel.name} carries testing or demo files: {shipped[:10]}"
         requires = _metadata(wheel).get_all("Requires-Dist") or []
-        needs = [r for r in requires if "extra ==" not in r
-                 and re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0].lower() in (
-                     *TOOL_ONLY_DEPENDENCIES, "clusterpulse-testing", "clusterpulse-demo")]
+        needs = [
+            r
+            for r in requires
+            if "extra ==" not in r
+            and re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0].lower()
+            in (*TOOL_ONLY_DEPENDENCIES, "clusterpulse-testing", "clusterpulse-demo")
+        ]
         assert needs == [], f"{wheel.name} needs test or demo dependencies: {needs}"
     tools = {_dist_name(w): w for w in wheels if _is_tool(w)}
     with zipfile.ZipFile(tools["clusterpulse-demo"]) as archive:
@@ -130,12 +166,14 @@ def test_the_production_wheels_carry_no_testing_or_demo_code(wheels: list[Path])
 
 def test_a_production_install_has_no_testing_or_demo_code_nor_commands(production: Path, tmp_path: Path) -> None:
     python = production / "bin" / "python"
-    script = ("import importlib.metadata as m, importlib.util as u, sys\n"
-              "files = [str(f) for d in m.distributions() if (d.metadata['Name'] or '').startswith('clusterpulse')"
-              " for f in d.files or ()]\n"
-              "print(len(files), *sorted({d.metadata['Name'] for d in m.distributions()}))\n"
-              "print(*(f for f in files if f.startswith(tuple(sys.argv[1:]))))\n"
-              "print(*(p for p in sys.argv[1:] if u.find_spec(p) is not None))")
+    script = (
+        "import importlib.metadata as m, importlib.util as u, sys\n"
+        "files = [str(f) for d in m.distributions() if (d.metadata['Name'] or '').startswith('clusterpulse')"
+        " for f in d.files or ()]\n"
+        "print(len(files), *sorted({d.metadata['Name'] for d in m.distributions()}))\n"
+        "print(*(f for f in files if f.startswith(tuple(sys.argv[1:]))))\n"
+        "print(*(p for p in sys.argv[1:] if u.find_spec(p) is not None))"
+    )
     found = _run([python, "-c", script, *TOOL_PACKAGES], cwd=tmp_path).stdout.splitlines()
     count, *names = found[0].split()
     assert int(count) > 100, found[0]
@@ -149,16 +187,27 @@ def test_a_production_install_has_no_testing_or_demo_code_nor_commands(productio
     assert not {"demo", "testing", "plugin"} & set(listed), f"tool commands in a production install: {listed}"
     plugins = _run([production / "bin" / "clusterpulse", "plugins", "--json"], cwd=tmp_path).stdout
     assert {"redis", "cluster", "metricsource"} <= {row["name"] for row in json.loads(plugins)["plugins"]}
-    demo = subprocess.run([production / "bin" / "clusterpulse", "demo"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    demo = subprocess.run(
+        [production / "bin" / "clusterpulse", "demo"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert demo.returncode != 0 and "No such command 'demo'" in demo.stderr, demo.stderr
 
 
 def test_the_installed_wheels_list_their_plugins_and_no_test_plugins(installed: Path, tmp_path: Path) -> None:
     packages = [p.name for p in (REPO / "plugins").glob("*/clusterpulse_*") if p.suffix != ".egg-info"]
     script = "import importlib, sys; print(*(list(importlib.import_module(m).__path__)[0] for m in sys.argv[1:]))"
-    where = _run([installed / "bin" / "python", "-c", script, "clusterpulse_core", "clusterpulse_model",
-                  *TOOL_PACKAGES, *packages], cwd=tmp_path)
+    where = _run(
+        [
+            installed / "bin" / "python",
+            "-c",
+            script,
+            "clusterpulse_core",
+            "clusterpulse_model",
+            *TOOL_PACKAGES,
+            *packages,
+        ],
+        cwd=tmp_path,
+    )
     for line in where.stdout.split():
         assert line.startswith(str(installed)), f"not installed from a wheel: {line}"
     result = _run([installed / "bin" / "clusterpulse", "plugins", "--json"], cwd=tmp_path)
@@ -196,15 +245,16 @@ def test_every_wheel_carries_licence_urls_classifiers_and_a_core_range(wheels: l
             licences = [n for n in archive.namelist() if n.endswith("licenses/LICENSE")]
             assert licences and archive.read(licences[0]).decode() == licence, wheel.name
         requires = meta.get_all("Requires-Dist") or []
-        keys = [(re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0].lower(), r.partition(";")[2].strip())
-                for r in requires]
+        keys = [(re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0].lower(), r.partition(";")[2].strip()) for r in requires]
         assert len(keys) == len(set(keys)), f"{wheel.name}: a dependency is declared twice: {requires}"
         if meta["Name"] != "clusterpulse-core":
             core = [r for r in requires if r.startswith("clusterpulse-core") and "extra ==" not in r]
-            assert core and re.search(r">=[\d.]+,\s*<[\d.]+|<[\d.]+,\s*>=[\d.]+", core[0]), \
+            assert core and re.search(r">=[\d.]+,\s*<[\d.]+|<[\d.]+,\s*>=[\d.]+", core[0]), (
                 f"{wheel.name}: depend on clusterpulse-core with a version range, got {core}"
-        assert not [r for r in requires if "hiredis" in r and not r.startswith("redis")], \
+            )
+        assert not [r for r in requires if "hiredis" in r and not r.startswith("redis")], (
             "hiredis comes with redis[hiredis]"
+        )
 
 
 def _imports(package: Path) -> set[str]:
@@ -222,22 +272,36 @@ def test_every_imported_package_is_declared(wheels: list[Path]) -> None:
     owners = packages_distributions()
     for wheel in wheels:
         meta = _metadata(wheel)
-        declared = {re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0].lower().replace("_", "-")
-                    for r in meta.get_all("Requires-Dist") or []}
+        declared = {
+            re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0].lower().replace("_", "-")
+            for r in meta.get_all("Requires-Dist") or []
+        }
         declared |= {"redis"} if "redis" in declared else set()
         if any(r.startswith("redis[") or "hiredis" in r for r in meta.get_all("Requires-Dist") or []):
             declared.add("hiredis")
         folder = meta["Name"].removeprefix("clusterpulse-")
-        package = REPO / ("" if folder == "core" else folder if (REPO / folder / "pyproject.toml").is_file()
-                          else f"plugins/{folder}") / meta["Name"].replace("-", "_")
+        package = (
+            REPO
+            / (
+                ""
+                if folder == "core"
+                else folder
+                if (REPO / folder / "pyproject.toml").is_file()
+                else f"plugins/{folder}"
+            )
+            / meta["Name"].replace("-", "_")
+        )
         assert package.is_dir(), package
         missing = []
         for module in sorted(_imports(package)):
             if module.startswith("clusterpulse_"):
                 dist = module.replace("_", "-")
                 # The core's domain hooks still name model types (lazily); they move to their plugins.
-                if dist not in declared and module != package.name and (package.name, module) != (
-                        "clusterpulse_core", "clusterpulse_model"):
+                if (
+                    dist not in declared
+                    and module != package.name
+                    and (package.name, module) != ("clusterpulse_core", "clusterpulse_model")
+                ):
                     missing.append(f"{module} ({dist})")
                 continue
             if module in sys.stdlib_module_names or module == "__future__":
@@ -260,8 +324,9 @@ def test_setup_sh_demo_installs_the_plugins_the_demo_enables() -> None:
 
     demo = tomllib.loads((REPO / "demo" / "pyproject.toml").read_text())["project"]["dependencies"]
     needed = {f"clusterpulse-{plugin}" for plugin in DEMO_PLUGINS}
-    assert needed <= {re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0] for r in demo}, \
+    assert needed <= {re.split(r"[\s\[<>=!~;(]", r, maxsplit=1)[0] for r in demo}, (
         "clusterpulse-demo depends on every plugin the demo enables"
+    )
 
 
 def test_setup_sh_stops_on_a_pip_failure_and_writes_no_stamp(tmp_path: Path) -> None:
@@ -278,8 +343,9 @@ def test_setup_sh_stops_on_a_pip_failure_and_writes_no_stamp(tmp_path: Path) -> 
     binaries.mkdir()
     (binaries / "redis-server").symlink_to(shutil.which("redis-server") or "/bin/true")
     env = {**os.environ, "PATH": f"{binaries}:{os.environ['PATH']}", "PYTHON": sys.executable}
-    result = subprocess.run(["bash", "scripts/setup.sh", "--demo"], cwd=checkout, env=env, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        ["bash", "scripts/setup.sh", "--demo"], cwd=checkout, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode != 0
     steps = re.findall(r"^setup: \[(\d)/(\d)\] (.*)$", result.stderr, re.M)
     assert [(n, m) for n, m, _what in steps] == [("1", "3"), ("2", "3"), ("3", "3")], result.stderr[-2000:]
@@ -294,8 +360,9 @@ def test_the_test_only_plugins_are_not_in_the_users_venv(tmp_path: Path) -> None
     from clusterpulse_core.plugins import installed_plugins
 
     test_only = {"clusterpulse-example", "clusterpulse-configaudit"}
-    assert {p.name.lower() for p in (REPO / "tests" / "plugins").glob("*/pyproject.toml") for p in [p.parent]} \
-        == test_only
+    assert {
+        p.name.lower() for p in (REPO / "tests" / "plugins").glob("*/pyproject.toml") for p in [p.parent]
+    } == test_only
     seen = {plugin.distribution for plugin in installed_plugins()}
     assert test_only <= seen, "the suite sees the test-only plugins"
     user = _run([BIN / "clusterpulse", "plugins", "--json"], cwd=tmp_path)  # as the user runs it: no PYTHONPATH

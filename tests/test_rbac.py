@@ -89,8 +89,10 @@ def allowed(call: Call, rules: list[dict[str, Any]]) -> bool:
         if call.verb not in rule["verbs"]:
             continue
         if not call.resource:
-            if any(call.url == u or (u.endswith("*") and call.url.startswith(u[:-1]))
-                   for u in rule.get("nonResourceURLs", ())):
+            if any(
+                call.url == u or (u.endswith("*") and call.url.startswith(u[:-1]))
+                for u in rule.get("nonResourceURLs", ())
+            ):
                 return True
             continue
         if call.group in rule.get("apiGroups", ()) and call.resource in rule.get("resources", ()):
@@ -111,8 +113,9 @@ def agent_connected(manager: Manager, cluster: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[ResourceKind], CoreSettings, list[Call],
-                                                                    list[Call], list[Call]]:
+def fleet_calls(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[list[ResourceKind], CoreSettings, list[Call], list[Call], list[Call]]:
     """Two reconcile cycles of the demo fleet with leader election.
 
     Returns (kinds, settings, hub calls, pull-mode managed calls, push-mode managed calls).
@@ -127,17 +130,26 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
     try:
         with running_fleet(kinds) as fleet, tempfile.TemporaryDirectory() as tmp:
             kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
-            core = CoreSettings(plugins=PLUGINS, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
-                                metrics_bind_address="0", health_probe_bind_address="0", leader_elect=True)
+            core = CoreSettings(
+                plugins=PLUGINS,
+                namespace=fleet.namespace,
+                kubeconfig=str(kubeconfig),
+                metrics_bind_address="0",
+                health_probe_bind_address="0",
+                leader_elect=True,
+            )
             ingester_port = free_port()
             # TLS by default: the ingester makes its CA and certificate and publishes the CA for the
             # agents the hub deploys (the agents this test starts verify the ingester with it).
-            raw = RawConfig(core=core, plugin_sections={"redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
-                                                        "cluster": {"ingester_tls_enabled": True},
-                                                        "ingester": {"bind_address": "127.0.0.1",
-                                                                     "port": ingester_port,
-                                                                     "tls_renew_check_interval": 0.5}},
-                            source="test")
+            raw = RawConfig(
+                core=core,
+                plugin_sections={
+                    "redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
+                    "cluster": {"ingester_tls_enabled": True},
+                    "ingester": {"bind_address": "127.0.0.1", "port": ingester_port, "tls_renew_check_interval": 0.5},
+                },
+                source="test",
+            )
             config = finish_config(raw, host.settings_classes(), env={})
             host.configure(config)
             for cluster in _push_clusters(fleet):
@@ -151,8 +163,11 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
                     deployed = _wait_for_deployment(cluster)
                     agents.append(_start_agent(cluster, ingester_port, Path(tmp), deployed))
                     # Registering makes the ingester check the agent's token against the hub's Secret.
-                    eventually(functools.partial(agent_connected, manager, cluster.name),
-                               f"the collector agent of {cluster.name}", CYCLE_TIMEOUT)
+                    eventually(
+                        functools.partial(agent_connected, manager, cluster.name),
+                        f"the collector agent of {cluster.name}",
+                        CYCLE_TIMEOUT,
+                    )
                 _run_cycles(manager, fleet, 2, echo=lambda _line: None)
                 # A new ingester CA (its Secret deleted): the certificate Secret and the published
                 # bundle are rewritten by the next renewal check.
@@ -164,12 +179,23 @@ def fleet_calls(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Resource
                     _stop_agent(agent)
                 manager.stop()
             hub = [to_call(*request) for request in fleet.hub.requests]
-            push = {obj["metadata"]["name"] for obj in fleet.hub.list(CC_API, "clusterconnections", fleet.namespace)
-                    if (obj.get("spec") or {}).get("collectionMode") == "push"}
-            managed = [to_call(*request) for cluster in fleet.clusters if cluster.name not in push
-                       for request in cluster.api.requests]
-            pushed = [to_call(*request) for cluster in fleet.clusters if cluster.name in push
-                      for request in cluster.api.requests]
+            push = {
+                obj["metadata"]["name"]
+                for obj in fleet.hub.list(CC_API, "clusterconnections", fleet.namespace)
+                if (obj.get("spec") or {}).get("collectionMode") == "push"
+            }
+            managed = [
+                to_call(*request)
+                for cluster in fleet.clusters
+                if cluster.name not in push
+                for request in cluster.api.requests
+            ]
+            pushed = [
+                to_call(*request)
+                for cluster in fleet.clusters
+                if cluster.name in push
+                for request in cluster.api.requests
+            ]
     finally:
         server.cleanup()
     assert pushed, "the demo fleet has a push-mode cluster (the hub installs its agent)"
@@ -216,7 +242,8 @@ def test_the_push_cluster_role_allows_installing_the_agent(fleet_calls: Any) -> 
     role = next(d for d in docs if d["kind"] == "Role")
     where = role["metadata"]["namespace"]
     assert where == AGENT_NS and {"kind": "Namespace", "name": AGENT_NS} in [
-        {"kind": d["kind"], "name": d["metadata"]["name"]} for d in docs]
+        {"kind": d["kind"], "name": d["metadata"]["name"]} for d in docs
+    ]
 
     def granted(call: Call) -> bool:
         return allowed(call, cluster_rules) or (call.namespace == where and allowed(call, role["rules"]))
@@ -246,13 +273,15 @@ def test_without_a_rule_the_call_is_denied(fleet_calls: Any) -> None:
 
 
 def test_rules_merge_verbs_and_resources_deterministically() -> None:
-    merged = rbac.rules([
-        ApiAccess("", ("pods",), ("list",)),
-        ApiAccess("", ("nodes", "pods"), ("list",)),
-        ApiAccess("", ("pods",), ("get",)),
-        ApiAccess("x.io", ("things",), ("get",), resource_names=("one",)),
-        ApiAccess(non_resource_urls=("/version",)),
-    ])
+    merged = rbac.rules(
+        [
+            ApiAccess("", ("pods",), ("list",)),
+            ApiAccess("", ("nodes", "pods"), ("list",)),
+            ApiAccess("", ("pods",), ("get",)),
+            ApiAccess("x.io", ("things",), ("get",), resource_names=("one",)),
+            ApiAccess(non_resource_urls=("/version",)),
+        ]
+    )
     assert merged == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
@@ -281,7 +310,8 @@ def test_sharding_grants_the_member_leases() -> None:
 
 
 def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_role(
-        kube_api: Any, redis_url: str, tmp_path: Path) -> None:
+    kube_api: Any, redis_url: str, tmp_path: Path
+) -> None:
     """Switching a ClusterConnection to pull, then deleting it, removes what the hub installed (the agent's
     ClusterRole and ClusterRoleBinding included) with calls the ``--push`` roles allow (docs/agent-deploy.md)."""
     from clusterpulse_cluster.crd import CLUSTER_CONNECTION
@@ -298,18 +328,33 @@ def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_rol
 
     namespace, token = "clusterpulse", "managed-token"
     hub = kube_api()
-    hub.add_crd(CLUSTER_CONNECTION.group, CLUSTER_CONNECTION.version, CLUSTER_CONNECTION.kind,
-                CLUSTER_CONNECTION.plural)
+    hub.add_crd(
+        CLUSTER_CONNECTION.group, CLUSTER_CONNECTION.version, CLUSTER_CONNECTION.kind, CLUSTER_CONNECTION.plural
+    )
     lab = kube_api(require_token=token)
-    hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-              {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-token", "namespace": namespace},
-               "data": {"token": base64.b64encode(token.encode()).decode(),
-                        "ca.crt": base64.b64encode(lab.ca_pem.encode()).decode()}}])
+    hub.seed(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "lab-token", "namespace": namespace},
+                "data": {
+                    "token": base64.b64encode(token.encode()).decode(),
+                    "ca.crt": base64.b64encode(lab.ca_pem.encode()).decode(),
+                },
+            },
+        ]
+    )
     lab.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}})  # as --push creates it
-    core = CoreSettings(plugins=("redis", "cluster"), namespace=namespace, metrics_bind_address="0",
-                        health_probe_bind_address="0")
-    raw = RawConfig(core=core, plugin_sections={"redis": {"url": redis_url},
-                                                "cluster": {"ingester_tls_enabled": False}}, source="test")
+    core = CoreSettings(
+        plugins=("redis", "cluster"), namespace=namespace, metrics_bind_address="0", health_probe_bind_address="0"
+    )
+    raw = RawConfig(
+        core=core,
+        plugin_sections={"redis": {"url": redis_url}, "cluster": {"ingester_tls_enabled": False}},
+        source="test",
+    )
     config = finish_config(raw, host.settings_classes(), env={})
     host.configure(config)
     manager = Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity="rbac-removal")
@@ -317,16 +362,26 @@ def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_rol
     role_path = ("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None)
     binding_path = ("rbac.authorization.k8s.io/v1", "clusterrolebindings", "clusterpulse-collector", None)
     try:
+
         def install() -> None:
-            eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
-                       "the hub to install the agent", CYCLE_TIMEOUT)
+            eventually(
+                lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+                "the hub to install the agent",
+                CYCLE_TIMEOUT,
+            )
             assert lab.get(*role_path) is not None and lab.get(*binding_path) is not None
 
         def removed(what: str) -> list[Call]:
-            eventually(lambda: lab.get(*role_path) is None and lab.get(*binding_path) is None,
-                       f"{what} to remove the agent's ClusterRole and ClusterRoleBinding", CYCLE_TIMEOUT)
-            eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None,
-                       f"{what} to remove the Deployment", CYCLE_TIMEOUT)
+            eventually(
+                lambda: lab.get(*role_path) is None and lab.get(*binding_path) is None,
+                f"{what} to remove the agent's ClusterRole and ClusterRoleBinding",
+                CYCLE_TIMEOUT,
+            )
+            eventually(
+                lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None,
+                f"{what} to remove the Deployment",
+                CYCLE_TIMEOUT,
+            )
             calls = [to_call(*request) for request in lab.requests]
             denied = {c for c in calls if not granted(c)}
             assert not denied, f"{what}: the push-mode roles lack {sorted(map(str, denied))}"
@@ -334,10 +389,20 @@ def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_rol
                 assert Call("delete", "rbac.authorization.k8s.io", resource, "", "clusterpulse-collector") in calls
             return calls
 
-        spec = {"endpoint": lab.url, "credentialsRef": {"name": "lab-token"}, "collectionMode": "push",
-                "ingesterAddress": "ingester.example:9443"}
-        hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
-                    "metadata": {"name": "lab", "namespace": namespace}, "spec": spec})
+        spec = {
+            "endpoint": lab.url,
+            "credentialsRef": {"name": "lab-token"},
+            "collectionMode": "push",
+            "ingesterAddress": "ingester.example:9443",
+        }
+        hub.create(
+            {
+                "apiVersion": CC_API,
+                "kind": "ClusterConnection",
+                "metadata": {"name": "lab", "namespace": namespace},
+                "spec": spec,
+            }
+        )
         install()
         lab.clear_requests()
         switched = hub.get(CC_API, "clusterconnections", "lab", namespace)
@@ -352,7 +417,10 @@ def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_rol
         lab.clear_requests()
         hub.delete(CC_API, "clusterconnections", "lab", namespace)
         removed("deleting the ClusterConnection")
-        eventually(lambda: hub.get(CC_API, "clusterconnections", "lab", namespace) is None,
-                   "the finalizer to go", CYCLE_TIMEOUT)
+        eventually(
+            lambda: hub.get(CC_API, "clusterconnections", "lab", namespace) is None,
+            "the finalizer to go",
+            CYCLE_TIMEOUT,
+        )
     finally:
         manager.stop()

@@ -56,10 +56,11 @@ def test_readme_opens_with_the_two_commands_and_points_to_existing_docs() -> Non
 
 def test_metricsource_reference_matches_the_plugin_readme() -> None:
     plugin = (ROOT / "plugins" / "metricsource" / "README.md").read_text()
-    body = plugin[plugin.index("```yaml"):plugin.index("## Performance")].rstrip()
+    body = plugin[plugin.index("```yaml") : plugin.index("## Performance")].rstrip()
     demoted = re.sub(r"^(#{2,3}) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", body, flags=re.M)
-    assert demoted in (ROOT / "docs" / "kinds.md").read_text(), \
+    assert demoted in (ROOT / "docs" / "kinds.md").read_text(), (
         "docs/kinds.md's MetricSource section differs from plugins/metricsource/README.md"
+    )
 
 
 def test_the_median_example_skips_text_values() -> None:
@@ -70,7 +71,8 @@ def test_the_median_example_skips_text_values() -> None:
     exec(compile(source, "docs/kinds.md", "exec"), namespace)
     registered: dict[str, object] = {}
     namespace["MedianPlugin"]().clusterpulse_register_aggregations(  # type: ignore[operator]
-        lambda name, fn, **meta: registered.setdefault(name, fn))
+        lambda name, fn, **meta: registered.setdefault(name, fn)
+    )
     median = registered["median"]
     assert median(["Running", "Pending"], None) is None  # type: ignore[operator]
     assert median([3, "x", 1, True, 2.5], None) == 2.5  # type: ignore[operator]

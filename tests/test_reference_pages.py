@@ -23,8 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_reference_pages_list_every_attrs_field_and_serde(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
-                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     pages = {"kinds": (ResourceKind, ReconcileResult), "context": (ReconcileContext,), "store": (StorageBackend,)}
     for page, classes in pages.items():
@@ -41,8 +46,9 @@ def test_reference_pages_list_every_attrs_field_and_serde(tmp_path: Path) -> Non
     assert "hookspec-table -->" not in plugins_page
     hooks_page = (site / "reference" / "hooks" / "index.html").read_text()
     for row in PluginHost(list(plugin_defaults().plugins)).hookspec_table():
-        cells = (f"<td><code>{row.hook}</code></td>\n<td>{row.declared_by}</td>\n"
-                 f"<td>{escape(row.called, quote=False)}</td>")
+        cells = (
+            f"<td><code>{row.hook}</code></td>\n<td>{row.declared_by}</td>\n<td>{escape(row.called, quote=False)}</td>"
+        )
         assert cells in plugins_page, row
         assert f'id="{hook_module(row)}.{row.hook}"' in hooks_page, row
 

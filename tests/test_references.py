@@ -15,11 +15,24 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPATIBILITY = ROOT / "docs" / "compatibility.md"
 
 #: Citations of documents outside the repository.
-OUTSIDE = re.compile(r"DECISIONS|(?:redis|controllers|crds|metricsource|readers|policy|collector\.proto)\.md ?§"
-                     r"|\.\./shared|spec/(?:redis|controllers|crds|metricsource|readers|policy|DECISIONS)\b|§")
+OUTSIDE = re.compile(
+    r"DECISIONS|(?:redis|controllers|crds|metricsource|readers|policy|collector\.proto)\.md ?§"
+    r"|\.\./shared|spec/(?:redis|controllers|crds|metricsource|readers|policy|DECISIONS)\b|§"
+)
 CITATION = re.compile(r"docs/compatibility\.md((?:#[a-z0-9-]+(?:, | to |–)?)+)")
-SKIPPED_DIRS = {".git", ".venv", ".venv-lowest", "build", "site", "dist", "tests", "scripts", "__pycache__", ".tox",
-                "node_modules"}
+SKIPPED_DIRS = {
+    ".git",
+    ".venv",
+    ".venv-lowest",
+    "build",
+    "site",
+    "dist",
+    "tests",
+    "scripts",
+    "__pycache__",
+    ".tox",
+    "node_modules",
+}
 SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".ini", ".cfg"}
 
 
@@ -46,9 +59,13 @@ def _anchors() -> set[str]:
 def test_nothing_cites_a_document_outside_the_repository() -> None:
     sources = _sources()
     assert any(path.name == "leader.py" for path in sources), "the walk found no code"
-    bad = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-           for path in sources if path != COMPATIBILITY
-           for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if OUTSIDE.search(line)]
+    bad = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sources
+        if path != COMPATIBILITY
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
     assert bad == [], "cite docs/compatibility.md#<anchor> instead:\n" + "\n".join(bad)
 
 

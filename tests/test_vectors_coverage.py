@@ -27,9 +27,21 @@ def _pending() -> dict[str, str]:
 def _claimed(tmp_path: Path) -> set[str]:
     out = tmp_path / "claimed.txt"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "vectors",
-         f"--vector-groups-out={out}", str(TESTS)],
-        capture_output=True, text=True, cwd=TESTS.parent, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-m",
+            "vectors",
+            f"--vector-groups-out={out}",
+            str(TESTS),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=TESTS.parent,
+        timeout=300,
     )
     assert out.exists(), result.stdout[-2000:] + result.stderr[-2000:]
     return {line.strip() for line in out.read_text().splitlines() if line.strip()}

@@ -15,7 +15,8 @@ SCRIPT = REPO / "scripts" / "sync_vectors.py"
 
 
 def test_the_vectors_are_read_from_the_repository_not_from_a_shared_folder_nearby(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     decoy = tmp_path / "shared" / "vectors"
     decoy.mkdir(parents=True)
     (decoy / "utils_public.json").write_text(json.dumps({"groups": {"decoy": []}}))

@@ -21,9 +21,12 @@ from clusterpulse_core import CORE_API_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
-PROJECTS = [ROOT, *(ROOT / folder for folder in ("model", "testing", "demo")),
-            *sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml")),
-            *sorted(p.parent for p in ROOT.glob("tests/plugins/*/pyproject.toml"))]
+PROJECTS = [
+    ROOT,
+    *(ROOT / folder for folder in ("model", "testing", "demo")),
+    *sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml")),
+    *sorted(p.parent for p in ROOT.glob("tests/plugins/*/pyproject.toml")),
+]
 
 
 def _pyproject(project: Path) -> dict:  # type: ignore[type-arg]
@@ -55,9 +58,11 @@ def test_every_plugin_declares_the_core_api_version() -> None:
     for project in sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml")):  # the shipped plugins
         for module in project.glob("clusterpulse_*/*.py"):
             for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
-                if (isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "clusterpulse_api_version"
-                                                         for t in node.targets)
-                        and isinstance(node.value, ast.Constant)):
+                if (
+                    isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", "") == "clusterpulse_api_version" for t in node.targets)
+                    and isinstance(node.value, ast.Constant)
+                ):
                     declared[str(module.relative_to(ROOT))] = node.value.value
     assert declared, "no plugin declares clusterpulse_api_version"
     assert set(declared.values()) == {CORE_API_VERSION}, declared

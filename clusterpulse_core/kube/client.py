@@ -172,8 +172,12 @@ def pool_manager(configuration: Configuration) -> urllib3.PoolManager:
     kwargs["maxsize"] = max(configuration.connection_pool_maxsize or 0, MIN_POOL_CONNECTIONS)
     manager: urllib3.PoolManager
     if configuration.proxy and not _bypasses_proxy(str(configuration.host), configuration.no_proxy or ""):
-        manager = urllib3.ProxyManager(configuration.proxy, proxy_headers=configuration.proxy_headers,
-                                       proxy_ssl_context=configuration.proxy_ssl_context, **kwargs)
+        manager = urllib3.ProxyManager(
+            configuration.proxy,
+            proxy_headers=configuration.proxy_headers,
+            proxy_ssl_context=configuration.proxy_ssl_context,
+            **kwargs,
+        )
     else:
         manager = urllib3.PoolManager(**kwargs)
     deadline.watch_pool(manager)
@@ -217,9 +221,14 @@ class KubeClient:
     ``api_client.configuration``.
     """
 
-    def __init__(self, api_client: ApiClient, name: str = "hub", timeout: float = 30.0,
-                 breaker: CircuitBreaker | None = None,
-                 max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        name: str = "hub",
+        timeout: float = 30.0,
+        breaker: CircuitBreaker | None = None,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
         self.api_client = api_client
         self.name = name
         self.timeout = timeout
@@ -239,9 +248,16 @@ class KubeClient:
 
     # ------------------------------------------------------------------ raw calls
 
-    def raw(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
-            content_type: str = "application/json", timeout: float | None = None,
-            stream: bool = False) -> Any:
+    def raw(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+        stream: bool = False,
+    ) -> Any:
         """One HTTP call, through the breaker when there is one: the urllib3 response object.
 
         Non-2xx answers raise :class:`KubeApiError`; transport failures raise it with status 0.
@@ -262,14 +278,25 @@ class KubeClient:
             raise result
         return result
 
-    def _call(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
-              content_type: str, timeout: float | None, stream: bool) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | None,
+        stream: bool,
+    ) -> Any:
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
         _method, url, header_params, _body, _post = self.api_client.param_serialize(
-            method=method, resource_path=path, query_params=params, header_params=headers,
+            method=method,
+            resource_path=path,
+            query_params=params,
+            header_params=headers,
             auth_settings=["BearerToken"],
         )
         payload = None if body is None else _encoder.encode(body)
@@ -278,9 +305,14 @@ class KubeClient:
             # Connect within the timeout; the read timeout must outlive the server's watch timeout.
             try:
                 response = self.pool.request(
-                    method, url, body=payload, headers=header_params,
+                    method,
+                    url,
+                    body=payload,
+                    headers=header_params,
                     timeout=_timeout((min(request_timeout, 10.0), request_timeout)),
-                    preload_content=False, retries=False)
+                    preload_content=False,
+                    retries=False,
+                )
             except HTTPError as exc:
                 raise KubeApiError(0, f"{method} {path}: {exc}") from exc
             if not 200 <= response.status <= 299:
@@ -293,8 +325,13 @@ class KubeClient:
         try:
             with deadline.guard(limit, f"{method} {path}"):
                 response = self.pool.request(
-                    method, url, body=payload, headers=header_params, timeout=_timeout(limit),
-                    preload_content=False, retries=False,
+                    method,
+                    url,
+                    body=payload,
+                    headers=header_params,
+                    timeout=_timeout(limit),
+                    preload_content=False,
+                    retries=False,
                 )
                 data = _read_body(response, self.max_bytes, f"{method} {path}")
         except deadline.DeadlineExceeded as exc:
@@ -305,8 +342,15 @@ class KubeClient:
             raise api_error(response.status, data, f"{method} {path}: HTTP {response.status}")
         return _Body(response.status, data)
 
-    def request(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", timeout: float | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Any:
         """One call, decoded JSON body returned."""
         response = self.raw(method, path, query, body, content_type, timeout)
         if not response.data:
@@ -325,8 +369,7 @@ class KubeClient:
         data: bytes = self.raw("GET", path, query, timeout=timeout).data
         return data
 
-    def list_pages(self, path: str, limit: int = 500, timeout: float | None = None,
-                   **query: Any) -> Iterator[bytes]:
+    def list_pages(self, path: str, limit: int = 500, timeout: float | None = None, **query: Any) -> Iterator[bytes]:
         """The raw bodies of a paginated list, one page at a time (memory bounded by ``limit``)."""
         token: str | None = None
         while True:
@@ -339,8 +382,9 @@ class KubeClient:
             if not token:
                 return
 
-    def list_decoded(self, path: str, decoder: Callable[[bytes], P], limit: int = 500,
-                     timeout: float | None = None, **query: Any) -> Iterator[P]:
+    def list_decoded(
+        self, path: str, decoder: Callable[[bytes], P], limit: int = 500, timeout: float | None = None, **query: Any
+    ) -> Iterator[P]:
         """A paginated list, each page decoded once by ``decoder``.
 
         The continue token is read from the decoded page (``metadata.continue`` of a dict, or
@@ -359,8 +403,9 @@ class KubeClient:
             if not token:
                 return
 
-    def list_items(self, path: str, limit: int = 500, timeout: float | None = None,
-                   **query: Any) -> Iterator[dict[str, Any]]:
+    def list_items(
+        self, path: str, limit: int = 500, timeout: float | None = None, **query: Any
+    ) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, decoded page by page."""
         for page in self.list_decoded(path, decode, limit, timeout, **query):
             yield from page.get("items") or ()
@@ -387,8 +432,15 @@ class KubeClient:
             token = page.metadata.continue_
         return found
 
-    def list_capped(self, path: str, decode_item: Callable[[Any], T], cap: int, limit: int = 500,
-                    timeout: float | None = None, **query: Any) -> CappedList[T]:
+    def list_capped(
+        self,
+        path: str,
+        decode_item: Callable[[Any], T],
+        cap: int,
+        limit: int = 500,
+        timeout: float | None = None,
+        **query: Any,
+    ) -> CappedList[T]:
         """The first ``cap`` items of a paginated list, each decoded by ``decode_item`` (given the
         item's JSON as a buffer); the others only counted.
 
@@ -409,7 +461,7 @@ class KubeClient:
             page = _raw_page.decode(self.get_bytes(path, timeout=timeout, **page_query))
             raw = page.items or ()
             total += len(raw)
-            for item in raw[:max(0, cap - len(items))]:
+            for item in raw[: max(0, cap - len(items))]:
                 items.append(decode_item(item))
             token = page.metadata.continue_
             if not token:
@@ -419,8 +471,9 @@ class KubeClient:
 
     def merge_patch(self, path: str, patch: Mapping[str, Any], timeout: float | None = None) -> Any:
         """``PATCH`` with ``application/merge-patch+json``."""
-        return self.request("PATCH", path, body=dict(patch), content_type="application/merge-patch+json",
-                            timeout=timeout)
+        return self.request(
+            "PATCH", path, body=dict(patch), content_type="application/merge-patch+json", timeout=timeout
+        )
 
 
 @attrs.frozen

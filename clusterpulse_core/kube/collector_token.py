@@ -39,7 +39,7 @@ def secret_name(cluster: str) -> str:
     if len(name) <= _MAX_NAME:
         return name
     digest = hashlib.sha256(cluster.encode()).hexdigest()[:16]
-    return f"{name[:_MAX_NAME - 17].rstrip('-.')}-{digest}"
+    return f"{name[: _MAX_NAME - 17].rstrip('-.')}-{digest}"
 
 
 def mint() -> str:
@@ -79,21 +79,35 @@ def _encode(data: Mapping[str, str]) -> dict[str, str]:
     return {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
 
 
-def secret_object(namespace: str, cluster: str, data: Mapping[str, str],
-                  owner: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def secret_object(
+    namespace: str, cluster: str, data: Mapping[str, str], owner: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The hub Secret; ``owner`` (the ClusterConnection) makes Kubernetes delete it with its cluster."""
-    meta: dict[str, Any] = {"name": secret_name(cluster), "namespace": namespace,
-                            "labels": {"app.kubernetes.io/part-of": "clusterpulse",
-                                       LABEL: "true"}}
+    meta: dict[str, Any] = {
+        "name": secret_name(cluster),
+        "namespace": namespace,
+        "labels": {"app.kubernetes.io/part-of": "clusterpulse", LABEL: "true"},
+    }
     if owner is not None and (owner.get("metadata") or {}).get("uid"):
-        meta["ownerReferences"] = [{"apiVersion": str(owner.get("apiVersion") or ""), "kind": "ClusterConnection",
-                                    "name": str(owner["metadata"].get("name") or cluster),
-                                    "uid": str(owner["metadata"]["uid"])}]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": str(owner.get("apiVersion") or ""),
+                "kind": "ClusterConnection",
+                "name": str(owner["metadata"].get("name") or cluster),
+                "uid": str(owner["metadata"]["uid"]),
+            }
+        ]
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta, "data": _encode(data)}
 
 
-def ensure(hub: KubeClient, namespace: str, cluster: str, owner: Mapping[str, Any] | None = None,
-           timeout: float | None = None, cache: SecretCache | None = None) -> str:
+def ensure(
+    hub: KubeClient,
+    namespace: str,
+    cluster: str,
+    owner: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    cache: SecretCache | None = None,
+) -> str:
     """The current token of ``cluster``, minting it (and creating the Secret) when there is none.
 
     A deleted Secret is created again with a new token: deleting it rotates without grace. A Secret
@@ -105,8 +119,9 @@ def ensure(hub: KubeClient, namespace: str, cluster: str, owner: Mapping[str, An
         found = hub.get(_path(namespace, name), timeout=timeout)
     except NotFoundError:
         token = mint()
-        hub.request("POST", _path(namespace), body=secret_object(namespace, cluster, {TOKEN_KEY: token}, owner),
-                    timeout=timeout)
+        hub.request(
+            "POST", _path(namespace), body=secret_object(namespace, cluster, {TOKEN_KEY: token}, owner), timeout=timeout
+        )
         if cache is not None:
             cache.put(namespace, name, {TOKEN_KEY: token})
         return token
@@ -124,8 +139,9 @@ def ensure(hub: KubeClient, namespace: str, cluster: str, owner: Mapping[str, An
     return token
 
 
-def rotate(hub: KubeClient, namespace: str, cluster: str, grace: timedelta, now: datetime,
-           timeout: float | None = None) -> datetime:
+def rotate(
+    hub: KubeClient, namespace: str, cluster: str, grace: timedelta, now: datetime, timeout: float | None = None
+) -> datetime:
     """Replace the token of ``cluster``; the old one is accepted until the returned time."""
     found = hub.get(_path(namespace, secret_name(cluster)), timeout=timeout)
     data = decode_secret_data(found)

@@ -76,11 +76,15 @@ class ClusterCredentials:
         """Why the token is not protected by verified TLS, or None when it is."""
         where = f" in secret {self.source}" if self.source else ""
         if self.plain_http:
-            return TransportWarning("PlainHTTP", f"the bearer token is sent over plain http:// to {self.endpoint} "
-                                                 f"({ALLOW_HTTP_KEY} is set{where})")
+            return TransportWarning(
+                "PlainHTTP",
+                f"the bearer token is sent over plain http:// to {self.endpoint} ({ALLOW_HTTP_KEY} is set{where})",
+            )
         if self.skip_tls_verify:
-            return TransportWarning("TLSVerificationSkipped", f"TLS certificate verification of {self.endpoint} "
-                                                              f"is off ({SKIP_TLS_VERIFY_KEY} is set{where})")
+            return TransportWarning(
+                "TLSVerificationSkipped",
+                f"TLS certificate verification of {self.endpoint} is off ({SKIP_TLS_VERIFY_KEY} is set{where})",
+            )
         return None
 
     def check_transport(self) -> None:
@@ -89,7 +93,8 @@ class ClusterCredentials:
             where = f"secret {self.source}" if self.source else "the credentials Secret"
             raise InsecureTransportError(
                 f"refusing to send the bearer token over plain http:// to {self.endpoint}: use https://, or set "
-                f'{ALLOW_HTTP_KEY}: "true" in {where} (docs/security.md)')
+                f'{ALLOW_HTTP_KEY}: "true" in {where} (docs/security.md)'
+            )
 
 
 #: The label a credentials Secret must carry (value ``"true"``) when ``require_secret_label`` is on.
@@ -151,7 +156,8 @@ class CredentialsPolicy:
         if not host or not any(_host_allowed(host, entry) for entry in self.allowed_endpoints):
             raise EndpointNotAllowedError(
                 f"{field}: host {host or text!r} is not in clusterpulse.endpoint_allow_list "
-                f"({', '.join(self.allowed_endpoints)}); ask an administrator to add it (docs/security.md)")
+                f"({', '.join(self.allowed_endpoints)}); ask an administrator to add it (docs/security.md)"
+            )
 
     def check_secret(self, secret: Mapping[str, object], where: str) -> None:
         """Raise :class:`SecretNotLabelledError` when the Secret must be labelled for use and is not."""
@@ -163,7 +169,8 @@ class CredentialsPolicy:
         if str(value or "").lower() != "true":
             raise SecretNotLabelledError(
                 f"secret {where} does not carry the label {CREDENTIALS_LABEL}=true, which "
-                f"clusterpulse.require_secret_label asks of every credentials Secret (docs/security.md)")
+                f"clusterpulse.require_secret_label asks of every credentials Secret (docs/security.md)"
+            )
 
 
 def _host_allowed(host: str, entry: str) -> bool:
@@ -207,8 +214,7 @@ class SecretCache:
             if data is not None:
                 self._stale.add((namespace, name))
         if first:
-            log.warning("hub unreachable reading secret %s/%s (%s): using the last good read", namespace, name,
-                        error)
+            log.warning("hub unreachable reading secret %s/%s (%s): using the last good read", namespace, name, error)
         return dict(data) if data is not None else None
 
 
@@ -266,8 +272,9 @@ def secret_flag(data: Mapping[str, str], key: str, where: str) -> bool:
     raise CredentialsError(f'secret {where}: key {key} must be "true" or "false", got {data[key]!r}')
 
 
-def cluster_credentials(hub: KubeClient, endpoint: str, namespace: str, name: str,
-                        cache: SecretCache | None = None) -> ClusterCredentials:
+def cluster_credentials(
+    hub: KubeClient, endpoint: str, namespace: str, name: str, cache: SecretCache | None = None
+) -> ClusterCredentials:
     """Token (required, key ``token``), CA (optional, key ``ca.crt``) and the TLS opt-outs from a Secret.
 
     The cache's policy is met first: the endpoint's host allowed, the Secret labelled if asked.
@@ -282,8 +289,12 @@ def cluster_credentials(hub: KubeClient, endpoint: str, namespace: str, name: st
     if not token:
         raise CredentialsError(f"no token found in secret {where}")
     credentials = ClusterCredentials(
-        endpoint=endpoint, token=token, ca_pem=data.get("ca.crt", ""),
+        endpoint=endpoint,
+        token=token,
+        ca_pem=data.get("ca.crt", ""),
         skip_tls_verify=secret_flag(data, SKIP_TLS_VERIFY_KEY, where),
-        allow_http=secret_flag(data, ALLOW_HTTP_KEY, where), source=where)
+        allow_http=secret_flag(data, ALLOW_HTTP_KEY, where),
+        source=where,
+    )
     credentials.check_transport()
     return credentials

@@ -83,8 +83,9 @@ class Event:
 class EventRecorder:
     """Records Events through ``hub``, rate-limited per (object, reason)."""
 
-    def __init__(self, hub: KubeClient, fence: Fence, min_interval: float = 300.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, hub: KubeClient, fence: Fence, min_interval: float = 300.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.hub = hub
         self.fence = fence
         self.min_interval = min_interval
@@ -95,8 +96,9 @@ class EventRecorder:
         self._last: dict[tuple[ObjectRef, str], float] = {}
         self.suppressed = 0
 
-    def record(self, kind: ResourceKind, ref: ObjectRef, reason: str, message: str, *, warning: bool = False,
-               uid: str = "") -> bool:
+    def record(
+        self, kind: ResourceKind, ref: ObjectRef, reason: str, message: str, *, warning: bool = False, uid: str = ""
+    ) -> bool:
         """Record one Event unless the same one was recorded recently; True when written."""
         key = (ref, reason)
         now = self._clock()
@@ -113,8 +115,12 @@ class EventRecorder:
         event = Event(
             metadata=EventMeta(f"{ref.name}.", namespace),
             involved_object=InvolvedObject(kind.api_version, kind.kind, ref.name, ref.namespace, uid),
-            reason=reason, message=message[:MAX_MESSAGE], type=WARNING if warning else NORMAL,
-            first_timestamp=stamp, last_timestamp=stamp, reporting_instance=self.instance,
+            reason=reason,
+            message=message[:MAX_MESSAGE],
+            type=WARNING if warning else NORMAL,
+            first_timestamp=stamp,
+            last_timestamp=stamp,
+            reporting_instance=self.instance,
         )
         try:
             self.fence.check("event")

@@ -19,8 +19,12 @@ class HubConfigError(Exception):
     """No usable hub configuration was found."""
 
 
-def hub_client(kubeconfig: str = "", timeout: float = 30.0, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-               service_account_dir: str = SERVICE_ACCOUNT_DIR) -> KubeClient:
+def hub_client(
+    kubeconfig: str = "",
+    timeout: float = 30.0,
+    max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    service_account_dir: str = SERVICE_ACCOUNT_DIR,
+) -> KubeClient:
     """A client for the cluster this process runs against (the hub; the push agent's own cluster).
 
     ``kubeconfig`` when given, else ``$KUBECONFIG``, else the pod's service account
@@ -32,14 +36,17 @@ def hub_client(kubeconfig: str = "", timeout: float = 30.0, max_bytes: int = DEF
     if not path and os.environ.get(SERVICE_HOST_ENV_NAME):
         directory = Path(service_account_dir)
         try:
-            InClusterConfigLoader(token_filename=str(directory / "token"),
-                                  cert_filename=str(directory / "ca.crt")).load_and_set(configuration)
+            InClusterConfigLoader(
+                token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt")
+            ).load_and_set(configuration)
         except (kube_config.ConfigException, OSError) as exc:
             raise HubConfigError(f"in-cluster configuration from {directory}: {exc}") from exc
     else:
         try:
             kube_config.load_kube_config(config_file=path or None, client_configuration=configuration)
         except (kube_config.ConfigException, OSError) as exc:
-            raise HubConfigError(f"cannot configure the client from {path or '~/.kube/config'} (and "
-                                 f"{SERVICE_HOST_ENV_NAME} is not set, so not in-cluster either): {exc}") from exc
+            raise HubConfigError(
+                f"cannot configure the client from {path or '~/.kube/config'} (and "
+                f"{SERVICE_HOST_ENV_NAME} is not set, so not in-cluster either): {exc}"
+            ) from exc
     return KubeClient(ApiClient(configuration), name="hub", timeout=timeout, max_bytes=max_bytes)

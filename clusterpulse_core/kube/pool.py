@@ -38,10 +38,15 @@ class ClientPool:
     cannot take every worker of every kind.
     """
 
-    def __init__(self, max_idle: float = 1800.0, timeout: float = 30.0,
-                 breaker_factory: Callable[[], CircuitBreaker] = CircuitBreaker,
-                 clock: Callable[[], float] = time.monotonic,
-                 max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, max_in_flight: int = 2) -> None:
+    def __init__(
+        self,
+        max_idle: float = 1800.0,
+        timeout: float = 30.0,
+        breaker_factory: Callable[[], CircuitBreaker] = CircuitBreaker,
+        clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_in_flight: int = 2,
+    ) -> None:
         self.max_idle = max_idle
         self.max_in_flight = max_in_flight
         self._in_flight: dict[str, int] = {}
@@ -65,8 +70,12 @@ class ClientPool:
                 self._close(entry)
             credentials.check_transport()
             breaker = self._breakers.setdefault(name, self._breaker_factory())
-            api = make_api_client(credentials.endpoint, credentials.token, ca_pem=credentials.ca_pem,
-                                  verify=not credentials.skip_tls_verify)
+            api = make_api_client(
+                credentials.endpoint,
+                credentials.token,
+                ca_pem=credentials.ca_pem,
+                verify=not credentials.skip_tls_verify,
+            )
             client = KubeClient(api, name=name, timeout=self.timeout, breaker=breaker, max_bytes=self.max_bytes)
             self._entries[name] = _Entry(client, credentials, self._clock())
             return client
@@ -87,7 +96,8 @@ class ClientPool:
             used = self._in_flight.get(name, 0)
             if used >= self.max_in_flight:
                 raise ClusterBusyError(
-                    f"cluster {name} already has {used} reconciles in flight (cluster_max_in_flight)")
+                    f"cluster {name} already has {used} reconciles in flight (cluster_max_in_flight)"
+                )
             self._in_flight[name] = used + 1
         try:
             yield

@@ -34,9 +34,12 @@ from clusterpulse_core.store import Store
 log = logging.getLogger(__name__)
 
 
-def load(config_file: str | None = None, env: Mapping[str, str] | None = None,
-         extra_plugins: Mapping[str, object] | None = None,
-         flags: Mapping[str, tuple[str, Any]] | None = None) -> tuple[Config, PluginHost]:
+def load(
+    config_file: str | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_plugins: Mapping[str, object] | None = None,
+    flags: Mapping[str, tuple[str, Any]] | None = None,
+) -> tuple[Config, PluginHost]:
     """Read the config, load the enabled plugins, validate their sections, configure them.
 
     The one validation: exactly what :func:`diagnose` (``config check``) checks; any problem
@@ -60,8 +63,10 @@ def kind_workers(configured: Mapping[str, int], kinds: Sequence[ResourceKind]) -
     errors = []
     for name, count in configured.items():
         if name not in declared:
-            errors.append(f"clusterpulse.workers.{name}: no enabled plugin declares this kind "
-                          f"({did_you_mean(name, declared)}kinds: {', '.join(sorted(declared)) or 'none'})")
+            errors.append(
+                f"clusterpulse.workers.{name}: no enabled plugin declares this kind "
+                f"({did_you_mean(name, declared)}kinds: {', '.join(sorted(declared)) or 'none'})"
+            )
         elif count < 1:
             errors.append(f"clusterpulse.workers.{name}: expected a value >= 1, got {count!r}")
     if errors:
@@ -83,9 +88,12 @@ class Diagnosis:
     warnings: tuple[str, ...] = ()
 
 
-def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = None,
-             extra_plugins: Mapping[str, object] | None = None,
-             flags: Mapping[str, tuple[str, Any]] | None = None) -> Diagnosis:
+def diagnose(
+    config_file: str | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_plugins: Mapping[str, object] | None = None,
+    flags: Mapping[str, tuple[str, Any]] | None = None,
+) -> Diagnosis:
     """Load as much as possible and collect every problem instead of stopping at the first.
 
     Used by the command line: plugin commands stay available when another plugin is broken,
@@ -110,8 +118,11 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
         problems.append(str(exc))
         host = PluginHost((), extra=extra_plugins, tolerant=True)
     problems += host.failures.values()
-    raw = attrs.evolve(raw, core=attrs.evolve(raw.core, plugins=tuple(host.order)),
-                       plugin_sections={k: v for k, v in raw.plugin_sections.items() if k not in host.failures})
+    raw = attrs.evolve(
+        raw,
+        core=attrs.evolve(raw.core, plugins=tuple(host.order)),
+        plugin_sections={k: v for k, v in raw.plugin_sections.items() if k not in host.failures},
+    )
     config: Config | None = None
     try:
         config = finish_config(raw, host.settings_classes(), env)
@@ -144,22 +155,35 @@ def diagnose(config_file: str | None = None, env: Mapping[str, str] | None = Non
     return Diagnosis(host, plan, config, tuple(problems), raw.source, tuple(warnings))
 
 
-def build_runtime(config: Config, host: PluginHost, hub: KubeClient | None = None,
-                  metrics: CollectorRegistry | None = None) -> Runtime:
+def build_runtime(
+    config: Config, host: PluginHost, hub: KubeClient | None = None, metrics: CollectorRegistry | None = None
+) -> Runtime:
     """Assemble the runtime: hub client, store fan-out over every backend, client pool."""
     registry = metrics or CollectorRegistry()
-    hub = hub or hub_client(config.core.kubeconfig, timeout=config.core.request_timeout,
-                            max_bytes=config.core.max_response_bytes)
+    hub = hub or hub_client(
+        config.core.kubeconfig, timeout=config.core.request_timeout, max_bytes=config.core.max_response_bytes
+    )
     fence = Fence()
     fence.register_metrics(registry)
     store = Store(host.storage_backends(), registry=registry, fence=fence)
-    pool = ClientPool(max_idle=config.core.client_max_idle, timeout=config.core.request_timeout,
-                      max_bytes=config.core.max_response_bytes,
-                      max_in_flight=config.core.cluster_max_in_flight)
+    pool = ClientPool(
+        max_idle=config.core.client_max_idle,
+        timeout=config.core.request_timeout,
+        max_bytes=config.core.max_response_bytes,
+        max_in_flight=config.core.cluster_max_in_flight,
+    )
     policy = CredentialsPolicy(config.core.endpoint_allow_list, config.core.require_secret_label)
-    return Runtime(config=config, plugins=host, hub=hub, store=store, pool=pool, metrics=registry, fence=fence,
-                   events=EventRecorder(hub, fence, min_interval=config.core.event_interval),
-                   secrets=SecretCache(policy))
+    return Runtime(
+        config=config,
+        plugins=host,
+        hub=hub,
+        store=store,
+        pool=pool,
+        metrics=registry,
+        fence=fence,
+        events=EventRecorder(hub, fence, min_interval=config.core.event_interval),
+        secrets=SecretCache(policy),
+    )
 
 
 def start_plugins(runtime: Runtime) -> None:

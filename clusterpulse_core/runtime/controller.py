@@ -52,18 +52,27 @@ class ControllerMetrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.reconciles = Counter(
-            "controller_runtime_reconcile_total", "Reconciles per controller and result",
-            ["controller", "result"], registry=registry)
+            "controller_runtime_reconcile_total",
+            "Reconciles per controller and result",
+            ["controller", "result"],
+            registry=registry,
+        )
         self.errors = Counter(
-            "controller_runtime_reconcile_errors_total", "Reconcile errors per controller",
-            ["controller"], registry=registry)
+            "controller_runtime_reconcile_errors_total",
+            "Reconcile errors per controller",
+            ["controller"],
+            registry=registry,
+        )
         self.duration = Histogram(
-            "controller_runtime_reconcile_time_seconds", "Time per reconcile",
-            ["controller"], registry=registry,
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0))
+            "controller_runtime_reconcile_time_seconds",
+            "Time per reconcile",
+            ["controller"],
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+        )
         self.active_workers = Gauge(
-            "controller_runtime_active_workers", "Workers currently reconciling",
-            ["controller"], registry=registry)
+            "controller_runtime_active_workers", "Workers currently reconciling", ["controller"], registry=registry
+        )
 
 
 def spread_offset(ref: ObjectRef, window: float) -> float:
@@ -91,9 +100,17 @@ class Controller:
     leader).
     """
 
-    def __init__(self, runtime: Runtime, owner: str, kind: ResourceKind, informer: Informer,
-                 queue: WorkQueue[ObjectRef], metrics: ControllerMetrics, workers: int | None = None,
-                 resync_spread: float = 0.0) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        owner: str,
+        kind: ResourceKind,
+        informer: Informer,
+        queue: WorkQueue[ObjectRef],
+        metrics: ControllerMetrics,
+        workers: int | None = None,
+        resync_spread: float = 0.0,
+    ) -> None:
         self.runtime = runtime
         self.owner = owner
         self.kind = kind
@@ -196,8 +213,12 @@ class Controller:
         now = time.monotonic()
         with self._busy_lock:
             busy = list(self._busy.items())
-        return [f"controller {self.name}: {thread} busy with {ref} for {now - since:.0f}s (deadline "
-                f"{self.reconcile_timeout:g}s)" for thread, (ref, since) in busy if now - since > limit]
+        return [
+            f"controller {self.name}: {thread} busy with {ref} for {now - since:.0f}s (deadline "
+            f"{self.reconcile_timeout:g}s)"
+            for thread, (ref, since) in busy
+            if now - since > limit
+        ]
 
     def join(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the worker threads to end; False if some still run."""
@@ -260,8 +281,14 @@ class Controller:
             return
         except Exception as exc:
             delay = self.queue.add_rate_limited(ref)
-            ctx.log.error("reconcile failed (%s: %s); retry %d in %.3f s", type(exc).__name__, exc,
-                          self.queue.num_requeues(ref), delay, exc_info=self._tracebacks.exc_info(exc))
+            ctx.log.error(
+                "reconcile failed (%s: %s); retry %d in %.3f s",
+                type(exc).__name__,
+                exc,
+                self.queue.num_requeues(ref),
+                delay,
+                exc_info=self._tracebacks.exc_info(exc),
+            )
             self._count("error")
             return
         finally:

@@ -68,8 +68,12 @@ class GhostSweeper:
                 log.warning("ghost sweep of %s failed: %s: %s", name, type(exc).__name__, exc)
                 continue
             for ref in ghosts:
-                log.warning("%s %s/%s is stored but no longer exists on the hub: forgetting it", ref.kind,
-                            ref.namespace, ref.name)
+                log.warning(
+                    "%s %s/%s is stored but no longer exists on the hub: forgetting it",
+                    ref.kind,
+                    ref.namespace,
+                    ref.name,
+                )
                 controller.queue.add(ref)
             queued += len(ghosts)
         self.sweeps += 1

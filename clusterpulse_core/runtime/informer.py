@@ -122,11 +122,18 @@ class Informer:
         self._resource_version = ""
 
     @classmethod
-    def from_settings(cls, client: KubeClient, kind: ResourceKind, namespace: str | None,
-                      core: CoreSettings) -> Informer:
+    def from_settings(
+        cls, client: KubeClient, kind: ResourceKind, namespace: str | None, core: CoreSettings
+    ) -> Informer:
         """An informer with the watch timings of the core settings."""
-        return cls(client, kind, namespace, watch_timeout=core.watch_timeout,
-                   silence_limit=core.watch_silence_limit, resync_period=core.resync_period)
+        return cls(
+            client,
+            kind,
+            namespace,
+            watch_timeout=core.watch_timeout,
+            silence_limit=core.watch_silence_limit,
+            resync_period=core.resync_period,
+        )
 
     # ------------------------------------------------------------------ public API
 
@@ -258,11 +265,11 @@ class Informer:
         """One watch request from ``rv``; returns the last resourceVersion it delivered."""
         until_resync = max(next_resync - self._clock(), 1.0)
         timeout_seconds = max(1, min(self.watch_timeout, math.ceil(until_resync)))
-        query = {"watch": True, "resourceVersion": rv, "allowWatchBookmarks": True,
-                 "timeoutSeconds": timeout_seconds}
+        query = {"watch": True, "resourceVersion": rv, "allowWatchBookmarks": True, "timeoutSeconds": timeout_seconds}
         started = self._clock()
-        response = self.client.raw("GET", self.kind.api_path(self.namespace), query,
-                                   timeout=self.silence_limit, stream=True)
+        response = self.client.raw(
+            "GET", self.kind.api_path(self.namespace), query, timeout=self.silence_limit, stream=True
+        )
         delivered = 0
         with self._lock:
             self._response = response
@@ -363,4 +370,3 @@ class Informer:
                 response.close()
             except Exception:
                 log.debug("closing the watch of %s failed", self.name, exc_info=True)
-

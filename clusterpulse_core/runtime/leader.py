@@ -71,8 +71,17 @@ class LeaderElector:
         self._on_stopped = on_stopped_leading
         self._clock = clock
         self.fence = fence
-        self.lease = LeaseLock(client, namespace, name, self.identity, lease_duration=lease_duration,
-                               renew_deadline=renew_deadline, fence=fence, clock=clock, now=now)
+        self.lease = LeaseLock(
+            client,
+            namespace,
+            name,
+            self.identity,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            fence=fence,
+            clock=clock,
+            now=now,
+        )
         self._leader = threading.Event()
         self._lost = threading.Event()
         self._stopping = threading.Event()
@@ -134,8 +143,9 @@ class LeaderElector:
                 break
         if self._stopping.is_set():
             return
-        log.error("leader election: %s lost lease %s (no renewal for %.1f s)", self.identity, self.name,
-                  self.renew_deadline)
+        log.error(
+            "leader election: %s lost lease %s (no renewal for %.1f s)", self.identity, self.name, self.renew_deadline
+        )
         if self.fence is not None:
             self.fence.close(f"leader Lease {self.name} lost")
         self._leader.clear()

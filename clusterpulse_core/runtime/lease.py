@@ -47,8 +47,10 @@ def micro_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-@serde.wire(case="camel", omit_empty=("holder_identity", "lease_duration_seconds", "acquire_time",
-                                      "renew_time", "lease_transitions"))
+@serde.wire(
+    case="camel",
+    omit_empty=("holder_identity", "lease_duration_seconds", "acquire_time", "renew_time", "lease_transitions"),
+)
 @attrs.frozen
 class LeaseSpec:
     """``spec`` of a Lease (times are MicroTime strings, see :func:`micro_time`)."""
@@ -120,8 +122,10 @@ class DeleteOptions:
 def check_timings(what: str, lease_duration: float, renew_deadline: float, retry_period: float) -> None:
     """Raise ``ValueError`` unless ``lease_duration > renew_deadline > retry_period > 0``."""
     if not lease_duration > renew_deadline > retry_period > 0:
-        raise ValueError(f"{what} needs lease_duration > renew_deadline > retry_period > 0, got "
-                         f"{lease_duration} / {renew_deadline} / {retry_period}")
+        raise ValueError(
+            f"{what} needs lease_duration > renew_deadline > retry_period > 0, got "
+            f"{lease_duration} / {renew_deadline} / {retry_period}"
+        )
 
 
 class LeaseLock:
@@ -132,11 +136,19 @@ class LeaseLock:
     409 (someone else wrote the Lease first) is a failed attempt.
     """
 
-    def __init__(self, client: KubeClient, namespace: str, name: str, identity: str, *,
-                 lease_duration: float, renew_deadline: float,
-                 fence: Fence | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 now: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        lease_duration: float,
+        renew_deadline: float,
+        fence: Fence | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = utcnow,
+    ) -> None:
         self.client = client
         self.namespace = namespace
         self.name = name
@@ -187,8 +199,7 @@ class LeaseLock:
             if annotations:
                 body["metadata"]["annotations"] = dict(annotations)
             try:
-                self.client.request("POST", LEASE_KIND.api_path(self.namespace), body=body,
-                                    timeout=self.call_timeout)
+                self.client.request("POST", LEASE_KIND.api_path(self.namespace), body=body, timeout=self.call_timeout)
             except ConflictError:
                 return False
             self._observe(spec)
@@ -216,8 +227,7 @@ class LeaseLock:
             return False
         return self._write(current, released(spec, micro_time(self._now())))
 
-    def _write(self, current: Mapping[str, Any], spec: LeaseSpec,
-               annotations: Mapping[str, str] | None = None) -> bool:
+    def _write(self, current: Mapping[str, Any], spec: LeaseSpec, annotations: Mapping[str, str] | None = None) -> bool:
         body = dict(current, spec=serde.unstructure(spec))
         if annotations:
             meta = dict(current.get("metadata") or {})

@@ -135,8 +135,9 @@ class Manager:
     def not_ready(self) -> list[str]:
         """Why the replica is not ready: unsynced informers, unready storage backends."""
         problems = [] if self.running else ["manager is not running"]
-        problems += [f"informer {name} has not synced" for name, informer in self.informers.items()
-                     if not informer.has_synced]
+        problems += [
+            f"informer {name} has not synced" for name, informer in self.informers.items() if not informer.has_synced
+        ]
         problems += [f"storage {problem}" for problem in self.runtime.store.ready()]
         for controller in self.controllers.values():
             problems += controller.stuck()
@@ -166,10 +167,16 @@ class Manager:
                 self._start_sharding()  # sharded kinds start at once, fenced by the member Lease
             if self.core.leader_elect or self.core.sharding:
                 self.elector = LeaderElector(
-                    self.runtime.hub, self.runtime.namespace, self.identity,
-                    lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
-                    retry_period=self.core.retry_period, on_started_leading=self._start_controllers,
-                    on_stopped_leading=self._leadership_lost, fence=self.runtime.fence)
+                    self.runtime.hub,
+                    self.runtime.namespace,
+                    self.identity,
+                    lease_duration=self.core.lease_duration,
+                    renew_deadline=self.core.renew_deadline,
+                    retry_period=self.core.retry_period,
+                    on_started_leading=self._start_controllers,
+                    on_stopped_leading=self._leadership_lost,
+                    fence=self.runtime.fence,
+                )
                 self.elector.start()
             else:
                 self._start_controllers()
@@ -247,23 +254,44 @@ class Manager:
             namespace = self.runtime.namespace if kind.namespaced else None
             informer = Informer.from_settings(self.runtime.hub, kind, namespace, self.core)
             queue: WorkQueue[ObjectRef] = WorkQueue(
-                kind.kind.lower(), base_delay=self.core.queue_base_delay, max_delay=self.core.queue_max_delay,
-                qps=self.core.queue_qps, burst=self.core.queue_burst, metrics=self._queue_metrics)
+                kind.kind.lower(),
+                base_delay=self.core.queue_base_delay,
+                max_delay=self.core.queue_max_delay,
+                qps=self.core.queue_qps,
+                burst=self.core.queue_burst,
+                metrics=self._queue_metrics,
+            )
             self.informers[name] = informer
-            self.controllers[name] = Controller(self.runtime, owner, kind, informer, queue,
-                                                self._controller_metrics, workers=workers[kind.kind],
-                                                resync_spread=self.core.resync_period * RESYNC_SPREAD)
+            self.controllers[name] = Controller(
+                self.runtime,
+                owner,
+                kind,
+                informer,
+                queue,
+                self._controller_metrics,
+                workers=workers[kind.kind],
+                resync_spread=self.core.resync_period * RESYNC_SPREAD,
+            )
 
     def _start_sharding(self) -> None:
         """Join the shard ring and start the sharded kinds' workers (their gate picks the objects)."""
         sharded = sharded_controllers(self.controllers)
         split = split_controllers(self.controllers)
         self.shard = ShardMember(
-            self.runtime.hub, self.runtime.namespace, self.identity, sharded,
-            lease_duration=self.core.lease_duration, renew_deadline=self.core.renew_deadline,
-            retry_period=self.core.retry_period, handover_delay=self.core.shard_handover_delay,
-            metrics=ShardMetrics(self.runtime.metrics), on_lost=self._leadership_lost, fence=self.runtime.fence,
-            split=split, dead_after=self.core.shard_dead_after or None)
+            self.runtime.hub,
+            self.runtime.namespace,
+            self.identity,
+            sharded,
+            lease_duration=self.core.lease_duration,
+            renew_deadline=self.core.renew_deadline,
+            retry_period=self.core.retry_period,
+            handover_delay=self.core.shard_handover_delay,
+            metrics=ShardMetrics(self.runtime.metrics),
+            on_lost=self._leadership_lost,
+            fence=self.runtime.fence,
+            split=split,
+            dead_after=self.core.shard_dead_after or None,
+        )
         for controller in sharded.values():
             controller.gate = self.shard.gate
         for controller in split.values():  # everywhere, but only once the member knows its ring
@@ -316,10 +344,13 @@ class Manager:
     def _start_servers(self) -> None:
         wanted: dict[str, tuple[str, dict[str, Endpoint]]] = {
             "metrics": (self.core.metrics_bind_address, {"/metrics": metrics_reply(self.runtime.metrics)}),
-            "health": (self.core.health_probe_bind_address, {
-                "/healthz": health_reply(lambda: self.running),
-                "/readyz": ready_reply(self.not_ready),
-            }),
+            "health": (
+                self.core.health_probe_bind_address,
+                {
+                    "/healthz": health_reply(lambda: self.running),
+                    "/readyz": ready_reply(self.not_ready),
+                },
+            ),
         }
         by_address: dict[tuple[str, int], ProbeServer] = {}
         for name, (text, routes) in wanted.items():
@@ -331,8 +362,9 @@ class Manager:
                 shared.routes.update(routes)
                 self.servers[name] = shared
                 continue
-            server = ProbeServer(name, address, routes, self.core.probe_request_timeout,
-                                 self.core.probe_max_connections)
+            server = ProbeServer(
+                name, address, routes, self.core.probe_request_timeout, self.core.probe_max_connections
+            )
             server.start()
             by_address[address] = server
             self.servers[name] = server

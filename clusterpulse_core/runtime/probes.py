@@ -91,9 +91,14 @@ class ProbeServer:
     the connections (and so the threads) served at once.
     """
 
-    def __init__(self, name: str, address: tuple[str, int], routes: Mapping[str, Endpoint],
-                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+    def __init__(
+        self,
+        name: str,
+        address: tuple[str, int],
+        routes: Mapping[str, Endpoint],
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
         self.name = name
         self.routes = dict(routes)
         handler = _handler_for(self.routes, request_timeout)
@@ -121,8 +126,13 @@ class ProbeServer:
 class _BoundedHTTPServer(HTTPServer):
     """One thread per connection, at most ``max_connections`` of them, each cut at its deadline."""
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], request_timeout: float,
-                 max_connections: int) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        request_timeout: float,
+        max_connections: int,
+    ) -> None:
         self.request_timeout = request_timeout
         self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, handler)
@@ -138,8 +148,9 @@ class _BoundedHTTPServer(HTTPServer):
             self.shutdown_request(request)
             return
         try:
-            threading.Thread(target=self._serve, args=(request, client_address), daemon=True,
-                             name="http-probe-request").start()
+            threading.Thread(
+                target=self._serve, args=(request, client_address), daemon=True, name="http-probe-request"
+            ).start()
         except RuntimeError:
             self._slots.release()
             self.shutdown_request(request)

@@ -151,15 +151,26 @@ class ShardMetrics:
     """``clusterpulse_shard_*``: members, objects this replica holds, handovers."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.members = Gauge("clusterpulse_shard_members", "Live members of the shard ring this replica sees",
-                             registry=registry)
-        self.owned = Gauge("clusterpulse_shard_owned_objects", "Objects this replica reconciles, per kind",
-                           ["controller"], registry=registry)
-        self.handovers = Counter("clusterpulse_shard_handovers_total",
-                                 "Objects this replica took over or handed over", ["direction"],
-                                 registry=registry)
-        self.dead_deleted = Counter("clusterpulse_shard_dead_leases_deleted_total",
-                                    "Member Leases of dead members this replica deleted", registry=registry)
+        self.members = Gauge(
+            "clusterpulse_shard_members", "Live members of the shard ring this replica sees", registry=registry
+        )
+        self.owned = Gauge(
+            "clusterpulse_shard_owned_objects",
+            "Objects this replica reconciles, per kind",
+            ["controller"],
+            registry=registry,
+        )
+        self.handovers = Counter(
+            "clusterpulse_shard_handovers_total",
+            "Objects this replica took over or handed over",
+            ["direction"],
+            registry=registry,
+        )
+        self.dead_deleted = Counter(
+            "clusterpulse_shard_dead_leases_deleted_total",
+            "Member Leases of dead members this replica deleted",
+            registry=registry,
+        )
 
 
 @attrs.frozen
@@ -214,8 +225,9 @@ class ShardMember:
         self.lease_duration = lease_duration
         self.dead_after = dead_after if dead_after is not None else DEAD_AFTER_DURATIONS * lease_duration
         if self.dead_after <= lease_duration:
-            raise ValueError(f"sharding needs shard_dead_after > lease_duration, got {self.dead_after} / "
-                             f"{lease_duration}")
+            raise ValueError(
+                f"sharding needs shard_dead_after > lease_duration, got {self.dead_after} / {lease_duration}"
+            )
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self.handover_delay = handover_delay
@@ -241,8 +253,17 @@ class ShardMember:
         self._not_before: dict[str, float] = {}
         self._lost = False
         #: This member's Lease; its lapse counts from now until the first renewal.
-        self.lease = LeaseLock(client, namespace, self.name, identity, lease_duration=lease_duration,
-                               renew_deadline=renew_deadline, fence=fence, clock=clock, now=now)
+        self.lease = LeaseLock(
+            client,
+            namespace,
+            self.name,
+            identity,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            fence=fence,
+            clock=clock,
+            now=now,
+        )
         self._renewed = False
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -505,9 +526,12 @@ class ShardMember:
             dead = [(name, seen) for name, seen in self._seen.items() if now - seen.changed_at >= self.dead_after]
         for name, seen in dead:
             try:
-                self.client.request("DELETE", LEASE_KIND.api_path(self.namespace, name),
-                                    body=serde.unstructure(DeleteOptions(Preconditions(seen.resource_version))),
-                                    timeout=self.lease.call_timeout)
+                self.client.request(
+                    "DELETE",
+                    LEASE_KIND.api_path(self.namespace, name),
+                    body=serde.unstructure(DeleteOptions(Preconditions(seen.resource_version))),
+                    timeout=self.lease.call_timeout,
+                )
             except (ConflictError, NotFoundError):
                 pass  # renewed again, or someone else deleted it first
             except Exception as exc:
@@ -515,8 +539,12 @@ class ShardMember:
                 continue
             else:
                 self.metrics.dead_deleted.inc()
-                log.info("sharding: deleted lease %s of member %s (not renewed for %.0f s)", name,
-                         seen.spec.holder_identity or "(released)", now - seen.changed_at)
+                log.info(
+                    "sharding: deleted lease %s of member %s (not renewed for %.0f s)",
+                    name,
+                    seen.spec.holder_identity or "(released)",
+                    now - seen.changed_at,
+                )
             with self._lock:
                 self._seen.pop(name, None)
 
@@ -545,8 +573,9 @@ class ShardMember:
         with self._lock:
             self._lost = True
             self._held.clear()
-        log.error("sharding: %s could not renew lease %s for %.1f s; stopping", self.identity, self.name,
-                  self.renew_deadline)
+        log.error(
+            "sharding: %s could not renew lease %s for %.1f s; stopping", self.identity, self.name, self.renew_deadline
+        )
         self._on_lost()
 
 

@@ -34,10 +34,8 @@ class QueueMetrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.depth = Gauge("workqueue_depth", "Current depth of the work queue", ["name"], registry=registry)
-        self.adds = Counter("workqueue_adds_total", "Items added to the work queue", ["name"],
-                            registry=registry)
-        self.retries = Counter("workqueue_retries_total", "Rate-limited re-adds (retries)", ["name"],
-                               registry=registry)
+        self.adds = Counter("workqueue_adds_total", "Items added to the work queue", ["name"], registry=registry)
+        self.retries = Counter("workqueue_retries_total", "Rate-limited re-adds (retries)", ["name"], registry=registry)
 
 
 class TokenBucket:
@@ -83,7 +81,7 @@ class ItemBackoff:
             self._failures[item] = failures + 1
         if failures >= 64:  # 2**64 * any sane base is far beyond every cap; avoid float overflow
             return self.max_delay
-        return min(self.base_delay * float(2 ** failures), self.max_delay)
+        return min(self.base_delay * float(2**failures), self.max_delay)
 
     def failures(self, item: Hashable) -> int:
         """How many failures of ``item`` are counted."""

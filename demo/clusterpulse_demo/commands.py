@@ -16,8 +16,13 @@ from clusterpulse_core.plugins import PluginError, PluginHost
 
 
 @click.command("demo")
-@click.option("--cycles", type=click.IntRange(min=1), default=3, show_default=True,
-              help="reconcile cycles to run before printing the summary and exiting")
+@click.option(
+    "--cycles",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="reconcile cycles to run before printing the summary and exiting",
+)
 @click.option("--redis-url", default=None, help="use this Redis instead of starting a private redis-server")
 @click.pass_context
 def demo_cmd(ctx: click.Context, cycles: int, redis_url: str | None) -> None:

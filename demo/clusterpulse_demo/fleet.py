@@ -61,8 +61,9 @@ def _folder(path: Path, variables: dict[str, str]) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def running_fleet(kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR,
-                  registry_url: str | None = None) -> Iterator[Fleet]:
+def running_fleet(
+    kinds: Sequence[ResourceKind], fleet_dir: Path = FLEET_DIR, registry_url: str | None = None
+) -> Iterator[Fleet]:
     """Start one emulator per managed cluster and a hub with the kinds' CRDs and the samples.
 
     Each managed cluster serves HTTPS and requires its own bearer token; the ClusterConnection

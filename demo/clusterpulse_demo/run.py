@@ -68,8 +68,9 @@ REDIS_CHECK_TIMEOUT = 5.0
 def check_redis(url: str) -> None:
     """Raise :class:`DemoError` unless the Redis at ``url`` answers a PING (before anything starts)."""
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=REDIS_CHECK_TIMEOUT,
-                                      socket_timeout=REDIS_CHECK_TIMEOUT)
+        client = redis.Redis.from_url(
+            url, socket_connect_timeout=REDIS_CHECK_TIMEOUT, socket_timeout=REDIS_CHECK_TIMEOUT
+        )
     except ValueError as exc:
         raise DemoError(f"--redis-url {url}: {exc}") from exc
     try:
@@ -89,8 +90,10 @@ def redis_for_demo(redis_url: str | None) -> Iterator[str]:
         return
     binary = shutil.which("redis-server")
     if binary is None:
-        raise DemoError("redis-server is not installed: run `sudo apt-get install -y redis-server` "
-                        "(scripts/demo.sh does), or pass --redis-url")
+        raise DemoError(
+            "redis-server is not installed: run `sudo apt-get install -y redis-server` "
+            "(scripts/demo.sh does), or pass --redis-url"
+        )
     server = redis_process(binary)
     try:
         server.start()
@@ -107,8 +110,10 @@ def registry_for_demo(echo: Callable[[str], None]) -> Iterator[str | None]:
     """A private docker-registry on a free loopback port, or None (said so) when it cannot run."""
     binary = shutil.which("docker-registry")
     if binary is None:
-        echo("demo: docker-registry is not installed, skipped registries "
-             "(`sudo apt-get install -y docker-registry` adds one)")
+        echo(
+            "demo: docker-registry is not installed, skipped registries "
+            "(`sudo apt-get install -y docker-registry` adds one)"
+        )
         yield None
         return
     server = docker_registry_process(binary)
@@ -175,8 +180,14 @@ def demo_plan(config_file: str | None) -> tuple[tuple[str, ...], dict[str, dict[
     return DEMO_PLUGINS + added, {name: dict(raw.plugin_sections.get(name, {})) for name in added}
 
 
-def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = print,
-             fleet_dir: Path = FLEET_DIR, push_agents: bool = True, config_file: str | None = None) -> DemoResult:
+def run_demo(
+    cycles: int,
+    redis_url: str | None,
+    echo: Callable[[str], None] = print,
+    fleet_dir: Path = FLEET_DIR,
+    push_agents: bool = True,
+    config_file: str | None = None,
+) -> DemoResult:
     """Run ``cycles`` reconcile cycles of the demo fleet and print the fleet summary and keys.
 
     With ``push_agents`` every push-mode cluster of the fleet gets its ``clusterpulse agent``
@@ -186,23 +197,40 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
     plugins, added_sections = demo_plan(config_file)
     host = PluginHost(plugins)
     kinds = [kind for _owner, kind in host.kinds.values()]
-    with redis_for_demo(redis_url) as url, registry_for_demo(echo) as registry_url, \
-            running_fleet(kinds, fleet_dir, registry_url) as fleet, \
-            tempfile.TemporaryDirectory(prefix="clusterpulse-demo-") as tmp:
+    with (
+        redis_for_demo(redis_url) as url,
+        registry_for_demo(echo) as registry_url,
+        running_fleet(kinds, fleet_dir, registry_url) as fleet,
+        tempfile.TemporaryDirectory(prefix="clusterpulse-demo-") as tmp,
+    ):
         kubeconfig = fleet.hub.write_kubeconfig(Path(tmp) / "hub.kubeconfig")
-        core = CoreSettings(plugins=plugins, namespace=fleet.namespace, kubeconfig=str(kubeconfig),
-                            metrics_bind_address="0", health_probe_bind_address="0")
+        core = CoreSettings(
+            plugins=plugins,
+            namespace=fleet.namespace,
+            kubeconfig=str(kubeconfig),
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+        )
         ingester_port = free_port()
-        sections: dict[str, dict[str, object]] = {**added_sections, "redis": {"url": url}, **DEMO_SETTINGS,
-                    "ingester": {"bind_address": "127.0.0.1", "port": ingester_port}}
+        sections: dict[str, dict[str, object]] = {
+            **added_sections,
+            "redis": {"url": url},
+            **DEMO_SETTINGS,
+            "ingester": {"bind_address": "127.0.0.1", "port": ingester_port},
+        }
         raw = RawConfig(core=core, plugin_sections=sections, source="demo")
         config = finish_config(raw, host.settings_classes(), env={})
         host.configure(config)
-        echo(f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
-             f"({', '.join(c.name for c in fleet.clusters)}), redis {url}"
-             + (f", registry {registry_url}" if registry_url else "")
-             + (f"; plugins from {config_file}: {', '.join(plugins[len(DEMO_PLUGINS):]) or 'none new'}"
-                if config_file else ""))
+        echo(
+            f"demo: hub {fleet.hub.url}, {len(fleet.clusters)} managed clusters "
+            f"({', '.join(c.name for c in fleet.clusters)}), redis {url}"
+            + (f", registry {registry_url}" if registry_url else "")
+            + (
+                f"; plugins from {config_file}: {', '.join(plugins[len(DEMO_PLUGINS) :]) or 'none new'}"
+                if config_file
+                else ""
+            )
+        )
         pushed = _push_clusters(fleet) if push_agents else []
         agents: list[subprocess.Popen[bytes]] = []
         manager = Manager(build_runtime(config, host), identity="demo")
@@ -210,23 +238,36 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
             manager.start()
             for cluster in pushed:
                 deployed = _wait_for_deployment(cluster)
-                echo(f"demo: the hub deployed the agent on {cluster.name} ({AGENT_NAMESPACE}/{AGENT_NAME}, image "
-                     f"{deployed.image}); an emulated cluster runs no pods, so the demo runs that Deployment as a "
-                     f"local `clusterpulse agent` process in place of its pod")
+                echo(
+                    f"demo: the hub deployed the agent on {cluster.name} ({AGENT_NAMESPACE}/{AGENT_NAME}, image "
+                    f"{deployed.image}); an emulated cluster runs no pods, so the demo runs that Deployment as a "
+                    f"local `clusterpulse agent` process in place of its pod"
+                )
                 agents.append(_start_agent(cluster, ingester_port, Path(tmp), deployed))
             for cluster in pushed:
-                _wait_for(lambda c=cluster: _agent(manager, c.name) is not None,  # type: ignore[misc]
-                          CYCLE_TIMEOUT, f"the collector agent of {cluster.name}")
-                echo(f"demo: {cluster.name} is push mode: its `clusterpulse agent` process streams to the "
-                     f"ingester on port {ingester_port}")
+                _wait_for(
+                    lambda c=cluster: _agent(manager, c.name) is not None,  # type: ignore[misc]
+                    CYCLE_TIMEOUT,
+                    f"the collector agent of {cluster.name}",
+                )
+                echo(
+                    f"demo: {cluster.name} is push mode: its `clusterpulse agent` process streams to the "
+                    f"ingester on port {ingester_port}"
+                )
             _run_cycles(manager, fleet, cycles, echo)
             if pushed:
-                _wait_for(lambda: _pushed_sources_arrived(url, [c.name for c in pushed]), CYCLE_TIMEOUT,
-                          "the agents' MetricSource results")
+                _wait_for(
+                    lambda: _pushed_sources_arrived(url, [c.name for c in pushed]),
+                    CYCLE_TIMEOUT,
+                    "the agents' MetricSource results",
+                )
             for cluster in pushed:
                 connection = _agent(manager, cluster.name)
-                state = (f"agent {connection.version} connected, last heartbeat "
-                         f"{connection.last_heartbeat:%H:%M:%S}") if connection else "agent not connected"
+                state = (
+                    (f"agent {connection.version} connected, last heartbeat {connection.last_heartbeat:%H:%M:%S}")
+                    if connection
+                    else "agent not connected"
+                )
                 echo(f"push: {cluster.name} ({state}); the other clusters are pulled")
         finally:
             for agent in agents:
@@ -234,10 +275,17 @@ def run_demo(cycles: int, redis_url: str | None, echo: Callable[[str], None] = p
             manager.stop()
         client = redis.Redis.from_url(url, decode_responses=True)
         try:
-            summary = "\n\n".join(part for part in (
-                format_fleet(read_fleet(client)), format_registries(read_registries(client)),
-                format_alerts(read_alerts(client)), format_sources(read_sources(client)),
-                access_summary(host, [c.name for c in fleet.clusters])) if part)
+            summary = "\n\n".join(
+                part
+                for part in (
+                    format_fleet(read_fleet(client)),
+                    format_registries(read_registries(client)),
+                    format_alerts(read_alerts(client)),
+                    format_sources(read_sources(client)),
+                    access_summary(host, [c.name for c in fleet.clusters]),
+                )
+                if part
+            )
             keys = key_patterns(client)
         finally:
             client.close()
@@ -265,8 +313,19 @@ def access_summary(host: PluginHost, clusters: Sequence[str]) -> str:
             for resource in DEMO_RESOURCES:
                 out = io.StringIO()
                 with contextlib.redirect_stdout(out):
-                    command.main(["can-i", cluster, *([resource] if resource else []), "--user", user,
-                                  "--group", group_name, "--json"], standalone_mode=False)
+                    command.main(
+                        [
+                            "can-i",
+                            cluster,
+                            *([resource] if resource else []),
+                            "--user",
+                            user,
+                            "--group",
+                            group_name,
+                            "--json",
+                        ],
+                        standalone_mode=False,
+                    )
                 answers.append(str(json.loads(out.getvalue())["decision"]))
             rows.append((f"{user} ({group_name})", cluster, *answers))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -284,17 +343,22 @@ def _run_cycles(manager: Manager, fleet: Fleet, cycles: int, echo: Callable[[str
             manager.resync()
         target = done + objects
         started = time.monotonic()
-        _wait_for(lambda t=target: _reconciles(manager) >= t and _idle(manager),  # type: ignore[misc]
-                  CYCLE_TIMEOUT, f"cycle {cycle}")
+        _wait_for(
+            lambda t=target: _reconciles(manager) >= t and _idle(manager),  # type: ignore[misc]
+            CYCLE_TIMEOUT,
+            f"cycle {cycle}",
+        )
         done = _reconciles(manager)
         echo(f"cycle {cycle}: reconciled {objects} objects in {time.monotonic() - started:.2f}s")
 
 
 def _push_clusters(fleet: Fleet) -> list[ManagedCluster]:
     """The managed clusters whose ClusterConnection asks for push mode."""
-    push = {obj["metadata"]["name"] for obj in fleet.hub.list("clusterpulse.io/v1alpha1", "clusterconnections",
-                                                               fleet.namespace)
-            if (obj.get("spec") or {}).get("collectionMode") == "push"}
+    push = {
+        obj["metadata"]["name"]
+        for obj in fleet.hub.list("clusterpulse.io/v1alpha1", "clusterconnections", fleet.namespace)
+        if (obj.get("spec") or {}).get("collectionMode") == "push"
+    }
     return [cluster for cluster in fleet.clusters if cluster.name in push]
 
 
@@ -325,9 +389,14 @@ def _wait_for_deployment(cluster: ManagedCluster) -> DeployedAgent:
     env = {item["name"]: item.get("value", "") for item in container.get("env") or ()}
     token = base64.b64decode(found["secret"]["data"]["token"]).decode()
     ca = cluster.api.get("v1", "configmaps", "ingester-ca", AGENT_NAMESPACE) if env.get("INGESTER_TLS_CA") else None
-    return DeployedAgent(str(container["image"]), env["CLUSTER_NAME"], token,
-                         env.get("INGESTER_TLS_ENABLED") == "true", env.get("INGESTER_TLS_SERVER_NAME", ""),
-                         "".join((ca or {}).get("data", {}).values()))
+    return DeployedAgent(
+        str(container["image"]),
+        env["CLUSTER_NAME"],
+        token,
+        env.get("INGESTER_TLS_ENABLED") == "true",
+        env.get("INGESTER_TLS_SERVER_NAME", ""),
+        "".join((ca or {}).get("data", {}).values()),
+    )
 
 
 def _start_agent(cluster: ManagedCluster, port: int, tmp: Path, deployed: DeployedAgent) -> subprocess.Popen[bytes]:
@@ -341,17 +410,31 @@ def _start_agent(cluster: ManagedCluster, port: int, tmp: Path, deployed: Deploy
     config = tmp / f"agent-{cluster.name}.toml"
     ca_file = tmp / f"ingester-ca-{cluster.name}.crt"
     ca_file.write_text(deployed.ca_pem)
-    tls = (f'tls_enabled = {"true" if deployed.tls_enabled else "false"}\n'
-           f'tls_server_name = "{deployed.tls_server_name}"\ntls_ca = "{ca_file if deployed.ca_pem else ""}"\n')
+    tls = (
+        f"tls_enabled = {'true' if deployed.tls_enabled else 'false'}\n"
+        f'tls_server_name = "{deployed.tls_server_name}"\ntls_ca = "{ca_file if deployed.ca_pem else ""}"\n'
+    )
     config.write_text(
         '[clusterpulse]\nplugins = ["cluster", "metricsource", "ingester"]\nmetrics_bind_address = "0"\n'
         'health_probe_bind_address = "0"\nlog_level = "warn"\n[plugins.ingester]\n'
         f'cluster_name = "{deployed.cluster_name}"\ningester_address = "127.0.0.1:{port}"\n'
-        f'collector_token = "{deployed.token}"\ncollect_interval = {AGENT_INTERVAL}\nheartbeat_interval = 5.0\n' + tls)
+        f'collector_token = "{deployed.token}"\ncollect_interval = {AGENT_INTERVAL}\nheartbeat_interval = 5.0\n' + tls
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(_AGENT_ENV)}
     return subprocess.Popen(
-        [sys.executable, "-c", "from clusterpulse_core.cli import main; main()", "--config", str(config),
-         "agent", "--kubeconfig", str(kubeconfig)], env=env, cwd=tmp)
+        [
+            sys.executable,
+            "-c",
+            "from clusterpulse_core.cli import main; main()",
+            "--config",
+            str(config),
+            "agent",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        env=env,
+        cwd=tmp,
+    )
 
 
 def _stop_agent(agent: subprocess.Popen[bytes]) -> None:

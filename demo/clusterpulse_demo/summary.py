@@ -59,22 +59,24 @@ def read_fleet(client: redis.Redis) -> list[ClusterRow]:
                 memory_requested += node.get("memory_requested", 0)
         operators = _json(client, f"cluster:{name}:operators") or []
         cluster_operators = _json(client, f"cluster:{name}:cluster_operators") or []
-        rows.append(ClusterRow(
-            name=name,
-            health=status.get("health", "unknown"),
-            message=status.get("message", ""),
-            nodes_ready=metrics.get("nodes_ready", 0),
-            nodes=metrics.get("nodes", 0),
-            cpu_requested=cpu_requested,
-            cpu_capacity=metrics.get("cpu_capacity", 0.0),
-            memory_requested=memory_requested,
-            memory_capacity=metrics.get("memory_capacity", 0),
-            pods_running=metrics.get("pods_running", 0),
-            pods=metrics.get("pods", 0),
-            operators=len(operators),
-            cluster_operators=len(cluster_operators),
-            cluster_operators_available=sum(1 for op in cluster_operators if op.get("available")),
-        ))
+        rows.append(
+            ClusterRow(
+                name=name,
+                health=status.get("health", "unknown"),
+                message=status.get("message", ""),
+                nodes_ready=metrics.get("nodes_ready", 0),
+                nodes=metrics.get("nodes", 0),
+                cpu_requested=cpu_requested,
+                cpu_capacity=metrics.get("cpu_capacity", 0.0),
+                memory_requested=memory_requested,
+                memory_capacity=metrics.get("memory_capacity", 0),
+                pods_running=metrics.get("pods_running", 0),
+                pods=metrics.get("pods", 0),
+                operators=len(operators),
+                cluster_operators=len(cluster_operators),
+                cluster_operators_available=sum(1 for op in cluster_operators if op.get("available")),
+            )
+        )
     return rows
 
 
@@ -86,18 +88,19 @@ def format_fleet(rows: list[ClusterRow]) -> str:
         operators = f"{row.operators} OLM"
         if row.cluster_operators:
             operators += f", {row.cluster_operators_available}/{row.cluster_operators} ClusterOperators available"
-        lines.append((
-            row.name,
-            row.health,
-            f"{row.nodes_ready}/{row.nodes} ready",
-            f"{row.cpu_requested:.2f}/{row.cpu_capacity:.1f} cores",
-            f"{row.memory_requested / GIB:.1f}/{row.memory_capacity / GIB:.1f} GiB",
-            f"{row.pods_running}/{row.pods} running",
-            operators,
-        ))
+        lines.append(
+            (
+                row.name,
+                row.health,
+                f"{row.nodes_ready}/{row.nodes} ready",
+                f"{row.cpu_requested:.2f}/{row.cpu_capacity:.1f} cores",
+                f"{row.memory_requested / GIB:.1f}/{row.memory_capacity / GIB:.1f} GiB",
+                f"{row.pods_running}/{row.pods} running",
+                operators,
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-            for line in lines]
+    text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in lines]
     text += [f"  {row.name}: {row.message or '(no health message stored)'}" for row in rows]
     return "\n".join(text)
 
@@ -118,17 +121,27 @@ def read_registries(client: redis.Redis) -> list[RegistryRow]:
     rows = []
     for name in sorted(_members(client, "registries:all")):
         status = _json(client, f"registry:{name}:status") or {}
-        rows.append(RegistryRow(name, bool(status.get("available")),
-                                int(status.get("response_time") or 0),
-                                int(status.get("repository_count") or 0), str(status.get("error") or "")))
+        rows.append(
+            RegistryRow(
+                name,
+                bool(status.get("available")),
+                int(status.get("response_time") or 0),
+                int(status.get("repository_count") or 0),
+                str(status.get("error") or ""),
+            )
+        )
     return rows
 
 
 def format_registries(rows: list[RegistryRow]) -> str:
     """One line per registry (empty when there are none)."""
-    lines = [f"Registry {row.name}: " + ("available" if row.available else "unavailable")
-             + f", {row.response_time} ms, {row.repositories} repositories"
-             + (f" ({row.error})" if row.error else "") for row in rows]
+    lines = [
+        f"Registry {row.name}: "
+        + ("available" if row.available else "unavailable")
+        + f", {row.response_time} ms, {row.repositories} repositories"
+        + (f" ({row.error})" if row.error else "")
+        for row in rows
+    ]
     return "\n".join(lines)
 
 
@@ -157,8 +170,15 @@ def read_alerts(client: redis.Redis) -> list[AlertRow]:
             resource = fields.get("resource_name", "")
             if fields.get("namespace"):
                 resource = f"{fields['namespace']}/{resource}"
-            rows.append(AlertRow(name, fields.get("severity", ""), fields.get("name", ""),
-                                 f"{fields.get('resource_type', '')}/{resource}", fields.get("message", "")))
+            rows.append(
+                AlertRow(
+                    name,
+                    fields.get("severity", ""),
+                    fields.get("name", ""),
+                    f"{fields.get('resource_type', '')}/{resource}",
+                    fields.get("message", ""),
+                )
+            )
     return sorted(rows, key=lambda r: (_SEVERITY_ORDER.get(r.severity, 9), r.cluster, r.name, r.resource))
 
 
@@ -193,8 +213,15 @@ def read_sources(client: redis.Redis) -> list[SourceRow]:
             if collection is None:
                 continue
             aggregations = _json(client, f"cluster:{cluster}:custom:{source}:aggregations") or {}
-            rows.append(SourceRow(source, cluster, collection.get("resourceCount", 0),
-                                  bool(collection.get("truncated")), aggregations.get("values") or {}))
+            rows.append(
+                SourceRow(
+                    source,
+                    cluster,
+                    collection.get("resourceCount", 0),
+                    bool(collection.get("truncated")),
+                    aggregations.get("values") or {},
+                )
+            )
     return rows
 
 

@@ -103,7 +103,13 @@ class AlertRuleDef:
         if target not in ("cluster", "registry"):
             raise ValueError(f"alert rule {name!r}: target must be cluster or registry, got {target!r}")
         threshold = meta.get("threshold")
-        return cls(name=name, evaluate=impl, severity=severity, target=target,
-                   for_seconds=float(meta.get("for_seconds", 60.0)),
-                   threshold=None if threshold is None else float(threshold),
-                   summary=str(meta.get("summary", "")), plugin=plugin)
+        return cls(
+            name=name,
+            evaluate=impl,
+            severity=severity,
+            target=target,
+            for_seconds=float(meta.get("for_seconds", 60.0)),
+            threshold=None if threshold is None else float(threshold),
+            summary=str(meta.get("summary", "")),
+            plugin=plugin,
+        )

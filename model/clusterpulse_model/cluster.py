@@ -151,8 +151,13 @@ def usage_percent(part: float, whole: float) -> float:
     return part / whole * 100 if whole > 0 else 0.0
 
 
-def cluster_metrics(nodes: Sequence[NodeMetrics], namespaces: Sequence[str], now: datetime,
-                    pods: PodPhaseCounts | None = None, counts: ObjectCounts = ObjectCounts()) -> ClusterMetrics:
+def cluster_metrics(
+    nodes: Sequence[NodeMetrics],
+    namespaces: Sequence[str],
+    now: datetime,
+    pods: PodPhaseCounts | None = None,
+    counts: ObjectCounts = ObjectCounts(),
+) -> ClusterMetrics:
     """The R1 totals of one collection.
 
     Node fields are summed over ``nodes``; ``nodes_not_ready`` counts every node whose status
@@ -251,8 +256,9 @@ def cluster_health(metrics: ClusterMetrics, thresholds: HealthThresholds = Healt
         health = Health.UNHEALTHY if share >= thresholds.node_unhealthy else Health.DEGRADED
         issues.append(f"{not_ready} nodes not ready")
     for label, percent, critical, warning in (
-            ("CPU", metrics.cpu_usage_percent, thresholds.cpu_critical, thresholds.cpu_warning),
-            ("memory", metrics.memory_usage_percent, thresholds.memory_critical, thresholds.memory_warning)):
+        ("CPU", metrics.cpu_usage_percent, thresholds.cpu_critical, thresholds.cpu_warning),
+        ("memory", metrics.memory_usage_percent, thresholds.memory_critical, thresholds.memory_warning),
+    ):
         if percent > critical and health is Health.HEALTHY:
             health = Health.DEGRADED
         if percent > min(critical, warning):

@@ -48,8 +48,21 @@ class AggregationRules:
     exclude: tuple[str, ...] = ()
 
 
-@wire(omit_empty=("allowed_names", "denied_names", "name_patterns", "deny_name_patterns", "allowed_ns",
-                  "denied_ns", "ns_patterns", "deny_ns_patterns", "labels", "field_filters", "aggregation_rules"))
+@wire(
+    omit_empty=(
+        "allowed_names",
+        "denied_names",
+        "name_patterns",
+        "deny_name_patterns",
+        "allowed_ns",
+        "denied_ns",
+        "ns_patterns",
+        "deny_ns_patterns",
+        "labels",
+        "field_filters",
+        "aggregation_rules",
+    )
+)
 @attrs.frozen
 class ResourceFilter:
     """What a cluster rule lets through of one resource type."""
@@ -144,8 +157,16 @@ class PolicyStatusRecord:
     @classmethod
     def of(cls, policy: CompiledPolicy, state: str, message: str) -> PolicyStatusRecord:
         """The status of a compiled policy in ``state``."""
-        return cls(state, message, policy.compiled_at, policy.hash, len(policy.users), len(policy.groups),
-                   len(policy.service_accounts), len(policy.custom_resource_types))
+        return cls(
+            state,
+            message,
+            policy.compiled_at,
+            policy.hash,
+            len(policy.users),
+            len(policy.groups),
+            len(policy.service_accounts),
+            len(policy.custom_resource_types),
+        )
 
 
 @attrs.frozen
@@ -201,4 +222,3 @@ def next_transition(not_before: str | None, not_after: str | None, now: datetime
     """The next instant the state of a policy changes by time alone (``None``: never)."""
     future = [moment for moment in (_instant(not_before), _instant(not_after)) if moment is not None and moment >= now]
     return min(future) if future else None
-

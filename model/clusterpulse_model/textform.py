@@ -16,12 +16,8 @@ from typing import Any
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-_DECIMAL_FLOAT = re.compile(
-    r"[+-]?(?:(?:\d(?:_?\d)*)(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?\Z"
-)
-_HEX_FLOAT = re.compile(
-    r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?)?[pP][+-]?\d(?:_?\d)*\Z"
-)
+_DECIMAL_FLOAT = re.compile(r"[+-]?(?:(?:\d(?:_?\d)*)(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?\Z")
+_HEX_FLOAT = re.compile(r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?)?[pP][+-]?\d(?:_?\d)*\Z")
 _SPECIAL_FLOAT = re.compile(r"(?i)(?:[+-]?(?:inf|infinity)|nan)\Z")
 _DECIMAL_INT = re.compile(r"[+-]?[0-9]+\Z")
 

@@ -35,12 +35,8 @@ _INT64_LIMIT_FLOAT = 9223372036854775808.0
 # underscores only between digits, no surrounding whitespace.
 _DIGITS = r"[0-9](?:_?[0-9])*"
 _HEX_DIGITS = r"[0-9a-fA-F](?:_?[0-9a-fA-F])*"
-_DECIMAL = re.compile(
-    rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
-)
-_HEXADECIMAL = re.compile(
-    rf"[+-]?0[xX]_?(?:{_HEX_DIGITS}(?:\.(?:{_HEX_DIGITS})?)?|\.{_HEX_DIGITS})[pP][+-]?{_DIGITS}"
-)
+_DECIMAL = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?")
+_HEXADECIMAL = re.compile(rf"[+-]?0[xX]_?(?:{_HEX_DIGITS}(?:\.(?:{_HEX_DIGITS})?)?|\.{_HEX_DIGITS})[pP][+-]?{_DIGITS}")
 _SPECIAL = re.compile(r"[+-]?(?:inf|infinity)|nan", re.IGNORECASE)
 
 
@@ -146,8 +142,7 @@ def values_equal(left: Any, right: Any) -> bool:
 
 def values_ordered(op: str, left: Any, right: Any) -> bool:
     """M1 ordering (``<``, ``<=``, ``>``, ``>=``): two numbers or two strings, else false."""
-    comparable = (is_number(left) and is_number(right)) or (
-        isinstance(left, str) and isinstance(right, str))
+    comparable = (is_number(left) and is_number(right)) or (isinstance(left, str) and isinstance(right, str))
     if not comparable:
         return False
     if op == "<":

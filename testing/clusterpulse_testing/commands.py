@@ -41,14 +41,20 @@ def testing_group() -> None:
 
 
 @testing_group.command("kube-api", help=KUBE_API_HELP)
-@click.option("--objects", "objects_dir", default=None, metavar="DIR|-",
-              help="seed from every YAML/JSON file in this folder ('-' = stdin)")
+@click.option(
+    "--objects",
+    "objects_dir",
+    default=None,
+    metavar="DIR|-",
+    help="seed from every YAML/JSON file in this folder ('-' = stdin)",
+)
 @click.option("--crds", "with_crds", is_flag=True, help="create the CRDs of the enabled plugins' kinds first")
 @click.option("--port", type=int, default=0, show_default=True, help="port on 127.0.0.1 (0 = free port)")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="write a kubeconfig here")
 @click.pass_context
-def kube_api_cmd(ctx: click.Context, objects_dir: str | None, with_crds: bool, port: int,
-                 kubeconfig: str | None) -> None:
+def kube_api_cmd(
+    ctx: click.Context, objects_dir: str | None, with_crds: bool, port: int, kubeconfig: str | None
+) -> None:
     from clusterpulse_testing.kube_api import SeedError, serve
 
     crds: list[dict[str, Any]] = []
@@ -70,8 +76,14 @@ def plugin_group() -> None:
 
 @plugin_group.command("new")
 @click.argument("name")
-@click.option("--directory", "-d", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="where to create the package folder")
+@click.option(
+    "--directory",
+    "-d",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="where to create the package folder",
+)
 def plugin_new(name: str, directory: str) -> None:
     """Write a working plugin package clusterpulse-NAME/: pyproject with the entry point, a hook, a test.
 

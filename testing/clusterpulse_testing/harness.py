@@ -75,12 +75,21 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} to a config file")
 
 
-def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapping[str, Any]] | None = None,
-                 core: Mapping[str, Any] | None = None) -> Path:
+def write_config(
+    path: Path,
+    plugins: Sequence[str],
+    sections: Mapping[str, Mapping[str, Any]] | None = None,
+    core: Mapping[str, Any] | None = None,
+) -> Path:
     """A ``clusterpulse.toml`` with ``[clusterpulse]`` (no probe servers unless ``core`` says so) and one
     ``[plugins.<name>]`` table per entry of ``sections``; returns ``path``."""
-    values = {"plugins": list(plugins), "namespace": "clusterpulse", "metrics_bind_address": "0",
-              "health_probe_bind_address": "0", **(core or {})}
+    values = {
+        "plugins": list(plugins),
+        "namespace": "clusterpulse",
+        "metrics_bind_address": "0",
+        "health_probe_bind_address": "0",
+        **(core or {}),
+    }
     lines = ["[clusterpulse]", *(f"{k} = {_toml_value(v)}" for k, v in values.items())]
     for name, section in (sections or {}).items():
         lines += ["", f"[plugins.{name}]", *(f"{k} = {_toml_value(v)}" for k, v in section.items())]
@@ -89,11 +98,18 @@ def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapp
 
 
 @contextlib.contextmanager
-def running_manager(plugins: Sequence[str], hub: Any, *, redis_url: str | None = None,
-                    sections: Mapping[str, Mapping[str, Any]] | None = None,
-                    core: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-                    backends: Sequence[Any] = (), extra_plugins: Mapping[str, object] | None = None,
-                    directory: Path | None = None) -> Iterator[Harness]:
+def running_manager(
+    plugins: Sequence[str],
+    hub: Any,
+    *,
+    redis_url: str | None = None,
+    sections: Mapping[str, Mapping[str, Any]] | None = None,
+    core: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    backends: Sequence[Any] = (),
+    extra_plugins: Mapping[str, object] | None = None,
+    directory: Path | None = None,
+) -> Iterator[Harness]:
     """The real manager with ``plugins`` (loaded by name, in that order) watching ``hub``; stopped on exit.
 
     ``redis_url`` fills ``[plugins.redis] url`` when ``redis`` is enabled; ``sections`` and ``core``
@@ -114,8 +130,11 @@ def running_manager(plugins: Sequence[str], hub: Any, *, redis_url: str | None =
         where = directory or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clusterpulse-test-")))
         config_file = write_config(where / "clusterpulse.toml", plugins, all_sections, core)
         recording = RecordingBackend()
-        config, host = load(str(config_file), env=dict(env or {}),
-                            extra_plugins={**(extra_plugins or {}), "recording": BackendPlugin(recording, *backends)})
+        config, host = load(
+            str(config_file),
+            env=dict(env or {}),
+            extra_plugins={**(extra_plugins or {}), "recording": BackendPlugin(recording, *backends)},
+        )
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         manager = Manager(runtime)
         manager.start()

@@ -63,8 +63,9 @@ class HostileProxy:
         self._lock = threading.Lock()
         self._rules: list[tuple[re.Pattern[str], str, dict[str, Any]]] = []
         certificates = loopback_ca()
-        self._http = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(total=30),
-                                         ca_certs=str(certificates.ca_file))
+        self._http = urllib3.PoolManager(
+            maxsize=16, retries=False, timeout=urllib3.Timeout(total=30), ca_certs=str(certificates.ca_file)
+        )
         self._stop = threading.Event()
         #: ``(method, path with query, headers)`` of every request received, in order.
         self.seen: list[tuple[str, str, dict[str, str]]] = []
@@ -138,8 +139,9 @@ class HostileProxy:
         """Answer matching paths with JSON nested ``depth`` levels deep."""
         self._add(path_regex, "nested", depth=depth)
 
-    def respond(self, path_regex: str, status: int = 200, body: bytes = b"{}",
-                headers: Mapping[str, str] | None = None) -> None:
+    def respond(
+        self, path_regex: str, status: int = 200, body: bytes = b"{}", headers: Mapping[str, str] | None = None
+    ) -> None:
         """Answer matching paths with ``status``, ``body`` and ``headers`` at once."""
         self._add(path_regex, "respond", status=status, body=body, headers=dict(headers or {}))
 
@@ -206,8 +208,9 @@ class HostileProxy:
         request.wfile.write(data)
 
     @staticmethod
-    def _send_head(request: BaseHTTPRequestHandler, status: int, length: int,
-                   headers: Mapping[str, str] | None = None) -> None:
+    def _send_head(
+        request: BaseHTTPRequestHandler, status: int, length: int, headers: Mapping[str, str] | None = None
+    ) -> None:
         request.send_response(status)
         for name, value in (headers or {}).items():
             request.send_header(name, value)
@@ -221,7 +224,7 @@ class HostileProxy:
         for index in range(len(data)):
             if self._stop.is_set():
                 return
-            request.wfile.write(data[index:index + 1])
+            request.wfile.write(data[index : index + 1])
             request.wfile.flush()
             time.sleep(pause)
 
@@ -232,8 +235,7 @@ def _huge_list(size: int, kind: str) -> Iterator[bytes]:
     yield b'{"kind":"' + kind.encode() + b'","apiVersion":"v1","metadata":{},"items":['
     written, index = 0, 0
     while written < size:
-        item = (b'{"metadata":{"name":"n' + str(index).encode() + b'","annotations":{"big":"'
-                + annotation + b'"}}}')
+        item = b'{"metadata":{"name":"n' + str(index).encode() + b'","annotations":{"big":"' + annotation + b'"}}}'
         yield (b"," if index else b"") + item
         written += len(item) + 1
         index += 1

@@ -134,10 +134,12 @@ class KubeAPI:
         if first_resource_version is None:
             # Milliseconds since the epoch: a later start of the same data never goes backwards.
             first_resource_version = int(time.time() * 1000)
-        self._store = ObjectStore(builtin_resource_types(), history_limit=history_limit,
-                                  first_resource_version=first_resource_version)
-        self._controls = Controls(require_token=require_token, request_log_limit=request_log_limit,
-                                  version=_version_info(version or {}))
+        self._store = ObjectStore(
+            builtin_resource_types(), history_limit=history_limit, first_resource_version=first_resource_version
+        )
+        self._controls = Controls(
+            require_token=require_token, request_log_limit=request_log_limit, version=_version_info(version or {})
+        )
         self._lifecycle = threading.RLock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -287,19 +289,29 @@ class KubeAPI:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": context_name, "cluster": {
-                "server": self.url, **({"certificate-authority": self._tls_ca} if self._tls_ca else {})}}],
+            "clusters": [
+                {
+                    "name": context_name,
+                    "cluster": {
+                        "server": self.url,
+                        **({"certificate-authority": self._tls_ca} if self._tls_ca else {}),
+                    },
+                }
+            ],
             "users": [{"name": context_name, "user": {"token": token}}],
-            "contexts": [{
-                "name": context_name,
-                "context": {"cluster": context_name, "user": context_name, "namespace": "default"},
-            }],
+            "contexts": [
+                {
+                    "name": context_name,
+                    "context": {"cluster": context_name, "user": context_name, "namespace": "default"},
+                }
+            ],
             "current-context": context_name,
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | pathlib.Path, context_name: str = "emulator",
-                         token: str = "test") -> pathlib.Path:
+    def write_kubeconfig(
+        self, path: str | pathlib.Path, context_name: str = "emulator", token: str = "test"
+    ) -> pathlib.Path:
         """Write a kubeconfig for this server to ``path``; returns the path."""
         target = pathlib.Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -328,8 +340,7 @@ class KubeAPI:
         """Forget the request log."""
         self._controls.clear_log()
 
-    def fail(self, path_regex: str, status: int = 500, times: int | None = None,
-             method: str | None = None) -> None:
+    def fail(self, path_regex: str, status: int = 500, times: int | None = None, method: str | None = None) -> None:
         """Fail requests whose path matches ``path_regex`` (re.search) with ``status`` and a Status body.
 
         ``times`` limits how many requests fail (None: until :meth:`clear_failures`); ``method``
@@ -368,21 +379,27 @@ class KubeAPI:
         singular: str | None = None,
     ) -> Obj:
         """Register a custom resource by creating its CustomResourceDefinition; returns the CRD."""
-        version_spec: Obj = {"name": version, "served": True, "storage": True,
-                             "schema": {"openAPIV3Schema": {"type": "object",
-                                                            "x-kubernetes-preserve-unknown-fields": True}}}
+        version_spec: Obj = {
+            "name": version,
+            "served": True,
+            "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }
         if status_subresource:
             version_spec["subresources"] = {"status": {}}
-        names: Obj = {"kind": kind, "plural": plural, "singular": singular or kind.lower(),
-                      "listKind": f"{kind}List"}
+        names: Obj = {"kind": kind, "plural": plural, "singular": singular or kind.lower(), "listKind": f"{kind}List"}
         if short_names:
             names["shortNames"] = builtins.list(short_names)
         crd = {
             "apiVersion": f"{CRD_GROUP}/v1",
             "kind": "CustomResourceDefinition",
             "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "names": names, "versions": [version_spec],
-                     "scope": "Namespaced" if namespaced else "Cluster"},
+            "spec": {
+                "group": group,
+                "names": names,
+                "versions": [version_spec],
+                "scope": "Namespaced" if namespaced else "Cluster",
+            },
         }
         return self.create(crd)
 
@@ -423,9 +440,7 @@ class KubeAPI:
 
         return self._call(run)
 
-    def get(
-        self, api_version: str, kind_or_plural: str, name: str, namespace: str | None = None
-    ) -> Obj | None:
+    def get(self, api_version: str, kind_or_plural: str, name: str, namespace: str | None = None) -> Obj | None:
         """The stored object, or None."""
 
         def run() -> Obj | None:
@@ -449,15 +464,14 @@ class KubeAPI:
             namespace, name = meta.get("namespace"), str(meta.get("name", ""))
             updated = self._store.update(resource_type, namespace, name, body)
             if "status" in body and resource_type.status_subresource:
-                updated = self._store.update(resource_type, namespace, name, {"status": body["status"]},
-                                             subresource="status")
+                updated = self._store.update(
+                    resource_type, namespace, name, {"status": body["status"]}, subresource="status"
+                )
             return updated
 
         return copy.deepcopy(self._call(run))
 
-    def delete(
-        self, api_version: str, plural_or_kind: str, name: str, namespace: str | None = None
-    ) -> Obj | None:
+    def delete(self, api_version: str, plural_or_kind: str, name: str, namespace: str | None = None) -> Obj | None:
         """Delete an object; returns its last state, or None if it did not exist."""
 
         def run() -> Obj | None:
@@ -492,8 +506,9 @@ def _sourced_objects(objects: str) -> builtins.list[tuple[str, Obj]]:
 
         text = sys.stdin.read()
         try:
-            docs = [json.loads(text)] if text.lstrip().startswith(("{", "[")) else builtins.list(
-                yaml.safe_load_all(text))
+            docs = (
+                [json.loads(text)] if text.lstrip().startswith(("{", "[")) else builtins.list(yaml.safe_load_all(text))
+            )
         except (ValueError, yaml.YAMLError) as exc:
             raise SeedError(f"<stdin>: neither JSON nor YAML: {exc}") from exc
         found: builtins.list[tuple[str, Obj]] = []
@@ -527,8 +542,10 @@ def seed_checked(api: KubeAPI, sourced: Iterable[tuple[str, Obj]], crds: Iterabl
     for source, obj in sourced:
         meta = obj.get("metadata")
         if not obj.get("apiVersion") or not obj.get("kind") or not isinstance(meta, dict) or not meta.get("name"):
-            raise SeedError(f"{source}: every object needs apiVersion, kind and metadata.name "
-                            f"(got kind {obj.get('kind')!r}, name {(meta or {}).get('name')!r})")
+            raise SeedError(
+                f"{source}: every object needs apiVersion, kind and metadata.name "
+                f"(got kind {obj.get('kind')!r}, name {(meta or {}).get('name')!r})"
+            )
     definitions = [dict(c) for c in crds] + [o for _, o in sourced if o.get("kind") == "CustomResourceDefinition"]
     rest = [(s, o) for s, o in sourced if o.get("kind") != "CustomResourceDefinition"]
     try:
@@ -539,7 +556,8 @@ def seed_checked(api: KubeAPI, sourced: Iterable[tuple[str, Obj]], crds: Iterabl
         if not api.serves(str(obj["apiVersion"]), str(obj["kind"])):
             raise SeedError(
                 f"{source}: kind {obj['kind']} ({obj['apiVersion']}) has no CustomResourceDefinition: "
-                "add the CRD to the objects, or pass --crds to create the CRDs of the enabled plugins' kinds")
+                "add the CRD to the objects, or pass --crds to create the CRDs of the enabled plugins' kinds"
+            )
     try:
         api.seed([o for _, o in rest])
     except ApiError as exc:
@@ -547,8 +565,7 @@ def seed_checked(api: KubeAPI, sourced: Iterable[tuple[str, Obj]], crds: Iterabl
     return len(definitions) + len(rest)
 
 
-def serve(objects_dir: str | None, port: int, kubeconfig: str | None,
-          crds: Iterable[Mapping[str, Any]] = ()) -> None:
+def serve(objects_dir: str | None, port: int, kubeconfig: str | None, crds: Iterable[Mapping[str, Any]] = ()) -> None:
     """Run one emulator until SIGINT/SIGTERM: seed it, write the kubeconfig, print the URL first.
 
     ``objects_dir`` is a folder of YAML/JSON files or ``-`` (stdin); ``crds`` are created
@@ -573,4 +590,3 @@ def serve(objects_dir: str | None, port: int, kubeconfig: str | None,
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-

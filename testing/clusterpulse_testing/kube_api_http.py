@@ -69,18 +69,20 @@ def builtin_resource_types() -> tuple[ResourceType, ...]:
     types = []
     for resource in catalogue:
         info = catalogue[resource]
-        types.append(ResourceType(
-            group=resource.group or "",
-            version=resource.version or "",
-            plural=resource.plural or "",
-            kind=info.kind or "",
-            namespaced=bool(info.namespaced),
-            singular=info.singular or "",
-            short_names=tuple(sorted(info.shortnames)),
-            verbs=tuple(sorted(info.verbs)),
-            categories=tuple(sorted(info.categories)),
-            subresources=tuple(sorted(info.subresources)),
-        ))
+        types.append(
+            ResourceType(
+                group=resource.group or "",
+                version=resource.version or "",
+                plural=resource.plural or "",
+                kind=info.kind or "",
+                namespaced=bool(info.namespaced),
+                singular=info.singular or "",
+                short_names=tuple(sorted(info.shortnames)),
+                verbs=tuple(sorted(info.verbs)),
+                categories=tuple(sorted(info.categories)),
+                subresources=tuple(sorted(info.subresources)),
+            )
+        )
     return tuple(types)
 
 
@@ -113,13 +115,24 @@ def openapi_document(types: list[ResourceType], gv_path: str) -> dict[str, Any] 
     for t in served:
         gvk = {"group": t.group, "version": t.version, "kind": t.kind}
         scope = "/namespaces/{namespace}" if t.namespaced else ""
-        operation = {"x-kubernetes-group-version-kind": gvk, "parameters": [parameter],
-                     "responses": {"200": {"description": "OK"}}}
-        paths[f"/{gv_path}{scope}/{t.plural}/{{name}}"] = {"get": operation, "put": operation, "patch": operation,
-                                                           "delete": operation}
+        operation = {
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": [parameter],
+            "responses": {"200": {"description": "OK"}},
+        }
+        paths[f"/{gv_path}{scope}/{t.plural}/{{name}}"] = {
+            "get": operation,
+            "put": operation,
+            "patch": operation,
+            "delete": operation,
+        }
         paths[f"/{gv_path}{scope}/{t.plural}"] = {"get": operation, "post": operation}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes API emulator", "version": "v1"}, "paths": paths,
-            "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes API emulator", "version": "v1"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
 
 
 def _discovery_catalogue(types: list[ResourceType]) -> kmock.ResourcesArray:
@@ -279,8 +292,12 @@ def _list_body(resource_type: ResourceType, page: ListPage) -> dict[str, Any]:
         meta["continue"] = page.continue_token
     if page.remaining is not None:
         meta["remainingItemCount"] = page.remaining
-    return {"apiVersion": resource_type.api_version, "kind": f"{resource_type.kind}List",
-            "metadata": meta, "items": page.items}
+    return {
+        "apiVersion": resource_type.api_version,
+        "kind": f"{resource_type.kind}List",
+        "metadata": meta,
+        "items": page.items,
+    }
 
 
 def _decode_body(body: bytes, content_type: str) -> Any:
@@ -400,8 +417,12 @@ class Backend:
     ) -> aiohttp.web.StreamResponse:
         if method == "GET":
             page = self.store.list_page(
-                resource_type, target.namespace, self._predicate(query),
-                self._limit(query), query.get("continue") or None)
+                resource_type,
+                target.namespace,
+                self._predicate(query),
+                self._limit(query),
+                query.get("continue") or None,
+            )
             return json_response(_list_body(resource_type, page))
         if method == "POST":
             body = _decode_body(await request.read(), request.content_type)
@@ -411,8 +432,12 @@ class Backend:
             return json_response(created, status=201)
         if method == "DELETE":
             page = self.store.list_page(resource_type, target.namespace, self._predicate(query))
-            deleted = [self.store.delete(resource_type, target.namespace or obj["metadata"].get("namespace"),
-                                         obj["metadata"]["name"]) for obj in page.items]
+            deleted = [
+                self.store.delete(
+                    resource_type, target.namespace or obj["metadata"].get("namespace"), obj["metadata"]["name"]
+                )
+                for obj in page.items
+            ]
             page.items = deleted
             return json_response(_list_body(resource_type, page))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on a collection")
@@ -431,8 +456,9 @@ class Backend:
             options = _decode_body(raw, request.content_type) if raw else None
             preconditions = options.get("preconditions") if isinstance(options, dict) else None
             version = preconditions.get("resourceVersion") if isinstance(preconditions, dict) else None
-            return json_response(self.store.delete(resource_type, target.namespace, name,
-                                                   str(version) if version else None))
+            return json_response(
+                self.store.delete(resource_type, target.namespace, name, str(version) if version else None)
+            )
         if method not in ("PUT", "PATCH"):
             raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on an object")
         body = _decode_body(await request.read(), request.content_type)
@@ -455,8 +481,9 @@ class Backend:
     @staticmethod
     def _predicate(query: dict[str, str], name: str | None = None) -> ObjectPredicate | None:
         by_name = parse_field_selector(f"metadata.name={name}") if name else None
-        return all_of(parse_label_selector(query.get("labelSelector")),
-                      parse_field_selector(query.get("fieldSelector")), by_name)
+        return all_of(
+            parse_label_selector(query.get("labelSelector")), parse_field_selector(query.get("fieldSelector")), by_name
+        )
 
     async def _watch(
         self,
@@ -465,8 +492,11 @@ class Backend:
         target: ResourcePath,
         query: dict[str, str],
     ) -> aiohttp.web.StreamResponse:
-        by_namespace = parse_field_selector(f"metadata.namespace={target.namespace}") if (
-            target.namespace and resource_type.namespaced) else None
+        by_namespace = (
+            parse_field_selector(f"metadata.namespace={target.namespace}")
+            if (target.namespace and resource_type.namespaced)
+            else None
+        )
         predicate = all_of(self._predicate(query, target.name), by_namespace)
         timeout = self._timeout(query)
         response = aiohttp.web.StreamResponse(headers={"Content-Type": JSON_TYPE})
@@ -539,7 +569,7 @@ class KubeAPIHandler(kmock.KubernetesScaffold):
         """Serve from the backend; what it does not claim goes to kmock (discovery, DSL, 404)."""
         if raw_request.method == "GET" and raw_request.path.rstrip("/").startswith(OPENAPI_V3):
             types = list(self.backend.store.resource_types())
-            rest = raw_request.path.rstrip("/")[len(OPENAPI_V3):].lstrip("/")
+            rest = raw_request.path.rstrip("/")[len(OPENAPI_V3) :].lstrip("/")
             document = openapi_index(types) if not rest else openapi_document(types, rest)
             if document is not None:
                 return json_response(document)

@@ -29,7 +29,8 @@ def _type_of(value: Any) -> str:
 def _matches(value: Any, expected: str) -> bool:
     if expected == "integer":
         return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer())
+            isinstance(value, float) and value.is_integer()
+        )
     if expected == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
     return _type_of(value) == expected
@@ -55,18 +56,23 @@ def validate(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
 def _check(value: Any, schema: Mapping[str, Any], path: str, errors: list[str]) -> None:
     if value is None:
         if not schema.get("nullable"):
-            errors.append(f'{path}: Invalid value: "null": {path} in body must be of type '
-                          f'{schema.get("type", "object")}: "null"')
+            errors.append(
+                f'{path}: Invalid value: "null": {path} in body must be of type {schema.get("type", "object")}: "null"'
+            )
         return
     if schema.get("x-kubernetes-int-or-string"):
         if not (isinstance(value, str) or _matches(value, "integer")):
-            errors.append(f'{path}: Invalid value: "{_type_of(value)}": {path} in body must be of type '
-                          f'integer or string: "{_type_of(value)}"')
+            errors.append(
+                f'{path}: Invalid value: "{_type_of(value)}": {path} in body must be of type '
+                f'integer or string: "{_type_of(value)}"'
+            )
         return
     expected = schema.get("type")
     if isinstance(expected, str) and not _matches(value, expected):
-        errors.append(f'{path}: Invalid value: "{_type_of(value)}": {path} in body must be of type '
-                      f'{expected}: "{_type_of(value)}"')
+        errors.append(
+            f'{path}: Invalid value: "{_type_of(value)}": {path} in body must be of type '
+            f'{expected}: "{_type_of(value)}"'
+        )
         return
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum:

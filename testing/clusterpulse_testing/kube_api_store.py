@@ -174,8 +174,9 @@ def _random_suffix() -> str:
 class ObjectStore:
     """In-memory Kubernetes storage with one resourceVersion counter and a bounded event history."""
 
-    def __init__(self, resource_types: Iterable[ResourceType] = (), history_limit: int = 50_000,
-                 first_resource_version: int = 0) -> None:
+    def __init__(
+        self, resource_types: Iterable[ResourceType] = (), history_limit: int = 50_000, first_resource_version: int = 0
+    ) -> None:
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         self._objects: dict[StoreKey, dict[ObjectKey, Obj]] = collections.defaultdict(dict)
         self._keys: dict[StoreKey, list[ObjectKey]] = collections.defaultdict(list)
@@ -273,9 +274,13 @@ class ObjectStore:
         if continue_token:
             token_rv, after = _decode_continue(continue_token)
             if token_rv < self._horizon:
-                raise ApiError(410, "Expired", "The provided continue parameter is too old to display a "
-                               "consistent list result. You can start a new list without the continue "
-                               "parameter.")
+                raise ApiError(
+                    410,
+                    "Expired",
+                    "The provided continue parameter is too old to display a "
+                    "consistent list result. You can start a new list without the continue "
+                    "parameter.",
+                )
             start = max(start, bisect.bisect_right(keys, after))
         items: list[Obj] = []
         index = start
@@ -321,9 +326,7 @@ class ObjectStore:
         if not resource_type.namespaced:
             return ""
         if path_ns and body_ns and path_ns != body_ns:
-            raise bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
         return path_ns or body_ns or "default"
 
     def create(
@@ -351,8 +354,7 @@ class ObjectStore:
         if resource_type.namespaced:
             meta["namespace"] = ns
         rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-        new: Obj = {"apiVersion": resource_type.api_version, "kind": resource_type.kind,
-                    "metadata": meta, **rest}
+        new: Obj = {"apiVersion": resource_type.api_version, "kind": resource_type.kind, "metadata": meta, **rest}
         if not keep_status and resource_type.from_crd and resource_type.status_subresource:
             new.pop("status", None)
         if resource_type.store_key == (CRD_GROUP, CRD_PLURAL):
@@ -383,9 +385,12 @@ class ObjectStore:
         if rv_in and str(rv_in) != old["metadata"]["resourceVersion"]:
             details = {"name": name, "group": resource_type.group, "kind": resource_type.plural}
             raise ApiError(
-                409, "Conflict",
+                409,
+                "Conflict",
                 f'Operation cannot be fulfilled on {resource_type.plural} "{name}": the object has been '
-                "modified; please apply your changes to the latest version and try again", details)
+                "modified; please apply your changes to the latest version and try again",
+                details,
+            )
         if subresource == "status":
             new = {key: value for key, value in old.items() if key != "status"}
             if "status" in body:
@@ -443,8 +448,9 @@ class ObjectStore:
         self._emit("MODIFIED", resource_type, new, old)
         return new
 
-    def delete(self, resource_type: ResourceType, namespace: str | None, name: str,
-               resource_version: str | None = None) -> Obj:
+    def delete(
+        self, resource_type: ResourceType, namespace: str | None, name: str, resource_version: str | None = None
+    ) -> Obj:
         """Delete an object; with finalizers, only mark it (deletionTimestamp) until they are removed.
 
         ``resource_version`` is a DeleteOptions precondition: 409 Conflict when the object changed.
@@ -452,9 +458,13 @@ class ObjectStore:
         old = self.get(resource_type, namespace, name)
         meta = old["metadata"]
         if resource_version and meta.get("resourceVersion") != resource_version:
-            raise ApiError(409, "Conflict", f"Precondition failed: ResourceVersion in precondition: "
-                                            f"{resource_version}, ResourceVersion in object meta: "
-                                            f"{meta.get('resourceVersion')}")
+            raise ApiError(
+                409,
+                "Conflict",
+                f"Precondition failed: ResourceVersion in precondition: "
+                f"{resource_version}, ResourceVersion in object meta: "
+                f"{meta.get('resourceVersion')}",
+            )
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return old
@@ -477,8 +487,10 @@ class ObjectStore:
             {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts"},
             {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"},
         ]
-        return {**crd, "status": {"conditions": conditions, "acceptedNames": names,
-                                  "storedVersions": [t.version for t in types]}}
+        return {
+            **crd,
+            "status": {"conditions": conditions, "acceptedNames": names, "storedVersions": [t.version for t in types]},
+        }
 
     def _register_crd(self, crd: Obj) -> None:
         for resource_type in crd_resource_types(crd):

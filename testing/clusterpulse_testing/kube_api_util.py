@@ -44,9 +44,7 @@ def reason_for(code: int) -> str:
         return "Unknown"
 
 
-def status_body(
-    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def status_body(code: int, reason: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A Kubernetes ``Status`` object describing a failure."""
     body: dict[str, Any] = {
         "kind": "Status",
@@ -65,9 +63,7 @@ def status_body(
 class ApiError(Exception):
     """A Kubernetes API failure: an HTTP code plus the ``Status`` body that explains it."""
 
-    def __init__(
-        self, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
-    ) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason

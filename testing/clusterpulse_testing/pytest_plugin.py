@@ -75,8 +75,9 @@ def redis_url(redis_server: ServerProcess) -> str:
 @pytest.fixture(scope="session")
 def redis_cluster_processes() -> Iterator[RedisClusterProcesses]:
     """One real three-node Redis Cluster for the test session (use ``redis_cluster`` in tests)."""
-    cluster = RedisClusterProcesses(require_binary("redis-server", "redis-server"),
-                                    require_binary("redis-cli", "redis-tools"))
+    cluster = RedisClusterProcesses(
+        require_binary("redis-server", "redis-server"), require_binary("redis-cli", "redis-tools")
+    )
     try:
         cluster.start()
     except ServerUnavailable as exc:

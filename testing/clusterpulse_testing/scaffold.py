@@ -37,7 +37,8 @@ class Names:
         if len(name) > MAX_NAME or not _NAME.fullmatch(name):
             raise ScaffoldError(
                 f"plugin name {name!r} is not valid: lower-case letters and digits, words joined by '-' or '_', "
-                f"starting with a letter, at most {MAX_NAME} characters")
+                f"starting with a letter, at most {MAX_NAME} characters"
+            )
         words = re.split(r"[-_]", name)
         ident = "_".join(words)
         return cls(
@@ -49,7 +50,7 @@ class Names:
         )
 
 
-PYPROJECT = '''[build-system]
+PYPROJECT = """[build-system]
 requires = ["setuptools>=64"]
 build-backend = "setuptools.build_meta"
 
@@ -72,7 +73,7 @@ packages = ["{package}"]
 [tool.pytest.ini_options]
 testpaths = ["tests"]
 addopts = "-p no:cacheprovider -p no:kmock"
-'''
+"""
 
 INIT = '''"""The {plugin} plugin for ClusterPulse."""
 '''
@@ -143,7 +144,7 @@ def test_the_manager_runs_with_the_plugin(kube_api: Any, clusterpulse_manager: A
     assert harness.runtime.plugins.contributions.functions["{function}"].impl(2) == 4.0
 '''
 
-README = '''# {distribution}
+README = """# {distribution}
 
 A ClusterPulse plugin (entry point `{plugin}`).
 
@@ -155,7 +156,7 @@ pytest
 Enable it in `clusterpulse.toml` (`[clusterpulse] plugins = [..., "{plugin}"]`); `clusterpulse
 plugins` then lists it with its hooks, and `clusterpulse expr '{function}(21)'` (with the
 `metricsource` plugin enabled) prints `42.0`.
-'''
+"""
 
 
 def create(name: str, directory: str | Path = ".") -> Path:

@@ -38,8 +38,11 @@ def require_binary(name: str, apt_package: str, extra_paths: Sequence[str] = ())
     if not found:
         import pytest  # only here: `clusterpulse demo` uses this module without the testing extra
 
-        pytest.fail(f"{name} is not installed: run `sudo apt-get install -y {apt_package}` "
-                    f"(or `bash scripts/test.sh`, which installs it)", pytrace=False)
+        pytest.fail(
+            f"{name} is not installed: run `sudo apt-get install -y {apt_package}` "
+            f"(or `bash scripts/test.sh`, which installs it)",
+            pytrace=False,
+        )
     return found
 
 
@@ -58,9 +61,14 @@ class ServerProcess:
     ``argv`` is built by ``command(port, workdir)``; ``ready(port)`` says when it serves.
     """
 
-    def __init__(self, name: str, command: Callable[[int, Path], list[str]],
-                 ready: Callable[[int], bool] | None = None, port: int | None = None,
-                 startup_timeout: float = 20.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        command: Callable[[int, Path], list[str]],
+        ready: Callable[[int], bool] | None = None,
+        port: int | None = None,
+        startup_timeout: float = 20.0,
+    ) -> None:
         self.name = name
         self.port = port or free_port()
         self.workdir = Path(tempfile.mkdtemp(prefix=f"clusterpulse-{name}-"))
@@ -75,8 +83,9 @@ class ServerProcess:
         if self.process is not None and self.process.poll() is None:
             return self
         with self._log.open("ab") as log:
-            self.process = subprocess.Popen(self._command(self.port, self.workdir), stdout=log,
-                                            stderr=subprocess.STDOUT, cwd=self.workdir)
+            self.process = subprocess.Popen(
+                self._command(self.port, self.workdir), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
+            )
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -121,22 +130,45 @@ class ServerProcess:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def redis_process(binary: str, port: int | None = None, password: str = "",
-                  tls: Certificates | None = None) -> ServerProcess:
+def redis_process(
+    binary: str, port: int | None = None, password: str = "", tls: Certificates | None = None
+) -> ServerProcess:
     """A redis-server without persistence on a loopback port; with ``tls``, that port speaks TLS only.
 
     The TLS server presents ``tls.cert_file`` and does not ask clients for certificates.
     """
 
     def command(p: int, workdir: Path) -> list[str]:
-        argv = [binary, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", str(workdir), "--protected-mode", "no"]
+        argv = [
+            binary,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+            "--protected-mode",
+            "no",
+        ]
         if tls is None:
             argv += ["--port", str(p)]
         else:
-            argv += ["--port", "0", "--tls-port", str(p), "--tls-cert-file", str(tls.cert_file),
-                     "--tls-key-file", str(tls.key_file), "--tls-ca-cert-file", str(tls.ca_file),
-                     "--tls-auth-clients", "no"]
+            argv += [
+                "--port",
+                "0",
+                "--tls-port",
+                str(p),
+                "--tls-cert-file",
+                str(tls.cert_file),
+                "--tls-key-file",
+                str(tls.key_file),
+                "--tls-ca-cert-file",
+                str(tls.ca_file),
+                "--tls-auth-clients",
+                "no",
+            ]
         if password:
             argv += ["--requirepass", password]
         return argv
@@ -198,10 +230,31 @@ class RedisClusterProcesses:
 
         def command(p: int, workdir: Path) -> list[str]:
             bus = bus_ports.setdefault(p, free_port())
-            return [server, "--port", str(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                    "--dir", str(workdir), "--protected-mode", "no", "--cluster-enabled", "yes",
-                    "--cluster-port", str(bus), "--cluster-config-file", "nodes.conf",
-                    "--cluster-node-timeout", str(node_timeout_ms), "--cluster-require-full-coverage", "no"]
+            return [
+                server,
+                "--port",
+                str(p),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(workdir),
+                "--protected-mode",
+                "no",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-port",
+                str(bus),
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                str(node_timeout_ms),
+                "--cluster-require-full-coverage",
+                "no",
+            ]
 
         self.nodes = [ServerProcess(f"redis-cluster-{i}", command) for i in range(count)]
 
@@ -220,11 +273,16 @@ class RedisClusterProcesses:
         for node in self.nodes:
             node.start()
         addresses = [f"127.0.0.1:{port}" for port in self.ports]
-        created = subprocess.run([self._cli, "--cluster", "create", *addresses, "--cluster-replicas", "0",
-                                  "--cluster-yes"], capture_output=True, timeout=timeout, check=False)
+        created = subprocess.run(
+            [self._cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
         if created.returncode != 0:
-            raise ServerUnavailable(f"redis-cli --cluster create failed: {created.stdout[-500:]!r} "
-                                    f"{created.stderr[-500:]!r}")
+            raise ServerUnavailable(
+                f"redis-cli --cluster create failed: {created.stdout[-500:]!r} {created.stderr[-500:]!r}"
+            )
         self.wait_ok(timeout)
         return self
 
@@ -268,13 +326,17 @@ def docker_registry_process(binary: str, port: int | None = None) -> ServerProce
     def command(p: int, workdir: Path) -> list[str]:
         config = workdir / "config.yml"
         # JSON is YAML: no YAML writer needed for this fixed shape.
-        config.write_text(json.dumps({
-            "version": 0.1,
-            "log": {"level": "warn", "accesslog": {"disabled": True}},
-            "storage": {"filesystem": {"rootdirectory": str(workdir / "data")}},
-            "http": {"addr": f"127.0.0.1:{p}", "secret": secrets.token_hex(16)},
-            "health": {"storagedriver": {"enabled": False}},
-        }))
+        config.write_text(
+            json.dumps(
+                {
+                    "version": 0.1,
+                    "log": {"level": "warn", "accesslog": {"disabled": True}},
+                    "storage": {"filesystem": {"rootdirectory": str(workdir / "data")}},
+                    "http": {"addr": f"127.0.0.1:{p}", "secret": secrets.token_hex(16)},
+                    "health": {"storagedriver": {"enabled": False}},
+                }
+            )
+        )
         return [binary, "serve", str(config)]
 
     return ServerProcess("docker-registry", command, port=port)
@@ -286,9 +348,19 @@ def haproxy_sni_process(binary: str, routes: Mapping[str, int], port: int | None
     Route); a connection with another or no SNI is closed."""
 
     def command(p: int, workdir: Path) -> list[str]:
-        lines = ["global", "  maxconn 256", "defaults", "  mode tcp", "  timeout connect 5s",
-                 "  timeout client 60s", "  timeout server 60s", "frontend passthrough", f"  bind 127.0.0.1:{p}",
-                 "  tcp-request inspect-delay 5s", "  tcp-request content accept if { req_ssl_hello_type 1 }"]
+        lines = [
+            "global",
+            "  maxconn 256",
+            "defaults",
+            "  mode tcp",
+            "  timeout connect 5s",
+            "  timeout client 60s",
+            "  timeout server 60s",
+            "frontend passthrough",
+            f"  bind 127.0.0.1:{p}",
+            "  tcp-request inspect-delay 5s",
+            "  tcp-request content accept if { req_ssl_hello_type 1 }",
+        ]
         backends: list[str] = []
         for index, (name, target) in enumerate(sorted(routes.items())):
             lines.append(f"  use_backend route{index} if {{ req_ssl_sni -i {name} }}")

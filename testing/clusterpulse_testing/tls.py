@@ -34,8 +34,9 @@ class Certificates:
         return self.ca_file.read_text()
 
 
-def make_certificates(directory: Path, server_name: str, ip: str | None = None,
-                      ca_name: str = "clusterpulse test CA") -> Certificates:
+def make_certificates(
+    directory: Path, server_name: str, ip: str | None = None, ca_name: str = "clusterpulse test CA"
+) -> Certificates:
     """A private CA and a server certificate for ``server_name`` (and ``ip`` when given), in ``directory``."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -47,30 +48,57 @@ def make_certificates(directory: Path, server_name: str, ip: str | None = None,
 
     now = datetime.datetime.now(datetime.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(name(ca_name)).issuer_name(name(ca_name))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=7))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    cert = (x509.CertificateBuilder().subject_name(name(server_name)).issuer_name(ca.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=7))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName(server_name), *([x509.IPAddress(ipaddress.ip_address(ip))] if ip else [])]),
-                critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name(ca_name))
+        .issuer_name(name(ca_name))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=7))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name(server_name))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=7))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(server_name), *([x509.IPAddress(ipaddress.ip_address(ip))] if ip else [])]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     directory.mkdir(parents=True, exist_ok=True)
     made = Certificates(directory / "ca.crt", directory / "tls.crt", directory / "tls.key")
     made.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     made.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    made.key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                serialization.NoEncryption()))
+    made.key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return made
 
 

@@ -141,11 +141,17 @@ def same_value(got: Any, want: Any, *, strict_types: bool = True) -> bool:
             return False
         return isinstance(got, int | float) and got == want
     if isinstance(want, dict):
-        return (isinstance(got, dict) and set(got) == set(want)
-                and all(same_value(got[k], want[k], strict_types=strict_types) for k in want))
+        return (
+            isinstance(got, dict)
+            and set(got) == set(want)
+            and all(same_value(got[k], want[k], strict_types=strict_types) for k in want)
+        )
     if isinstance(want, list):
-        return (isinstance(got, list | tuple) and len(got) == len(want)
-                and all(same_value(g, w, strict_types=strict_types) for g, w in zip(got, want, strict=True)))
+        return (
+            isinstance(got, list | tuple)
+            and len(got) == len(want)
+            and all(same_value(g, w, strict_types=strict_types) for g, w in zip(got, want, strict=True))
+        )
     return bool(got == want)
 
 
@@ -156,10 +162,21 @@ def same_value(got: Any, want: Any, *, strict_types: bool = True) -> bool:
 #: The fields docs/compatibility.md#r1 adds to ``cluster:<c>:metrics`` beyond the Go controller's nine, with the
 #: value they hold when the stored ClusterMetrics did not set them.
 R1_ADDED_METRICS: dict[str, int | float] = {
-    "nodes_not_ready": 0, "pods_pending": 0, "pods_failed": 0, "cpu_allocatable": 0.0,
-    "cpu_requested": 0.0, "cpu_usage_percent": 0.0, "memory_allocatable": 0, "memory_requested": 0,
-    "memory_usage_percent": 0.0, "storage_capacity": 0, "storage_used": 0, "pvcs": 0, "services": 0,
-    "statefulsets": 0, "daemonsets": 0,
+    "nodes_not_ready": 0,
+    "pods_pending": 0,
+    "pods_failed": 0,
+    "cpu_allocatable": 0.0,
+    "cpu_requested": 0.0,
+    "cpu_usage_percent": 0.0,
+    "memory_allocatable": 0,
+    "memory_requested": 0,
+    "memory_usage_percent": 0.0,
+    "storage_capacity": 0,
+    "storage_used": 0,
+    "pvcs": 0,
+    "services": 0,
+    "statefulsets": 0,
+    "daemonsets": 0,
 }
 #: The R3 resource-collection keys (per cluster) a pull reconcile now writes.
 R3_KEYS = ("pods", "deployments", "services", "statefulsets", "daemonsets", "resource_metadata")
@@ -181,18 +198,31 @@ def _health_decision(example: dict[str, Any]) -> None:
         status = (keys.get(f"cluster:{cluster}:status") or {}).get("json")
         if isinstance(status, dict) and status.get("message") == "Cluster is reachable":
             status.update(health=verdict.health, message=verdict.message)
-        counts = {"health": verdict.health, "nodes": metrics.nodes, "nodes_ready": metrics.nodes_ready,
-                  "namespaces": metrics.namespaces}
-        events = [*(keys.get(f"events:{cluster}") or {}).get("items", ()),
-                  *(p.get("json") for p in example.get("published", ()))]
+        counts = {
+            "health": verdict.health,
+            "nodes": metrics.nodes,
+            "nodes_ready": metrics.nodes_ready,
+            "namespaces": metrics.namespaces,
+        }
+        events = [
+            *(keys.get(f"events:{cluster}") or {}).get("items", ()),
+            *(p.get("json") for p in example.get("published", ())),
+        ]
         for event in events:
-            if isinstance(event, dict) and event.get("type") == "cluster.reconciled" \
-                    and event.get("cluster") == cluster and isinstance(event.get("data"), dict):
+            if (
+                isinstance(event, dict)
+                and event.get("type") == "cluster.reconciled"
+                and event.get("cluster") == cluster
+                and isinstance(event.get("data"), dict)
+            ):
                 event["data"].update(counts)
 
 
-def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | None = None,
-                          metrics_from: Callable[[str], dict[str, Any]] | None = None) -> dict[str, Any]:
+def with_reader_decisions(
+    example: dict[str, Any],
+    creation_timestamp: str | None = None,
+    metrics_from: Callable[[str], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """``example`` with the expectations docs/compatibility.md#r1, #r3, #r6, #r7 add (a deep copy).
 
     Metrics values gain the R1 fields (``metrics_from(key)`` supplies them when given, else
@@ -207,11 +237,18 @@ def with_reader_decisions(example: dict[str, Any], creation_timestamp: str | Non
                 want["json"].setdefault(field, value)
         current = (want.get("fields") or {}).get("current")
         # An unknown creation time (None) is left out of the node value.
-        if (creation_timestamp is not None and key.count(":node:") == 1 and not key.endswith(":metrics")
-                and isinstance(current, dict)):
+        if (
+            creation_timestamp is not None
+            and key.count(":node:") == 1
+            and not key.endswith(":metrics")
+            and isinstance(current, dict)
+        ):
             current["json"].setdefault("creation_timestamp", creation_timestamp)
     if any(op.get("op") == "reconcile_cluster_connection" for op in adapted.get("operations", ())):
         _health_decision(adapted)
-        adapted["absent_keys"] = [key for key in adapted.get("absent_keys", [])
-                                  if not (key.startswith("cluster:") and key.rsplit(":", 1)[-1] in R3_KEYS)]
+        adapted["absent_keys"] = [
+            key
+            for key in adapted.get("absent_keys", [])
+            if not (key.startswith("cluster:") and key.rsplit(":", 1)[-1] in R3_KEYS)
+        ]
     return adapted

@@ -33,44 +33,81 @@ WAIT = CoreSettings().request_timeout
 
 def node(name: str, ready: bool = True, cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]:
     """A node with a Ready condition."""
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {}},
-            "spec": {},
-            "status": {"capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
-                       "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                                       "reason": "KubeletReady" if ready else "KubeletNotReady",
-                                       "message": "kubelet is posting ready status" if ready else "PLEG not healthy",
-                                       "lastTransitionTime": "2025-01-01T00:00:00Z"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {}},
+        "spec": {},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    "message": "kubelet is posting ready status" if ready else "PLEG not healthy",
+                    "lastTransitionTime": "2025-01-01T00:00:00Z",
+                }
+            ],
+        },
+    }
 
 
 def cactus(name: str, phase: str) -> dict[str, Any]:
     """One object of the custom type the MetricSource collects."""
-    return {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "metadata": {"name": name, "namespace": "garden"},
-            "spec": {"arms": 2}, "status": {"phase": phase}}
+    return {
+        "apiVersion": CUSTOM_API_VERSION,
+        "kind": "Cactus",
+        "metadata": {"name": name, "namespace": "garden"},
+        "spec": {"arms": 2},
+        "status": {"phase": phase},
+    }
 
 
 def cactus_crd() -> dict[str, Any]:
     """The CRD of the custom type on the managed cluster."""
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "cacti.botany.example.io"},
-            "spec": {"group": "botany.example.io", "scope": "Namespaced",
-                     "names": {"kind": "Cactus", "plural": "cacti", "singular": "cactus", "listKind": "CactusList"},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": {"type": "object",
-                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "cacti.botany.example.io"},
+        "spec": {
+            "group": "botany.example.io",
+            "scope": "Namespaced",
+            "names": {"kind": "Cactus", "plural": "cacti", "singular": "cactus", "listKind": "CactusList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
 
 
 def managed_objects(*extra: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Two Ready nodes and a namespace, plus ``extra``."""
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
-            node("node-a"), node("node-b"), *[dict(e) for e in extra]]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+        node("node-a"),
+        node("node-b"),
+        *[dict(e) for e in extra],
+    ]
 
 
 def secret(name: str) -> dict[str, Any]:
     """The hub Secret holding the managed cluster's token and the CA of the emulators' HTTPS."""
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NAMESPACE},
-            "data": {"token": base64.b64encode(TOKEN.encode()).decode(),
-                     "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "data": {
+            "token": base64.b64encode(TOKEN.encode()).decode(),
+            "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode(),
+        },
+    }
 
 
 def cluster_connection(name: str, endpoint: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -78,14 +115,22 @@ def cluster_connection(name: str, endpoint: str, labels: Mapping[str, str] | Non
     spec: dict[str, Any] = {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}}
     if labels:
         spec["labels"] = dict(labels)
-    return {"apiVersion": GROUP_VERSION, "kind": "ClusterConnection",
-            "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "ClusterConnection",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
+    }
 
 
 def alert_rule(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     """An AlertRule object."""
-    return {"apiVersion": GROUP_VERSION, "kind": "AlertRule", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": dict(spec)}
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "AlertRule",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": dict(spec),
+    }
 
 
 class FakeMonotonic:
@@ -144,14 +189,22 @@ class Controller:
         self.manager.stop()
 
 
-def start_controller(hub: Any, redis_url: str, tmp_path: Path, plugins: tuple[str, ...],
-                     alerts: str = "", clock: FakeMonotonic | None = None) -> Controller:
+def start_controller(
+    hub: Any,
+    redis_url: str,
+    tmp_path: Path,
+    plugins: tuple[str, ...],
+    alerts: str = "",
+    clock: FakeMonotonic | None = None,
+) -> Controller:
     """Load the plugins from a config file, swap the engine clock, start a Manager and wait for sync."""
     names = ", ".join(f'"{p}"' for p in plugins)
-    text = (f'[clusterpulse]\nplugins = [{names}]\nnamespace = "{NAMESPACE}"\n'
-            'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
-            f'[plugins.redis]\nurl = "{redis_url}"\n[plugins.alerts]\nevaluation_interval = 0.05\n'
-            f'status_interval = 0.2\n{alerts}\n')
+    text = (
+        f'[clusterpulse]\nplugins = [{names}]\nnamespace = "{NAMESPACE}"\n'
+        'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
+        f'[plugins.redis]\nurl = "{redis_url}"\n[plugins.alerts]\nevaluation_interval = 0.05\n'
+        f"status_interval = 0.2\n{alerts}\n"
+    )
     config_file = tmp_path / f"clusterpulse-{time.monotonic_ns()}.toml"
     config_file.write_text(text)
     config, host = load(str(config_file), env={})
@@ -171,8 +224,11 @@ def reconciles(manager: Manager, controller: str) -> float:
     total = 0.0
     for metric in manager.runtime.metrics.collect():
         if metric.name == "controller_runtime_reconcile":
-            total += sum(s.value for s in metric.samples
-                         if s.name == "controller_runtime_reconcile_total" and s.labels.get("controller") == controller)
+            total += sum(
+                s.value
+                for s in metric.samples
+                if s.name == "controller_runtime_reconcile_total" and s.labels.get("controller") == controller
+            )
     return total
 
 

@@ -46,7 +46,8 @@ def _rule_status(hub: Any, name: str) -> dict[str, Any]:
 
 
 def test_alert_rule_over_an_aggregation_fires_on_selected_clusters_and_resolves(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = hub_api(kube_api)
     prod = kube_api(objects=managed_objects(cactus_crd(), cactus("saguaro", "Failed"), cactus("barrel", "Blooming")))
     dev = kube_api(objects=managed_objects(cactus_crd(), cactus("saguaro", "Failed")))
@@ -57,24 +58,43 @@ def test_alert_rule_over_an_aggregation_fires_on_selected_clusters_and_resolves(
     tap = EventTap(client)
     controller = start_controller(hub, redis_url, tmp_path, PLUGINS)
     try:
-        eventually(lambda: all((hub.get(GROUP_VERSION, "clusterconnections", c, NAMESPACE).get("status") or {})
-                             .get("phase") == "Connected" for c in ("prod", "dev")), "connected clusters", timeout=WAIT)
-        hub.create({"apiVersion": GROUP_VERSION, "kind": "MetricSource",
-                    "metadata": {"name": "pod-phases", "namespace": NAMESPACE}, "spec": POD_PHASES})
-        eventually(lambda: client.exists(f"cluster:prod:custom:{NAMESPACE}/pod-phases:aggregations"),
-                   "the aggregation", timeout=WAIT)
+        eventually(
+            lambda: all(
+                (hub.get(GROUP_VERSION, "clusterconnections", c, NAMESPACE).get("status") or {}).get("phase")
+                == "Connected"
+                for c in ("prod", "dev")
+            ),
+            "connected clusters",
+            timeout=WAIT,
+        )
+        hub.create(
+            {
+                "apiVersion": GROUP_VERSION,
+                "kind": "MetricSource",
+                "metadata": {"name": "pod-phases", "namespace": NAMESPACE},
+                "spec": POD_PHASES,
+            }
+        )
+        eventually(
+            lambda: client.exists(f"cluster:prod:custom:{NAMESPACE}/pod-phases:aggregations"),
+            "the aggregation",
+            timeout=WAIT,
+        )
         hub.create(alert_rule("failed-cacti", FAILED_CACTI))
 
         fired = eventually(lambda: alert_hashes(client, "prod"), "the AlertRule's alert", timeout=WAIT)
-        (alert_id, fields), = fired.items()
+        ((alert_id, fields),) = fired.items()
         assert fields["name"] == "failed-cacti"
         assert fields["severity"] == "warning"
         assert fields["source"] == f"AlertRule {NAMESPACE}/failed-cacti"
         assert fields["resource_type"] == "cluster" and fields["resource_name"] == "prod"
         assert fields["message"] == "failed cacti on prod (2 nodes)"
         assert alert_hashes(client, "dev") == {}  # not selected
-        status = eventually(lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 1
-                            and _rule_status(hub, "failed-cacti"), "the rule's status", timeout=WAIT)
+        status = eventually(
+            lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 1 and _rule_status(hub, "failed-cacti"),
+            "the rule's status",
+            timeout=WAIT,
+        )
         assert status["phase"] == "Ready"
         assert status["firing"] == ["prod"]
 
@@ -83,10 +103,13 @@ def test_alert_rule_over_an_aggregation_fires_on_selected_clusters_and_resolves(
         prod.update(saguaro)
         cycle(controller.manager, "metricsource")
         eventually(lambda: not alert_hashes(client, "prod"), "the resolution", timeout=WAIT)
-        eventually(lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 0,
-                   "the status after", timeout=WAIT)
-        events = [(e["type"], e["data"]["id"]) for e in eventually(lambda: len(tap.drain()) >= 2 and tap.seen,
-                                                                  "the events", timeout=WAIT)]
+        eventually(
+            lambda: _rule_status(hub, "failed-cacti").get("firingClusters") == 0, "the status after", timeout=WAIT
+        )
+        events = [
+            (e["type"], e["data"]["id"])
+            for e in eventually(lambda: len(tap.drain()) >= 2 and tap.seen, "the events", timeout=WAIT)
+        ]
         assert events == [("alert.fired", alert_id), ("alert.resolved", alert_id)]
     finally:
         controller.stop()
@@ -95,24 +118,32 @@ def test_alert_rule_over_an_aggregation_fires_on_selected_clusters_and_resolves(
 
 
 def test_invalid_alert_rules_get_phase_error_with_the_position(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = hub_api(kube_api)
     controller = start_controller(hub, redis_url, tmp_path, PLUGINS)
     try:
         hub.create(alert_rule("syntax", {"condition": "nodes >"}))
         hub.create(alert_rule("typo", {"condition": "nodes_redy < nodes"}))
         hub.create(alert_rule("function", {"condition": "nope(nodes) > 1"}))
-        syntax = eventually(lambda: _rule_status(hub, "syntax").get("phase") and _rule_status(hub, "syntax"),
-                            "the syntax error", timeout=WAIT)
+        syntax = eventually(
+            lambda: _rule_status(hub, "syntax").get("phase") and _rule_status(hub, "syntax"),
+            "the syntax error",
+            timeout=WAIT,
+        )
         assert syntax["phase"] == "Error"
         assert syntax["message"].startswith("spec.condition: ")
         assert syntax["errorPosition"] == 7
-        typo = eventually(lambda: _rule_status(hub, "typo").get("phase") and _rule_status(hub, "typo"),
-                          "the typo", timeout=WAIT)
+        typo = eventually(
+            lambda: _rule_status(hub, "typo").get("phase") and _rule_status(hub, "typo"), "the typo", timeout=WAIT
+        )
         assert typo["phase"] == "Error" and typo["errorPosition"] == 0
         assert "unknown metric 'nodes_redy'" in typo["message"]
-        function = eventually(lambda: _rule_status(hub, "function").get("phase") and _rule_status(hub, "function"),
-                              "the unknown function", timeout=WAIT)
+        function = eventually(
+            lambda: _rule_status(hub, "function").get("phase") and _rule_status(hub, "function"),
+            "the unknown function",
+            timeout=WAIT,
+        )
         assert function["phase"] == "Error" and "nope" in function["message"]
         assert function["errorPosition"] == 0
     finally:

@@ -35,8 +35,11 @@ RULES = "[plugins.alerts.rules.NodeNotReady]\nfor = 60\n"
 def _events(client: redis.Redis, cluster: str) -> list[dict[str, Any]]:
     from clusterpulse_core.serde import loads
 
-    return [e for e in (loads(raw) for raw in client.lrange(f"events:{cluster}", 0, -1))
-            if str(e["type"]).startswith("alert.")]
+    return [
+        e
+        for e in (loads(raw) for raw in client.lrange(f"events:{cluster}", 0, -1))
+        if str(e["type"]).startswith("alert.")
+    ]
 
 
 def _set_ready(managed: Any, name: str, ready: bool) -> None:
@@ -46,7 +49,8 @@ def _set_ready(managed: Any, name: str, ready: bool) -> None:
 
 
 def test_not_ready_node_fires_after_for_and_resolves_once(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = hub_api(kube_api)
     managed = kube_api(objects=managed_objects())
     hub.create(secret("prod-token"))
@@ -61,14 +65,17 @@ def test_not_ready_node_fires_after_for_and_resolves_once(
         _set_ready(managed, "node-b", False)
         cycle(controller.manager)
         # Pending: the ticker keeps evaluating, but the clock has not moved past `for`.
-        eventually(lambda: any(not a.firing for a in controller.plugin.engine.active.get(("cluster", "prod"), {})
-                             .values()), "the pending alert", timeout=WAIT)
+        eventually(
+            lambda: any(not a.firing for a in controller.plugin.engine.active.get(("cluster", "prod"), {}).values()),
+            "the pending alert",
+            timeout=WAIT,
+        )
         assert alert_hashes(client, "prod") == {}
 
         controller.clock.advance(60)
         fired = eventually(lambda: alert_hashes(client, "prod"), "the firing alert", timeout=WAIT)
         assert len(fired) == 1
-        (alert_id, fields), = fired.items()
+        ((alert_id, fields),) = fired.items()
         assert alert_id.startswith("NodeNotReady-")
         assert fields["id"] == alert_id
         assert fields["name"] == "NodeNotReady"
@@ -100,7 +107,8 @@ def test_not_ready_node_fires_after_for_and_resolves_once(
 
 
 def test_restart_keeps_firing_alerts_without_announcing_them_again(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = hub_api(kube_api)
     managed = kube_api(objects=managed_objects())
     hub.create(secret("prod-token"))
@@ -159,8 +167,7 @@ def test_deleted_cluster_takes_its_alerts(kube_api: Callable[..., Any], redis_ur
         client.close()
 
 
-def test_start_survives_an_unreadable_store(kube_api: Callable[..., Any], tmp_path: Path,
-                                            caplog: Any) -> None:
+def test_start_survives_an_unreadable_store(kube_api: Callable[..., Any], tmp_path: Path, caplog: Any) -> None:
     import socket
 
     from clusterpulse_core.kube.client import KubeClient
@@ -170,8 +177,10 @@ def test_start_survives_an_unreadable_store(kube_api: Callable[..., Any], tmp_pa
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     config_file = tmp_path / "unreachable.toml"
-    config_file.write_text('[clusterpulse]\nplugins = ["redis", "alerts"]\n[plugins.redis]\n'
-                           f'url = "redis://127.0.0.1:{closed_port}/0"\nretry_attempts = 0\n')
+    config_file.write_text(
+        '[clusterpulse]\nplugins = ["redis", "alerts"]\n[plugins.redis]\n'
+        f'url = "redis://127.0.0.1:{closed_port}/0"\nretry_attempts = 0\n'
+    )
     config, host = load(str(config_file), env={})
     runtime = build_runtime(config, host, hub=KubeClient(hub_api(kube_api).api_client()))
     start_plugins(runtime)

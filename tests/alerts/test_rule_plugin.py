@@ -34,8 +34,7 @@ CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 
 def _cli(args: list[str], config: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CLUSTERPULSE_CONFIG", "NAMESPACE", "REDIS_HOST")}
-    return subprocess.run([*CLI, "--config", str(config), *args], env=env, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([*CLI, "--config", str(config), *args], env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_rule_plugin_adds_a_rule(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
@@ -49,7 +48,7 @@ def test_rule_plugin_adds_a_rule(kube_api: Callable[..., Any], redis_url: str, t
         contributed = controller.manager.runtime.contributions.alert_rules["ExampleSmallCluster"]
         assert contributed.plugin == "example-rules"
         fired = eventually(lambda: alert_hashes(client, "edge"), "the plugin rule's alert", timeout=WAIT)
-        (alert_id, fields), = ((k, v) for k, v in fired.items() if v["name"] == "ExampleSmallCluster")
+        ((alert_id, fields),) = ((k, v) for k, v in fired.items() if v["name"] == "ExampleSmallCluster")
         assert fields["source"] == "plugin example-rules"
         assert fields["severity"] == "info"
         assert fields["message"] == "cluster edge has only 2 nodes"
@@ -58,8 +57,10 @@ def test_rule_plugin_adds_a_rule(kube_api: Callable[..., Any], redis_url: str, t
         client.close()
 
     config = tmp_path / "cli.toml"
-    config.write_text(f'[clusterpulse]\nplugins = {json.dumps(list(PLUGINS))}\nnamespace = "{NAMESPACE}"\n'
-                      f'[plugins.redis]\nurl = "{redis_url}"\n')
+    config.write_text(
+        f'[clusterpulse]\nplugins = {json.dumps(list(PLUGINS))}\nnamespace = "{NAMESPACE}"\n'
+        f'[plugins.redis]\nurl = "{redis_url}"\n'
+    )
     listed = _cli(["plugins", "--json"], config)
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)["plugins"]}
@@ -80,8 +81,10 @@ def test_rules_table_tunes_and_disables_rules(kube_api: Callable[..., Any], redi
     hub.create(secret("edge-token"))
     hub.create(cluster_connection("edge", managed.url))
     client = redis.Redis.from_url(redis_url)
-    rules = ("[plugins.alerts.rules.ExampleSmallCluster]\nthreshold = 2\nseverity = \"warning\"\n"
-             "[plugins.alerts.rules.NodeUnschedulable]\nenabled = false\n")
+    rules = (
+        '[plugins.alerts.rules.ExampleSmallCluster]\nthreshold = 2\nseverity = "warning"\n'
+        "[plugins.alerts.rules.NodeUnschedulable]\nenabled = false\n"
+    )
     controller = start_controller(hub, redis_url, tmp_path, PLUGINS, rules)
     try:
         eventually(lambda: client.exists("cluster:edge:status"), "the first reconcile", timeout=WAIT)

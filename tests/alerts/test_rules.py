@@ -110,8 +110,11 @@ def test_each_node_rule_fires_on_its_condition(rig: Rig) -> None:
     rig.clock.advance(60)
     rig.put(NodesPiece("c1", nodes))
     assert rig.firing() == {
-        ("c1", "NodeUnschedulable", "cordoned"), ("c1", "NodeUnschedulable", "tainted"),
-        ("c1", "NodeNotReady", "down"), ("c1", "NodeMemoryPressure", "mem"), ("c1", "NodeDiskPressure", "disk"),
+        ("c1", "NodeUnschedulable", "cordoned"),
+        ("c1", "NodeUnschedulable", "tainted"),
+        ("c1", "NodeNotReady", "down"),
+        ("c1", "NodeMemoryPressure", "mem"),
+        ("c1", "NodeDiskPressure", "disk"),
         ("c1", "NodePIDPressure", "pid"),
     }
     fired = [e for e in rig.recorder.of(EventPiece) if e.type == "alert.fired"]
@@ -135,18 +138,31 @@ def test_requests_rule_uses_the_threshold_and_for(rig: Rig) -> None:
 
 
 def test_cluster_operator_olm_unreachable_and_metricsource_rules(rig: Rig) -> None:
-    rig.put(ClusterOperatorsPiece("c1", (ClusterOperatorInfo("dns", available=True),
-                                         ClusterOperatorInfo("auth", available=False, degraded=True, message="no pods"),
-                                         ClusterOperatorInfo("ingress", available=True, degraded=True))),
-            OperatorsPiece("c1", (OperatorInfo("good", status="Succeeded"),
-                                  OperatorInfo("bad", status="Failed", installed_namespace="ops"))),
-            ClusterStatusPiece("c2", ClusterStatusRecord("unhealthy", "connection refused")),
-            MetricSourceOutcomePiece("ns/phases", collected=("c1",), failures={"c3": "forbidden"}))
+    rig.put(
+        ClusterOperatorsPiece(
+            "c1",
+            (
+                ClusterOperatorInfo("dns", available=True),
+                ClusterOperatorInfo("auth", available=False, degraded=True, message="no pods"),
+                ClusterOperatorInfo("ingress", available=True, degraded=True),
+            ),
+        ),
+        OperatorsPiece(
+            "c1",
+            (OperatorInfo("good", status="Succeeded"), OperatorInfo("bad", status="Failed", installed_namespace="ops")),
+        ),
+        ClusterStatusPiece("c2", ClusterStatusRecord("unhealthy", "connection refused")),
+        MetricSourceOutcomePiece("ns/phases", collected=("c1",), failures={"c3": "forbidden"}),
+    )
     rig.clock.advance(60)
     rig.backend.send(rig.engine.evaluate_all())
-    assert rig.firing() == {("c1", "ClusterOperatorDown", "auth"), ("c1", "ClusterOperatorDown", "ingress"),
-                            ("c1", "OperatorFailed", "bad"), ("c2", "ClusterUnreachable", "c2"),
-                            ("c3", "MetricSourceCollectionFailing", "phases")}
+    assert rig.firing() == {
+        ("c1", "ClusterOperatorDown", "auth"),
+        ("c1", "ClusterOperatorDown", "ingress"),
+        ("c1", "OperatorFailed", "bad"),
+        ("c2", "ClusterUnreachable", "c2"),
+        ("c3", "MetricSourceCollectionFailing", "phases"),
+    }
     by_name = {a.resource_name: a for a in rig.engine.firing()}
     assert by_name["auth"].message == "ClusterOperator auth is unavailable and degraded: no pods"
     assert by_name["bad"].namespace == "ops"
@@ -154,8 +170,10 @@ def test_cluster_operator_olm_unreachable_and_metricsource_rules(rig: Rig) -> No
     assert by_name["phases"].message == "MetricSource ns/phases cannot collect from cluster c3: forbidden"
     assert by_name["c2"].message == "cluster c2 is unreachable: connection refused"
     # The next run reaches c3: its alert resolves; c2 becomes healthy: its alert resolves.
-    rig.put(MetricSourceOutcomePiece("ns/phases", collected=("c1", "c3")),
-            ClusterStatusPiece("c2", ClusterStatusRecord("healthy", "Cluster is reachable")))
+    rig.put(
+        MetricSourceOutcomePiece("ns/phases", collected=("c1", "c3")),
+        ClusterStatusPiece("c2", ClusterStatusRecord("healthy", "Cluster is reachable")),
+    )
     assert ("c3", "MetricSourceCollectionFailing", "phases") not in rig.firing()
     assert ("c2", "ClusterUnreachable", "c2") not in rig.firing()
     # Reached but unhealthy by its nodes (docs/readers.md#r7-health): not unreachable.
@@ -166,9 +184,11 @@ def test_cluster_operator_olm_unreachable_and_metricsource_rules(rig: Rig) -> No
 
 
 def test_registry_rules(rig: Rig) -> None:
-    rig.put(RegistryStatusPiece("hub", RegistryStatusRecord(available=False, error="connection refused")),
-            RegistryStatusPiece("slow", RegistryStatusRecord(available=True, response_time=7000)),
-            RegistryStatusPiece("fast", RegistryStatusRecord(available=True, response_time=20)))
+    rig.put(
+        RegistryStatusPiece("hub", RegistryStatusRecord(available=False, error="connection refused")),
+        RegistryStatusPiece("slow", RegistryStatusRecord(available=True, response_time=7000)),
+        RegistryStatusPiece("fast", RegistryStatusRecord(available=True, response_time=20)),
+    )
     rig.clock.advance(60)
     rig.backend.send(rig.engine.evaluate_all())
     assert rig.firing() == {("hub", "RegistryUnavailable", "hub"), ("slow", "RegistryDegraded", "slow")}
@@ -222,14 +242,17 @@ def test_restored_alerts_are_kept_and_resolve_without_a_second_fired_event(rig: 
     assert out == []  # still firing, already announced; the orphan's rule may load later
     clock.advance(60)
     out = engine.evaluate("cluster", "c1", refresh=False)
-    assert [(type(p).__name__, getattr(p, "type", "")) for p in out] == [("AlertResolution", ""),
-                                                                        ("EventPiece", "alert.resolved")]
+    assert [(type(p).__name__, getattr(p, "type", "")) for p in out] == [
+        ("AlertResolution", ""),
+        ("EventPiece", "alert.resolved"),
+    ]
     assert out[0].alert == orphan  # type: ignore[attr-defined]
 
 
 def test_rule_table_validation_names_the_key() -> None:
     assert read_overrides({"NodeNotReady": {"for": 30, "enabled": True}}) == {
-        "NodeNotReady": RuleOverride(enabled=True, for_seconds=30.0)}
+        "NodeNotReady": RuleOverride(enabled=True, for_seconds=30.0)
+    }
     for table, message in (
         ({"X": {"for": -1}}, "plugins.alerts.rules.X.for: expected a value >= 0"),
         ({"X": {"threshold": "high"}}, "plugins.alerts.rules.X.threshold: expected number"),

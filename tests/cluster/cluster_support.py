@@ -49,14 +49,22 @@ def secret(name: str, token: str | None, namespace: str = HUB_NAMESPACE, **extra
     data = {"ca.crt": loopback_ca().ca_pem, **extra}
     if token is not None:
         data["token"] = token
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
 
 
 def cluster_connection(name: str, spec: Mapping[str, Any], namespace: str = HUB_NAMESPACE) -> dict[str, Any]:
     """A ClusterConnection object."""
-    return {"apiVersion": CC_API, "kind": "ClusterConnection",
-            "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
+    return {
+        "apiVersion": CC_API,
+        "kind": "ClusterConnection",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": dict(spec),
+    }
 
 
 class Harness:

@@ -39,17 +39,26 @@ def make_harness(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Callable[
     """``make_harness(settings={...}, env={...}, extra={...}, pool=...)``: a Harness on ``hub``."""
     made: list[Harness] = []
 
-    def factory(settings: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-                extra: Mapping[str, object] | None = None, clock: FakeClock | None = None) -> Harness:
-        lines = ["[clusterpulse]", 'plugins = ["redis", "cluster"]', f'namespace = "{HUB_NAMESPACE}"',
-                 "[plugins.redis]", f'url = "{redis_url}"', "[plugins.cluster]"]
+    def factory(
+        settings: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        extra: Mapping[str, object] | None = None,
+        clock: FakeClock | None = None,
+    ) -> Harness:
+        lines = [
+            "[clusterpulse]",
+            'plugins = ["redis", "cluster"]',
+            f'namespace = "{HUB_NAMESPACE}"',
+            "[plugins.redis]",
+            f'url = "{redis_url}"',
+            "[plugins.cluster]",
+        ]
         lines += [f"{key} = {value!r}" for key, value in (settings or {}).items()]
         config_file = tmp_path / f"clusterpulse-{len(made)}.toml"
         config_file.write_text("\n".join(lines) + "\n")
         # No ingester runs here to publish its CA: push clusters are deployed plaintext unless a test
         # turns TLS on (and then provides the hub's CA ConfigMap itself).
-        config, host = load(str(config_file), env={"INGESTER_TLS_ENABLED": "false", **(env or {})},
-                            extra_plugins=extra)
+        config, host = load(str(config_file), env={"INGESTER_TLS_ENABLED": "false", **(env or {})}, extra_plugins=extra)
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         harness = Harness(hub, runtime, redis.Redis.from_url(redis_url), clock or FakeClock())
         harness.plugin.clock = harness.clock

@@ -93,21 +93,35 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
     assert live(cluster, "namespace") is not None
 
     role = live(cluster, "clusterrole")
-    granted = {(group, resource) for rule in role["rules"]
-               for group in rule["apiGroups"] for resource in rule["resources"]}
-    assert {("", "nodes"), ("", "pods"), ("", "namespaces"), ("apps", "deployments"), ("apps", "statefulsets"),
-            ("apps", "daemonsets"), ("", "services"), ("", "persistentvolumeclaims"),
-            ("operators.coreos.com", "clusterserviceversions"), ("operators.coreos.com", "subscriptions"),
-            ("config.openshift.io", "clusteroperators"), ("config.openshift.io", "clusterversions"),
-            ("route.openshift.io", "routes")} == granted
+    granted = {
+        (group, resource) for rule in role["rules"] for group in rule["apiGroups"] for resource in rule["resources"]
+    }
+    assert {
+        ("", "nodes"),
+        ("", "pods"),
+        ("", "namespaces"),
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("", "services"),
+        ("", "persistentvolumeclaims"),
+        ("operators.coreos.com", "clusterserviceversions"),
+        ("operators.coreos.com", "subscriptions"),
+        ("config.openshift.io", "clusteroperators"),
+        ("config.openshift.io", "clusterversions"),
+        ("route.openshift.io", "routes"),
+    } == granted
     assert all(rule["verbs"] == ["get", "list", "watch"] for rule in role["rules"])
     assert not any("*" in rule["resources"] or "*" in rule["apiGroups"] for rule in role["rules"])
     route = next(rule for rule in role["rules"] if rule["resources"] == ["routes"])
     assert route["resourceNames"] == ["console"]
 
     binding = live(cluster, "clusterrolebinding")
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                  "name": "clusterpulse-collector"}
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "clusterpulse-collector",
+    }
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "clusterpulse-collector", "namespace": NS}]
 
     token = live(cluster, "secret")
@@ -130,34 +144,50 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
     assert container["name"] == "collector"
     assert container["image"] == f"quay.io/clusterpulse/clusterpulse:{tag}"
     assert container["command"] == ["clusterpulse", "agent"]
-    assert container["resources"] == {"requests": {"cpu": "50m", "memory": "128Mi"},
-                                      "limits": {"cpu": "200m", "memory": "512Mi"}}
+    assert container["resources"] == {
+        "requests": {"cpu": "50m", "memory": "128Mi"},
+        "limits": {"cpu": "200m", "memory": "512Mi"},
+    }
     assert env_of(deployment) == [
         {"name": "CLUSTER_NAME", "value": "east"},
         {"name": "INGESTER_ADDRESS", "value": INGESTER},
-        {"name": "COLLECTOR_TOKEN",
-         "valueFrom": {"secretKeyRef": {"name": "clusterpulse-collector-token", "key": "token"}}},
+        {
+            "name": "COLLECTOR_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "clusterpulse-collector-token", "key": "token"}},
+        },
         {"name": "OPERATOR_SCAN_INTERVAL", "value": "300"},
     ]
 
     # The restricted Pod Security level (docs/security.md#the-agent-pod), on the namespace and the pod.
     labels = live(cluster, "namespace")["metadata"]["labels"]
     assert {key: labels[key] for key in labels if key.startswith("pod-security.kubernetes.io/")} == {
-        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
-        "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted"}
-    assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
-                                      "seccompProfile": {"type": "RuntimeDefault"}}
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 10001,
+        "runAsGroup": 10001,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     policy = live(cluster, "networkpolicy")
     assert policy["spec"]["podSelector"] == {"matchLabels": {}}
     assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
     assert "ingress" not in policy["spec"] or policy["spec"]["ingress"] == []
     egress = [(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]]
     assert not any("to" in rule for rule in policy["spec"]["egress"])
-    assert sorted(egress) == sorted([(53, "UDP"), (53, "TCP"), (443, "TCP"), (6443, "TCP"),
-                                     (int(INGESTER.rpartition(":")[2]), "TCP")])
+    assert sorted(egress) == sorted(
+        [(53, "UDP"), (53, "TCP"), (443, "TCP"), (6443, "TCP"), (int(INGESTER.rpartition(":")[2]), "TCP")]
+    )
 
     cr = harness.cr("east")
     assert FINALIZER in cr["metadata"]["finalizers"]
@@ -168,12 +198,18 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
     assert cr["status"]["phase"] == "Connected"
 
 
-def test_tls_without_system_ca_copies_the_ca_and_mounts_it(make_harness: Callable[..., Harness],
-                                                           kube_api: Callable[..., Any]) -> None:
+def test_tls_without_system_ca_copies_the_ca_and_mounts_it(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
-    harness.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-                        "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"}})
+    harness.hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
+        }
+    )
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
     assert harness.reconcile("east").ok
@@ -187,12 +223,14 @@ def test_tls_without_system_ca_copies_the_ca_and_mounts_it(make_harness: Callabl
     ]
     pod = deployment["spec"]["template"]["spec"]
     assert pod["containers"][0]["volumeMounts"] == [
-        {"name": "ingester-ca", "mountPath": "/etc/ingester-ca", "readOnly": True}]
+        {"name": "ingester-ca", "mountPath": "/etc/ingester-ca", "readOnly": True}
+    ]
     assert pod["volumes"] == [{"name": "ingester-ca", "configMap": {"name": "ingester-ca"}}]
 
 
-def test_plaintext_push_is_a_visible_opt_out(make_harness: Callable[..., Harness],
-                                            kube_api: Callable[..., Any]) -> None:
+def test_plaintext_push_is_a_visible_opt_out(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     """INGESTER_TLS_ENABLED=false: every push ClusterConnection says so (condition and Warning Event);
     a pull one does not, and with TLS (the default) none does."""
     harness = make_harness(env={"INGESTER_TLS_ENABLED": "false"})
@@ -213,15 +251,21 @@ def test_plaintext_push_is_a_visible_opt_out(make_harness: Callable[..., Harness
     assert "INGESTER_TLS_ENABLED" not in str(env_of(live(cluster, "deployment")))
 
     tls = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
-    tls.hub.create({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-                    "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"}})
+    tls.hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
+        }
+    )
     assert tls.reconcile("east").ok
     assert insecure("east") == []
 
 
-def test_a_missing_ca_configmap_is_an_error_status_naming_it(make_harness: Callable[..., Harness],
-                                                              kube_api: Callable[..., Any]) -> None:
+def test_a_missing_ca_configmap_is_an_error_status_naming_it(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
@@ -234,7 +278,8 @@ def test_a_missing_ca_configmap_is_an_error_status_naming_it(make_harness: Calla
 
 
 def test_a_refused_write_lands_in_the_status_with_the_object_and_the_reason(
-        harness: Harness, kube_api: Callable[..., Any]) -> None:
+    harness: Harness, kube_api: Callable[..., Any]
+) -> None:
     cluster = managed(kube_api)
     cluster.fail(r"/clusterroles", status=403, method="POST")
     add_push(harness, "east", cluster)
@@ -264,10 +309,12 @@ def test_ten_unchanged_reconciles_write_nothing(harness: Harness, kube_api: Call
     # What a real API server adds: defaulted container fields, strategy, extra labels by others.
     deployment = live(cluster, "deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    container.update(imagePullPolicy="IfNotPresent", terminationMessagePath="/dev/termination-log",
-                     terminationMessagePolicy="File")
-    deployment["spec"]["template"]["spec"].update(restartPolicy="Always", dnsPolicy="ClusterFirst",
-                                                  schedulerName="default-scheduler")
+    container.update(
+        imagePullPolicy="IfNotPresent", terminationMessagePath="/dev/termination-log", terminationMessagePolicy="File"
+    )
+    deployment["spec"]["template"]["spec"].update(
+        restartPolicy="Always", dnsPolicy="ClusterFirst", schedulerName="default-scheduler"
+    )
     deployment["spec"].update(strategy={"type": "RollingUpdate"}, revisionHistoryLimit=10)
     deployment["metadata"]["labels"]["team"] = "platform"
     cluster.update(deployment)
@@ -279,8 +326,7 @@ def test_ten_unchanged_reconciles_write_nothing(harness: Harness, kube_api: Call
     assert live(cluster, "deployment")["metadata"]["labels"]["team"] == "platform"
 
 
-def test_a_version_change_updates_the_deployment_exactly_once(harness: Harness,
-                                                              kube_api: Callable[..., Any]) -> None:
+def test_a_version_change_updates_the_deployment_exactly_once(harness: Harness, kube_api: Callable[..., Any]) -> None:
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
     assert harness.reconcile("east").ok
@@ -324,8 +370,9 @@ class ReadsWidgets:
         return list(self.types)
 
 
-def test_a_new_resource_type_updates_the_role_once(make_harness: Callable[..., Harness],
-                                                   kube_api: Callable[..., Any]) -> None:
+def test_a_new_resource_type_updates_the_role_once(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     widgets = ReadsWidgets()
     harness = make_harness(extra={"widgets": widgets})
     cluster = managed(kube_api)
@@ -346,8 +393,7 @@ def test_a_new_resource_type_updates_the_role_once(make_harness: Callable[..., H
 # ---------------------------------------------------------------------------------- removal
 
 
-def test_switching_to_pull_removes_everything_and_the_finalizer(harness: Harness,
-                                                               kube_api: Callable[..., Any]) -> None:
+def test_switching_to_pull_removes_everything_and_the_finalizer(harness: Harness, kube_api: Callable[..., Any]) -> None:
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
     assert harness.reconcile("east").ok
@@ -364,8 +410,9 @@ def test_switching_to_pull_removes_everything_and_the_finalizer(harness: Harness
 
 def _manager(harness: Harness) -> Manager:
     config = harness.runtime.config
-    harness.runtime.config = attrs.evolve(config, core=attrs.evolve(
-        config.core, metrics_bind_address="0", health_probe_bind_address="0"))
+    harness.runtime.config = attrs.evolve(
+        config, core=attrs.evolve(config.core, metrics_bind_address="0", health_probe_bind_address="0")
+    )
     harness.plugin.clock = utcnow
     return Manager(harness.runtime, identity="test")
 
@@ -379,8 +426,10 @@ def test_delete_removes_every_object_then_the_finalizer(harness: Harness, kube_a
         wait(lambda: live(cluster, "deployment") is not None, "the agent Deployment")
         wait(lambda: FINALIZER in (harness.cr("east")["metadata"].get("finalizers") or []), "the finalizer")
         harness.hub.delete(CC_API, "clusterconnections", "east", HUB_NAMESPACE)
-        wait(lambda: harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is None,
-             "the ClusterConnection to go")
+        wait(
+            lambda: harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is None,
+            "the ClusterConnection to go",
+        )
         assert [what for what in OBJECT_PATHS if live(cluster, what) is not None] == []
         wait(lambda: harness.redis.get("cluster:east:status") is None, "the stored data to go")
     finally:
@@ -388,7 +437,8 @@ def test_delete_removes_every_object_then_the_finalizer(harness: Harness, kube_a
 
 
 def test_an_unreachable_cluster_holds_deletion_only_until_the_timeout(
-        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     harness = make_harness(settings={"agent_removal_timeout": 3.0})
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
@@ -396,16 +446,21 @@ def test_an_unreachable_cluster_holds_deletion_only_until_the_timeout(
     manager.start()
     try:
         wait(lambda: FINALIZER in (harness.cr("east")["metadata"].get("finalizers") or []), "the finalizer")
-        wait(lambda: (harness.cr("east").get("status") or {}).get("agent", {}).get("deployed") is True,
-             "the agent to be deployed")
+        wait(
+            lambda: (harness.cr("east").get("status") or {}).get("agent", {}).get("deployed") is True,
+            "the agent to be deployed",
+        )
         cluster.stop()
         started = time.monotonic()
         harness.hub.delete(CC_API, "clusterconnections", "east", HUB_NAMESPACE)
         time.sleep(0.5)
-        assert harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is not None, \
+        assert harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is not None, (
             "deletion must wait for the removal"
-        wait(lambda: harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is None,
-             "the ClusterConnection to go after the timeout")
+        )
+        wait(
+            lambda: harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is None,
+            "the ClusterConnection to go after the timeout",
+        )
         # The timeout counts from metadata.deletionTimestamp, which has whole-second precision.
         assert time.monotonic() - started >= 2.0
         events = harness.hub.list("v1", "events", HUB_NAMESPACE)
@@ -413,15 +468,20 @@ def test_an_unreachable_cluster_holds_deletion_only_until_the_timeout(
         assert event["type"] == "Warning"
         assert event["reason"] == "AgentLeftBehind"
         assert event["involvedObject"]["kind"] == "ClusterConnection"
-        for left in ("Deployment clusterpulse-system/clusterpulse-collector", "ClusterRole clusterpulse-collector",
-                     "ClusterRoleBinding clusterpulse-collector", "Namespace clusterpulse-system"):
+        for left in (
+            "Deployment clusterpulse-system/clusterpulse-collector",
+            "ClusterRole clusterpulse-collector",
+            "ClusterRoleBinding clusterpulse-collector",
+            "Namespace clusterpulse-system",
+        ):
             assert left in event["message"]
     finally:
         manager.stop()
 
 
 def test_the_sweep_removes_objects_whose_owner_went_while_the_controller_was_stopped(
-        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     harness = make_harness()
     cluster = managed(kube_api)
     add_push(harness, "old", cluster)
@@ -447,10 +507,12 @@ def test_the_sweep_removes_objects_whose_owner_went_while_the_controller_was_sto
 
 
 def test_a_namespace_that_was_there_before_is_used_but_never_labelled_or_removed(
-        harness: Harness, kube_api: Callable[..., Any]) -> None:
+    harness: Harness, kube_api: Callable[..., Any]
+) -> None:
     cluster = managed(kube_api)
-    cluster.create({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": NS, "labels": {"owner": "platform-team"}}})
+    cluster.create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": {"owner": "platform-team"}}}
+    )
     add_push(harness, "east", cluster)
     assert harness.reconcile("east").ok
     assert live(cluster, "namespace")["metadata"]["labels"] == {"owner": "platform-team"}

@@ -39,8 +39,9 @@ def _connect(agents: Agents, harness: Harness, version: str = "0.1.0") -> None:
     agents.connected["edge"] = AgentConnection("edge", version, now - timedelta(minutes=1), now)
 
 
-def test_an_agent_the_hub_did_not_install_is_left_alone(make_harness: Callable[..., Harness],
-                                                        kube_api: Callable[..., Any]) -> None:
+def test_an_agent_the_hub_did_not_install_is_left_alone(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     agents = Agents()
     harness = make_harness(extra={"agents": agents})
     cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
@@ -59,7 +60,8 @@ def test_an_agent_the_hub_did_not_install_is_left_alone(make_harness: Callable[.
 
 
 def test_a_connected_agent_is_upgraded_and_an_unreachable_api_is_no_error(
-        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     agents = Agents()
     harness = make_harness(extra={"agents": agents})
     cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
@@ -90,12 +92,20 @@ def test_a_connected_agent_is_upgraded_and_an_unreachable_api_is_no_error(
     status = harness.cr("edge")["status"]
     assert status["phase"] == "Connected"
     # Not applied: the status keeps the version last deployed, so the next reconcile tries again.
-    assert status["agent"] == {"deployed": True, "version": "2.0.0", "connected": True,
-                               "lastHeartbeat": status["agent"]["lastHeartbeat"]}
+    assert status["agent"] == {
+        "deployed": True,
+        "version": "2.0.0",
+        "connected": True,
+        "lastHeartbeat": status["agent"]["lastHeartbeat"],
+    }
     cluster.start()
     harness.clock.advance(120)  # the breaker half-opens
     _connect(agents, harness)
     assert harness.reconcile("edge").ok
-    assert cluster.get("apps/v1", "deployments", "clusterpulse-collector", "clusterpulse-system")[
-        "spec"]["template"]["spec"]["containers"][0]["image"] == "quay.io/clusterpulse/clusterpulse:2.0.1"
+    assert (
+        cluster.get("apps/v1", "deployments", "clusterpulse-collector", "clusterpulse-system")["spec"]["template"][
+            "spec"
+        ]["containers"][0]["image"]
+        == "quay.io/clusterpulse/clusterpulse:2.0.1"
+    )
     assert harness.cr("edge")["status"]["agent"]["version"] == "2.0.1"

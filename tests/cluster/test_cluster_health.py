@@ -19,11 +19,23 @@ NODES = 4
 
 def _node(index: int, ready: bool, cordoned: bool = False) -> dict[str, Any]:
     resources = {"cpu": "10", "memory": "10Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{index}"},
-            "spec": {"unschedulable": True} if cordoned else {},
-            "status": {"capacity": resources, "allocatable": resources,
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                                       "reason": "KubeletReady" if ready else "KubeletNotReady"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{index}"},
+        "spec": {"unschedulable": True} if cordoned else {},
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                }
+            ],
+        },
+    }
 
 
 def _cluster(not_ready: int, cpu_millis: int, cordoned: int = 0) -> list[dict[str, Any]]:
@@ -35,21 +47,40 @@ def _cluster(not_ready: int, cpu_millis: int, cordoned: int = 0) -> list[dict[st
     return [*namespaces, *nodes, *pods]
 
 
-@pytest.mark.parametrize(("not_ready", "cpu_millis", "cordoned", "health", "message"), [
-    (0, 1000, 0, "healthy", "Cluster is healthy"),
-    (1, 1000, 0, "degraded", "Issues: 1 nodes not ready"),
-    (2, 1000, 0, "unhealthy", "Issues: 2 nodes not ready"),  # half of the nodes: NODE_UNHEALTHY_THRESHOLD
-    (0, 36492, 0, "degraded", "Issues: High CPU usage: 91.23%"),  # above CPU_CRITICAL_THRESHOLD (90)
-    (0, 34800, 0, "healthy", "Issues: High CPU usage: 87.00%"),  # above the warning (85) only: named, not degraded
-    (1, 36492, 0, "degraded", "Issues: 1 nodes not ready"),  # the first issue is the message
-    # docs/compatibility.md#r8: a cordoned but Ready node is not "not ready" (the demo's k8s-staging),
-    # though nodes_ready (R1) does not count it.
-    (1, 1000, 1, "degraded", "Issues: 1 nodes not ready"),
-    (0, 1000, 2, "healthy", "Cluster is healthy"),
-], ids=["all-ready", "one-not-ready", "half-not-ready", "cpu-critical", "cpu-warning", "both", "cordoned-and-not-ready",
-        "cordoned-only"])
-def test_health_in_redis_the_cr_and_the_event(harness: Harness, kube_api: Callable[..., Any], not_ready: int,
-                                               cpu_millis: int, cordoned: int, health: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("not_ready", "cpu_millis", "cordoned", "health", "message"),
+    [
+        (0, 1000, 0, "healthy", "Cluster is healthy"),
+        (1, 1000, 0, "degraded", "Issues: 1 nodes not ready"),
+        (2, 1000, 0, "unhealthy", "Issues: 2 nodes not ready"),  # half of the nodes: NODE_UNHEALTHY_THRESHOLD
+        (0, 36492, 0, "degraded", "Issues: High CPU usage: 91.23%"),  # above CPU_CRITICAL_THRESHOLD (90)
+        (0, 34800, 0, "healthy", "Issues: High CPU usage: 87.00%"),  # above the warning (85) only: named, not degraded
+        (1, 36492, 0, "degraded", "Issues: 1 nodes not ready"),  # the first issue is the message
+        # docs/compatibility.md#r8: a cordoned but Ready node is not "not ready" (the demo's k8s-staging),
+        # though nodes_ready (R1) does not count it.
+        (1, 1000, 1, "degraded", "Issues: 1 nodes not ready"),
+        (0, 1000, 2, "healthy", "Cluster is healthy"),
+    ],
+    ids=[
+        "all-ready",
+        "one-not-ready",
+        "half-not-ready",
+        "cpu-critical",
+        "cpu-warning",
+        "both",
+        "cordoned-and-not-ready",
+        "cordoned-only",
+    ],
+)
+def test_health_in_redis_the_cr_and_the_event(
+    harness: Harness,
+    kube_api: Callable[..., Any],
+    not_ready: int,
+    cpu_millis: int,
+    cordoned: int,
+    health: str,
+    message: str,
+) -> None:
     cluster = kube_api(objects=_cluster(not_ready, cpu_millis, cordoned), require_token="t")
     harness.add("c", cluster.url, token="t")
 
@@ -63,13 +94,19 @@ def test_health_in_redis_the_cr_and_the_event(harness: Harness, kube_api: Callab
     assert [c["status"] for c in status["conditions"] if c["type"] == "Ready"] == ["True"]  # it was reached
     [event] = harness.events("c")
     assert event["type"] == "cluster.reconciled"
-    assert event["data"] == {"health": health, "nodes": NODES, "nodes_ready": NODES - not_ready - cordoned,
-                             "namespaces": 2, "display_name": ""}
+    assert event["data"] == {
+        "health": health,
+        "nodes": NODES,
+        "nodes_ready": NODES - not_ready - cordoned,
+        "namespaces": 2,
+        "display_name": "",
+    }
     assert harness.json("cluster:c:metrics")["nodes_not_ready"] == not_ready + cordoned
 
 
-def test_thresholds_are_settings_with_the_upstream_env_vars(make_harness: Callable[..., Harness],
-                                                            kube_api: Callable[..., Any]) -> None:
+def test_thresholds_are_settings_with_the_upstream_env_vars(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     harness = make_harness(env={"CPU_CRITICAL_THRESHOLD": "95", "NODE_UNHEALTHY_THRESHOLD": "0.75"})
     cluster = kube_api(objects=_cluster(2, 36492), require_token="t")
     harness.add("c", cluster.url, token="t")
@@ -77,7 +114,10 @@ def test_thresholds_are_settings_with_the_upstream_env_vars(make_harness: Callab
     assert harness.reconcile("c").ok
     # Half the nodes are below 0.75, 91.23 % is below 95: degraded by the nodes only.
     assert harness.json("cluster:c:status") | {"last_check": None} == {
-        "health": "degraded", "message": "Issues: 2 nodes not ready", "last_check": None}
+        "health": "degraded",
+        "message": "Issues: 2 nodes not ready",
+        "last_check": None,
+    }
 
 
 def test_a_bad_threshold_names_its_key(make_harness: Callable[..., Harness]) -> None:

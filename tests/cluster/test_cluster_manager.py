@@ -20,17 +20,20 @@ WAIT = CoreSettings().request_timeout
 
 def _reconciles(manager: Manager) -> float:
     value = manager.runtime.metrics.get_sample_value(
-        "controller_runtime_reconcile_total", {"controller": "clusterconnection", "result": "requeue_after"})
+        "controller_runtime_reconcile_total", {"controller": "clusterconnection", "result": "requeue_after"}
+    )
     return value or 0.0
 
 
 def test_status_only_updates_do_not_reconcile_but_spec_changes_do(
-        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     harness = make_harness()
     config = harness.runtime.config
     assert config.core.namespace == HUB_NAMESPACE
-    harness.runtime.config = attrs.evolve(config, core=attrs.evolve(
-        config.core, metrics_bind_address="0", health_probe_bind_address="0"))
+    harness.runtime.config = attrs.evolve(
+        config, core=attrs.evolve(config.core, metrics_bind_address="0", health_probe_bind_address="0")
+    )
     cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
     harness.add("first", cluster.url, token=three_node.TOKEN)
     manager = Manager(harness.runtime, identity="test")
@@ -43,8 +46,11 @@ def test_status_only_updates_do_not_reconcile_but_spec_changes_do(
         # reconcile of "first" would have been queued too.
         harness.add("sentinel", cluster.url, token=three_node.TOKEN)
         eventually(lambda: _reconciles(manager) >= 2, "the sentinel's reconcile", timeout=WAIT)
-        eventually(lambda: all(len(c.queue) == 0 and not c.queue.in_flight for c in manager.controllers.values()),
-                   "an idle queue", timeout=WAIT)
+        eventually(
+            lambda: all(len(c.queue) == 0 and not c.queue.in_flight for c in manager.controllers.values()),
+            "an idle queue",
+            timeout=WAIT,
+        )
         assert _reconciles(manager) == 2
 
         obj = harness.cr("first")

@@ -34,18 +34,39 @@ def test_cluster_connection_kind_matches_the_crd_spec() -> None:
     owner, kind = host.kinds["ClusterConnection"]
     assert owner == "cluster" and kind == CLUSTER_CONNECTION and kind.reconciler is not None
     assert (kind.group, kind.version, kind.plural, kind.singular, kind.short_names, kind.namespaced) == (
-        "clusterpulse.io", "v1alpha1", "clusterconnections", "clusterconnection", ("cc",), True)
+        "clusterpulse.io",
+        "v1alpha1",
+        "clusterconnections",
+        "clusterconnection",
+        ("cc",),
+        True,
+    )
     assert kind.status_subresource and kind.workers == 10
     assert [(c.name, c.type, c.json_path) for c in kind.printer_columns] == [
-        ("Display Name", "string", ".spec.displayName"), ("Endpoint", "string", ".spec.endpoint"),
-        ("Status", "string", ".status.phase"), ("Health", "string", ".status.health"),
-        ("Age", "date", ".metadata.creationTimestamp")]
+        ("Display Name", "string", ".spec.displayName"),
+        ("Endpoint", "string", ".spec.endpoint"),
+        ("Status", "string", ".status.phase"),
+        ("Health", "string", ".status.health"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
     spec = kind.schema["properties"]["spec"]
     assert spec["required"] == ["endpoint", "credentialsRef"]
-    assert set(spec["properties"]) == {"displayName", "endpoint", "credentialsRef", "labels", "monitoring",
-                                       "collectionMode", "ingesterAddress", "collectorVersion"}
+    assert set(spec["properties"]) == {
+        "displayName",
+        "endpoint",
+        "credentialsRef",
+        "labels",
+        "monitoring",
+        "collectionMode",
+        "ingesterAddress",
+        "collectorVersion",
+    }
     assert spec["properties"]["collectionMode"] == {
-        "type": "string", "enum": ["pull", "push"], "default": "pull", "description": "How data is collected."}
+        "type": "string",
+        "enum": ["pull", "push"],
+        "default": "pull",
+        "description": "How data is collected.",
+    }
     assert spec["properties"]["credentialsRef"]["required"] == ["name"]
     assert spec["properties"]["monitoring"]["properties"]["interval"]["format"] == "int32"
     # String values (the spec's CRD), bounded as issue 27 asks (docs/faults.md#malformed-resources).
@@ -56,8 +77,17 @@ def test_cluster_connection_kind_matches_the_crd_spec() -> None:
     assert (monitoring["timeout"]["minimum"], monitoring["timeout"]["maximum"]) == (0, 3_600)
     assert spec["properties"]["endpoint"]["maxLength"] == 2048
     status = kind.schema["properties"]["status"]["properties"]
-    assert set(status) == {"phase", "lastSyncTime", "health", "message", "nodes", "namespaces", "collectorStatus",
-                           "conditions", "agent"}  # conditions: issue 15; agent: issue 11
+    assert set(status) == {
+        "phase",
+        "lastSyncTime",
+        "health",
+        "message",
+        "nodes",
+        "namespaces",
+        "collectorStatus",
+        "conditions",
+        "agent",
+    }  # conditions: issue 15; agent: issue 11
     assert status["lastSyncTime"]["format"] == "date-time"
     assert status["collectorStatus"]["required"] == ["connected"]
 
@@ -67,8 +97,12 @@ def test_settings_env_overrides_and_minimums() -> None:
     settings = build_settings(ClusterSettings, {}, "plugins.cluster", env)
     assert settings == ClusterSettings(reconciliation_interval=30, operator_scan_interval=90, connect_timeout=5)
     defaults = build_settings(ClusterSettings, {}, "plugins.cluster", {"RECONCILIATION_INTERVAL": "x"})
-    assert (defaults.reconciliation_interval, defaults.operator_scan_interval, defaults.connect_timeout,
-            defaults.page_size) == (30, 300, 10, 500)
+    assert (
+        defaults.reconciliation_interval,
+        defaults.operator_scan_interval,
+        defaults.connect_timeout,
+        defaults.page_size,
+    ) == (30, 300, 10, 500)
 
 
 @attrs.frozen
@@ -90,6 +124,7 @@ class IngressPlugin:
     @hookimpl
     def clusterpulse_collectors(self) -> Sequence[Collector]:
         """List Ingresses on every reconciled cluster."""
+
         def collect(target: ClusterTarget) -> list[Piece]:
             listing = target.client.get("/apis/networking.k8s.io/v1/ingresses")
             return [IngressesPiece(target.name, tuple(i["metadata"]["name"] for i in listing["items"]))]
@@ -103,12 +138,17 @@ class IngressPlugin:
 
 
 def ingress(name: str) -> dict[str, Any]:
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": name, "namespace": "web"},
-            "spec": {"rules": [{"host": f"{name}.example.com"}]}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "web"},
+        "spec": {"rules": [{"host": f"{name}.example.com"}]},
+    }
 
 
-def test_a_third_party_collector_adds_a_piece_to_every_cluster(make_harness: Callable[..., Harness],
-                                                               kube_api: Callable[..., Any]) -> None:
+def test_a_third_party_collector_adds_a_piece_to_every_cluster(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     extra = IngressPlugin()
     harness = make_harness(extra={"ingresses": extra})
     web = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}}
@@ -136,11 +176,20 @@ def load_fleet(kube_api: Callable[..., Any], harness: Harness) -> dict[str, Any]
         text = Template(path.read_text()).substitute(urls)
         # The hub here serves ClusterConnections only (the demo's MetricSource and access policies
         # belong to their plugins).
-        objects = [doc for doc in yaml.safe_load_all(text)
-                   if doc and doc["kind"] not in {"MetricSource", "MonitorAccessPolicy"}]
-        harness.hub.seed([o for o in objects if not harness.hub.get(o["apiVersion"], o["kind"],
-                                                                     o["metadata"]["name"],
-                                                                     o["metadata"].get("namespace"))])
+        objects = [
+            doc
+            for doc in yaml.safe_load_all(text)
+            if doc and doc["kind"] not in {"MetricSource", "MonitorAccessPolicy"}
+        ]
+        harness.hub.seed(
+            [
+                o
+                for o in objects
+                if not harness.hub.get(
+                    o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")
+                )
+            ]
+        )
     return fleet
 
 
@@ -151,24 +200,38 @@ def test_demo_fleet_reconciles(harness: Harness, kube_api: Callable[..., Any]) -
     outcomes = reconcile_once(harness.runtime)
 
     assert [(o.ref.name, o.ok, o.detail) for o in outcomes] == [
-        ("edge-lab", True, ""), ("k8s-staging", True, ""), ("ocp-prod-east", True, "")]
+        ("edge-lab", True, ""),
+        ("k8s-staging", True, ""),
+        ("ocp-prod-east", True, ""),
+    ]
     ocp_info = harness.json("cluster:ocp-prod-east:info")
     assert (ocp_info["platform"], ocp_info["version"], ocp_info["console_url"]) == (
-        "OpenShift", "4.14.33", "https://console-openshift-console.apps.ocp-prod-east.example.net")
+        "OpenShift",
+        "4.14.33",
+        "https://console-openshift-console.apps.ocp-prod-east.example.net",
+    )
     summary = harness.json("cluster:ocp-prod-east:cluster_operators_summary")
     assert summary["total"] == 9 and summary["degraded"] == 1 and summary["has_issues"] is True
     ocp_operators = {o["name"]: o for o in harness.json("cluster:ocp-prod-east:operators")}
-    assert set(ocp_operators) == {"cert-manager-operator.v1.13.0", "cluster-logging.v5.9.2",
-                                  "strimzi-cluster-operator.v0.41.0"}
+    assert set(ocp_operators) == {
+        "cert-manager-operator.v1.13.0",
+        "cluster-logging.v5.9.2",
+        "strimzi-cluster-operator.v0.41.0",
+    }
     assert ocp_operators["strimzi-cluster-operator.v0.41.0"]["available_in_namespaces"] == ["*"]
     assert ocp_operators["cluster-logging.v5.9.2"]["available_in_namespaces"] == ["openshift-logging"]
     ocp = harness.json("cluster:ocp-prod-east:metrics")
     assert (ocp["nodes"], ocp["nodes_ready"], ocp["namespaces"], ocp["deployments"]) == (6, 6, 21, 10)
-    staging_nodes = {n.decode(): harness.hash_json(f"cluster:k8s-staging:node:{n.decode()}", "current")
-                     for n in harness.redis.smembers("cluster:k8s-staging:nodes")}
+    staging_nodes = {
+        n.decode(): harness.hash_json(f"cluster:k8s-staging:node:{n.decode()}", "current")
+        for n in harness.redis.smembers("cluster:k8s-staging:nodes")
+    }
     assert {name: node["status"] for name, node in staging_nodes.items()} == {
-        "staging-cp-1": "Ready", "staging-worker-1": "Ready", "staging-worker-2": "SchedulingDisabled",
-        "staging-worker-3": "NotReady"}
+        "staging-cp-1": "Ready",
+        "staging-worker-1": "Ready",
+        "staging-worker-2": "SchedulingDisabled",
+        "staging-worker-3": "NotReady",
+    }
     preview = staging_nodes["staging-worker-1"]
     assert preview["pods_pending"] == 1 and preview["pods_running"] == 8
     assert harness.json("cluster:k8s-staging:info")["version"] == "v1.29.4"
@@ -199,8 +262,9 @@ class ThreadRecorder:
         return [Collector("threads", collect)]
 
 
-def test_reconciles_share_one_collector_pool(make_harness: Callable[..., Harness],
-                                             kube_api: Callable[..., Any]) -> None:
+def test_reconciles_share_one_collector_pool(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     recorder = ThreadRecorder()
     harness = make_harness(extra={"threads": recorder})
     api = kube_api(require_token="t")
@@ -219,15 +283,25 @@ def test_reconciles_share_one_collector_pool(make_harness: Callable[..., Harness
 def test_the_agent_collects_what_the_protocol_extension_carries(kube_api: Callable[..., Any]) -> None:
     # Services, statefulsets, daemonsets, PVCs and the resource lists travel in the protocol
     # extension (docs/push-mode.md#protocol-extension): the agent collects them as the hub does.
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}], "capacity": {"cpu": "4"}}}
-    services = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "default"}}
-                for i in range(3)]
-    cluster = kube_api(objects=[node, *services, {"apiVersion": "v1", "kind": "Namespace",
-                                                  "metadata": {"name": "default"}}])
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "capacity": {"cpu": "4"}},
+    }
+    services = [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "default"}} for i in range(3)
+    ]
+    cluster = kube_api(
+        objects=[node, *services, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]
+    )
     plugin = ClusterPlugin()
-    counted = ("/api/v1/services", "/apis/apps/v1/statefulsets", "/apis/apps/v1/daemonsets",
-               "/api/v1/persistentvolumeclaims")
+    counted = (
+        "/api/v1/services",
+        "/apis/apps/v1/statefulsets",
+        "/apis/apps/v1/daemonsets",
+        "/api/v1/persistentvolumeclaims",
+    )
     seen: dict[str, set[str]] = {}
     metrics: dict[str, Any] = {}
     client = KubeClient(cluster.api_client(), name="c1", timeout=10)

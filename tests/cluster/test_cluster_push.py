@@ -37,7 +37,8 @@ class Agents:
 
 
 def test_live_agent_means_no_pull_and_silence_or_absence_means_pull(
-        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     agents = Agents()
     clock = FakeClock()
     harness = make_harness(extra={"agents": agents}, clock=clock)
@@ -53,8 +54,7 @@ def test_live_agent_means_no_pull_and_silence_or_absence_means_pull(
     status = harness.cr("edge")["status"]
     assert status["phase"] == "Connected" and status["health"] == "healthy"
     assert status["message"] == "Collector push active (agent 1.2.3, last heartbeat 2024-12-31T23:59:40Z)"
-    assert status["collectorStatus"] == {"connected": True, "version": "1.2.3",
-                                         "lastHeartbeat": "2024-12-31T23:59:40Z"}
+    assert status["collectorStatus"] == {"connected": True, "version": "1.2.3", "lastHeartbeat": "2024-12-31T23:59:40Z"}
     assert harness.redis.get("cluster:edge:metrics") is None
     # The CR's health is the verdict of the agent's latest batch (the ingester's stored status).
     agents.connected["edge"] = attrs.evolve(agents.connected["edge"], health="degraded")
@@ -65,16 +65,21 @@ def test_live_agent_means_no_pull_and_silence_or_absence_means_pull(
     assert harness.reconcile("edge").ok
     assert cluster.requests != []
     status = harness.cr("edge")["status"]
-    assert status["message"] == ("Issues: 1 nodes not ready (push agent 1.2.3 silent since 2024-12-31T23:59:40Z: "
-                                 "collecting by pull)")
-    assert status["collectorStatus"] == {"connected": False, "version": "1.2.3",
-                                         "lastHeartbeat": "2024-12-31T23:59:40Z"}
+    assert status["message"] == (
+        "Issues: 1 nodes not ready (push agent 1.2.3 silent since 2024-12-31T23:59:40Z: collecting by pull)"
+    )
+    assert status["collectorStatus"] == {
+        "connected": False,
+        "version": "1.2.3",
+        "lastHeartbeat": "2024-12-31T23:59:40Z",
+    }
     assert harness.json("cluster:edge:metrics")["nodes"] == 3
 
     del agents.connected["edge"]
     assert harness.reconcile("edge").ok
     assert harness.cr("edge")["status"]["message"] == (
-        "Issues: 1 nodes not ready (push agent not connected: collecting by pull)")
+        "Issues: 1 nodes not ready (push agent not connected: collecting by pull)"
+    )
 
 
 def test_silence_limit_is_a_setting(make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
@@ -91,7 +96,8 @@ def test_silence_limit_is_a_setting(make_harness: Callable[..., Harness], kube_a
 
 
 def test_a_live_agent_is_looked_at_again_when_it_would_count_as_silent(
-        make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     agents = Agents()
     clock = FakeClock()
     harness = make_harness(settings={"agent_silence_limit": 10.0}, extra={"agents": agents}, clock=clock)

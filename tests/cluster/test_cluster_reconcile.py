@@ -26,53 +26,106 @@ def assert_same(got: Any, want: Any, where: str) -> None:
 
 def test_three_node_cluster_every_stored_value(harness: Harness, kube_api: Callable[..., Any]) -> None:
     cluster = managed_three_node(kube_api)
-    harness.add("three", cluster.url, token=three_node.TOKEN, displayName="Three Nodes",
-                labels={"env": "test"}, monitoring={"interval": 45})
+    harness.add(
+        "three",
+        cluster.url,
+        token=three_node.TOKEN,
+        displayName="Three Nodes",
+        labels={"env": "test"},
+        monitoring={"interval": 45},
+    )
 
     outcome = harness.reconcile("three")
 
     assert outcome.ok, outcome.detail
     assert outcome.requeue_after == 45
     r = harness.redis
-    assert_same(harness.json("cluster:three:spec"), {
-        "displayName": "Three Nodes", "endpoint": cluster.url,
-        "credentialsRef": {"name": "three-token", "namespace": ""}, "labels": {"env": "test"},
-        "monitoring": {"interval": 45, "timeout": 0}}, "spec")
+    assert_same(
+        harness.json("cluster:three:spec"),
+        {
+            "displayName": "Three Nodes",
+            "endpoint": cluster.url,
+            "credentialsRef": {"name": "three-token", "namespace": ""},
+            "labels": {"env": "test"},
+            "monitoring": {"interval": 45, "timeout": 0},
+        },
+        "spec",
+    )
     assert_same(harness.json("cluster:three:labels"), {"env": "test"}, "labels")
     assert sorted(m.decode() for m in r.smembers("cluster:three:nodes")) == ["cp-0", "worker-0", "worker-1"]
     for name, want in three_node.EXPECTED_NODES.items():
         # The API server sets creationTimestamp itself (DECISIONS R6: the node value carries it).
         created = cluster.get("v1", "nodes", name)["metadata"]["creationTimestamp"]
-        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"),
-                    {**want, "creation_timestamp": created}, f"node {name}")
+        assert_same(
+            harness.hash_json(f"cluster:three:node:{name}", "current"),
+            {**want, "creation_timestamp": created},
+            f"node {name}",
+        )
     assert_same(harness.json("cluster:three:metrics"), three_node.EXPECTED_METRICS, "metrics")
-    assert_same(harness.json("cluster:three:namespaces"),
-                {"namespaces": three_node.NAMESPACES, "count": 5, "timestamp": three_node.NOW}, "namespaces")
+    assert_same(
+        harness.json("cluster:three:namespaces"),
+        {"namespaces": three_node.NAMESPACES, "count": 5, "timestamp": three_node.NOW},
+        "namespaces",
+    )
     assert sorted(m.decode() for m in r.smembers("cluster:three:namespaces:set")) == three_node.NAMESPACES
     assert_same(harness.json("cluster:three:info"), {**three_node.EXPECTED_INFO, "api_url": cluster.url}, "info")
-    csv = cluster.get("operators.coreos.com/v1alpha1", "clusterserviceversions", "cert-manager.v1.13.0",
-                      "cert-manager")
+    csv = cluster.get("operators.coreos.com/v1alpha1", "clusterserviceversions", "cert-manager.v1.13.0", "cert-manager")
     # The API server sets creationTimestamp itself; updated_at comes from status.lastUpdateTime.
     created = csv["metadata"]["creationTimestamp"]
-    assert_same(harness.json("cluster:three:operators"),
-                [{**three_node.EXPECTED_OPERATORS[0], "created_at": created}], "operators")
-    assert_same(harness.json("cluster:three:cluster_operators"), three_node.EXPECTED_CLUSTER_OPERATORS,
-                "cluster operators")
+    assert_same(
+        harness.json("cluster:three:operators"),
+        [{**three_node.EXPECTED_OPERATORS[0], "created_at": created}],
+        "operators",
+    )
+    assert_same(
+        harness.json("cluster:three:cluster_operators"), three_node.EXPECTED_CLUSTER_OPERATORS, "cluster operators"
+    )
     # One of the three nodes is NotReady (below NODE_UNHEALTHY_THRESHOLD's half): degraded.
-    assert_same(harness.json("cluster:three:status"),
-                {"health": "degraded", "message": "Issues: 1 nodes not ready", "last_check": three_node.NOW},
-                "status")
+    assert_same(
+        harness.json("cluster:three:status"),
+        {"health": "degraded", "message": "Issues: 1 nodes not ready", "last_check": three_node.NOW},
+        "status",
+    )
     assert r.sismember("clusters:all", "three")
     [event] = harness.events("three")
-    assert_same(event, {"type": "cluster.reconciled", "cluster": "three", "timestamp": three_node.NOW,
-                        "data": {"health": "degraded", "display_name": "Three Nodes", "nodes": 3,
-                                 "nodes_ready": 2, "namespaces": 5}}, "event")
+    assert_same(
+        event,
+        {
+            "type": "cluster.reconciled",
+            "cluster": "three",
+            "timestamp": three_node.NOW,
+            "data": {
+                "health": "degraded",
+                "display_name": "Three Nodes",
+                "nodes": 3,
+                "nodes_ready": 2,
+                "namespaces": 5,
+            },
+        },
+        "event",
+    )
     status = harness.cr("three")["status"]
-    assert_same({k: v for k, v in status.items() if k != "lastSyncTime"}, {
-        "phase": "Connected", "health": "degraded", "message": "Issues: 1 nodes not ready",
-        "nodes": 3, "namespaces": 5,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "Connected", "message": "Cluster is reachable",
-                        "lastTransitionTime": "2025-01-01T00:00:00Z", "observedGeneration": 1}]}, "CR status")
+    assert_same(
+        {k: v for k, v in status.items() if k != "lastSyncTime"},
+        {
+            "phase": "Connected",
+            "health": "degraded",
+            "message": "Issues: 1 nodes not ready",
+            "nodes": 3,
+            "namespaces": 5,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Connected",
+                    "message": "Cluster is reachable",
+                    "lastTransitionTime": "2025-01-01T00:00:00Z",
+                    "observedGeneration": 1,
+                }
+            ],
+        },
+        "CR status",
+    )
     assert parse_time(status["lastSyncTime"]) == harness.clock.now
 
 
@@ -88,8 +141,9 @@ def test_last_sync_time_moves_on_every_successful_sync(harness: Harness, kube_ap
     assert harness.reconcile("three").ok
 
     patches = [r for r in harness.hub.requests if r[0] == "PATCH"]
-    assert [p[1] for p in patches] == [f"/apis/clusterpulse.io/v1alpha1/namespaces/{HUB_NAMESPACE}"
-                                       "/clusterconnections/three/status"]
+    assert [p[1] for p in patches] == [
+        f"/apis/clusterpulse.io/v1alpha1/namespaces/{HUB_NAMESPACE}/clusterconnections/three/status"
+    ]
     status = harness.cr("three")["status"]
     assert status["lastSyncTime"] != first_sync
     assert parse_time(status["lastSyncTime"]) == harness.clock.now
@@ -107,8 +161,9 @@ def test_an_error_status_is_patched_only_when_it_changes(harness: Harness) -> No
     assert harness.cr("down")["status"]["phase"] == "Error"
 
 
-def test_pages_are_requested_with_the_page_size(make_harness: Callable[..., Harness],
-                                                kube_api: Callable[..., Any]) -> None:
+def test_pages_are_requested_with_the_page_size(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     harness = make_harness(settings={"page_size": 2})
     cluster = managed_three_node(kube_api)
     harness.add("three", cluster.url, token=three_node.TOKEN)
@@ -123,8 +178,11 @@ def test_pages_are_requested_with_the_page_size(make_harness: Callable[..., Harn
     for name, want in three_node.EXPECTED_NODES.items():
         # The API server sets creationTimestamp itself (DECISIONS R6: the node value carries it).
         created = cluster.get("v1", "nodes", name)["metadata"]["creationTimestamp"]
-        assert_same(harness.hash_json(f"cluster:three:node:{name}", "current"),
-                    {**want, "creation_timestamp": created}, f"node {name}")
+        assert_same(
+            harness.hash_json(f"cluster:three:node:{name}", "current"),
+            {**want, "creation_timestamp": created},
+            f"node {name}",
+        )
 
 
 def test_operators_are_scanned_only_every_scan_interval(harness: Harness, kube_api: Callable[..., Any]) -> None:
@@ -149,21 +207,24 @@ def test_operators_are_scanned_only_every_scan_interval(harness: Harness, kube_a
 
 def test_plain_kubernetes_cluster_gets_no_openshift_keys(harness: Harness, kube_api: Callable[..., Any]) -> None:
     plain = [obj for obj in three_node.objects() if obj["apiVersion"] in ("v1", "apps/v1")]
-    cluster = kube_api(objects=plain, version={"gitVersion": "v1.29.2", "platform": "linux/arm64"},
-                       require_token="t")
+    cluster = kube_api(objects=plain, version={"gitVersion": "v1.29.2", "platform": "linux/arm64"}, require_token="t")
     harness.add("plain", cluster.url, token="t")
 
     assert harness.reconcile("plain").ok
 
-    assert_same(harness.json("cluster:plain:info"), {
-        "api_url": cluster.url, "version": "v1.29.2", "platform": "linux/arm64", "console_url": cluster.url}, "info")
+    assert_same(
+        harness.json("cluster:plain:info"),
+        {"api_url": cluster.url, "version": "v1.29.2", "platform": "linux/arm64", "console_url": cluster.url},
+        "info",
+    )
     for key in ("operators", "operators_summary", "cluster_operators", "cluster_operators_summary"):
         assert harness.redis.exists(f"cluster:plain:{key}") == 0, key
     assert harness.runtime.pool.breaker("plain").failure_count == 0
 
 
-def test_unreachable_cluster_opens_the_breaker_and_recovers(make_harness: Callable[..., Harness],
-                                                          kube_api: Callable[..., Any]) -> None:
+def test_unreachable_cluster_opens_the_breaker_and_recovers(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
     clock = FakeClock()
     harness = make_harness(clock=clock)
     harness.runtime.pool = ClientPool(breaker_factory=lambda: CircuitBreaker(5, 60.0, clock=clock.monotonic))
@@ -197,8 +258,11 @@ def test_unreachable_cluster_opens_the_breaker_and_recovers(make_harness: Callab
     assert outcome.ok, outcome.detail
     assert outcome.requeue_after == 120
     status = harness.cr("three")["status"]
-    assert (status["phase"], status["health"], status["message"]) == ("Connected", "degraded",
-                                                                      "Issues: 1 nodes not ready")
+    assert (status["phase"], status["health"], status["message"]) == (
+        "Connected",
+        "degraded",
+        "Issues: 1 nodes not ready",
+    )
     assert harness.json("cluster:three:status")["health"] == "degraded"  # one NotReady node of three
 
 
@@ -250,18 +314,36 @@ def test_invalid_specs_are_errors_naming_the_field(harness: Harness) -> None:
     cases = {
         "no-endpoint": ({"credentialsRef": {"name": "x"}}, "spec.endpoint"),
         "no-credentials": ({"endpoint": "https://api.x.example.com:6443"}, "spec.credentialsRef.name"),
-        "push-no-ingester": ({"endpoint": "https://api.x.example.com:6443", "credentialsRef": {"name": "x"},
-                              "collectionMode": "push"}, "spec.ingesterAddress"),
-        "bad-interval": ({"endpoint": "https://api.x.example.com:6443", "credentialsRef": {"name": "x"},
-                          "monitoring": {"interval": "soon"}}, "spec.monitoring.interval"),
-        "placeholder-endpoint": ({"endpoint": "${CLUSTER_URL}", "credentialsRef": {"name": "x"}},
-                                 "spec.endpoint must be an http(s) URL of the API server, got '${CLUSTER_URL}'"),
-        "ftp-endpoint": ({"endpoint": "ftp://files.example.com", "credentialsRef": {"name": "x"}},
-                         "spec.endpoint must be an http(s) URL"),
+        "push-no-ingester": (
+            {"endpoint": "https://api.x.example.com:6443", "credentialsRef": {"name": "x"}, "collectionMode": "push"},
+            "spec.ingesterAddress",
+        ),
+        "bad-interval": (
+            {
+                "endpoint": "https://api.x.example.com:6443",
+                "credentialsRef": {"name": "x"},
+                "monitoring": {"interval": "soon"},
+            },
+            "spec.monitoring.interval",
+        ),
+        "placeholder-endpoint": (
+            {"endpoint": "${CLUSTER_URL}", "credentialsRef": {"name": "x"}},
+            "spec.endpoint must be an http(s) URL of the API server, got '${CLUSTER_URL}'",
+        ),
+        "ftp-endpoint": (
+            {"endpoint": "ftp://files.example.com", "credentialsRef": {"name": "x"}},
+            "spec.endpoint must be an http(s) URL",
+        ),
     }
     for name, (spec, field) in cases.items():
-        harness.hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
-                            "metadata": {"name": name, "namespace": HUB_NAMESPACE}, "spec": spec})
+        harness.hub.create(
+            {
+                "apiVersion": "clusterpulse.io/v1alpha1",
+                "kind": "ClusterConnection",
+                "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+                "spec": spec,
+            }
+        )
         outcome = harness.reconcile(name)
         assert not outcome.ok, name
         assert field in outcome.detail, (name, outcome.detail)
@@ -272,8 +354,9 @@ def test_invalid_specs_are_errors_naming_the_field(harness: Harness) -> None:
 
 def test_push_mode_is_collected_by_pull(harness: Harness, kube_api: Callable[..., Any]) -> None:
     cluster = managed_three_node(kube_api)
-    harness.add("edge", cluster.url, token=three_node.TOKEN, collectionMode="push",
-                ingesterAddress="hub.example.net:443")
+    harness.add(
+        "edge", cluster.url, token=three_node.TOKEN, collectionMode="push", ingesterAddress="hub.example.net:443"
+    )
 
     outcome = harness.reconcile("edge")
 

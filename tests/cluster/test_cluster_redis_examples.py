@@ -82,8 +82,9 @@ def read_key(client: redis.Redis, key: str, want: dict[str, Any]) -> dict[str, A
         got["json"] = loads(client.get(key))
     elif kind == "hash":
         raw = {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
-        got["fields"] = {f: {"json": loads(v)} if isinstance(want.get("fields", {}).get(f), dict) else v
-                         for f, v in raw.items()}
+        got["fields"] = {
+            f: {"json": loads(v)} if isinstance(want.get("fields", {}).get(f), dict) else v for f, v in raw.items()
+        }
     elif kind == "set":
         got["members"] = sorted(m.decode() for m in client.smembers(key))
     elif kind == "zset":
@@ -115,36 +116,57 @@ def expand(entries: Any) -> list[dict[str, Any]]:
 def managed_objects(managed: dict[str, Any]) -> list[dict[str, Any]]:
     """The emulator objects of an example's ``managed_cluster``."""
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in managed["namespaces"]]
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in managed["namespaces"]
+    ]
     for node in managed["nodes"]:
-        status = dict(node["status"], images=expand(node["status"].get("images")),
-                      volumesAttached=expand(node["status"].get("volumesAttached")))
+        status = dict(
+            node["status"],
+            images=expand(node["status"].get("images")),
+            volumesAttached=expand(node["status"].get("volumesAttached")),
+        )
         objects.append({"apiVersion": "v1", "kind": "Node", **node, "status": status})
     for pod in managed["pods"]:
-        objects.append(three_node.pod(pod["namespace"], pod["name"], pod["nodeName"], pod["phase"],
-                                      list(pod["requests"])))
+        objects.append(
+            three_node.pod(pod["namespace"], pod["name"], pod["nodeName"], pod["phase"], list(pod["requests"]))
+        )
     for ref in managed["deployments"]:
         namespace, name = ref.split("/")
-        objects.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name,
-                                                                                     "namespace": namespace},
-                        "spec": {"selector": {"matchLabels": {"app": name}},
-                                 "template": {"metadata": {"labels": {"app": name}},
-                                              "spec": {"containers": [{"name": name, "image": "x"}]}}}})
+        objects.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {
+                        "metadata": {"labels": {"app": name}},
+                        "spec": {"containers": [{"name": name, "image": "x"}]},
+                    },
+                },
+            }
+        )
     return objects
 
 
 def olm_objects(args: dict[str, Any]) -> list[dict[str, Any]]:
     """Subscriptions and CSVs of a ``store_operators_from_olm`` example."""
-    objects = [three_node.crd("operators.coreos.com", kind, plural, "Namespaced", "v1alpha1")
-               for kind, plural in (("Subscription", "subscriptions"),
-                                    ("ClusterServiceVersion", "clusterserviceversions"))]
+    objects = [
+        three_node.crd("operators.coreos.com", kind, plural, "Namespaced", "v1alpha1")
+        for kind, plural in (("Subscription", "subscriptions"), ("ClusterServiceVersion", "clusterserviceversions"))
+    ]
     namespaces = set()
     for index, pair in enumerate(args["subscriptions_and_csvs"]):
         sub, csv = pair["subscription"], pair["csv"]
         namespaces.add(sub["namespace"])
-        objects.append({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-                        "metadata": {"name": f"sub-{index}", "namespace": sub["namespace"]},
-                        "spec": sub.get("spec", {}), "status": sub.get("status", {})})
+        objects.append(
+            {
+                "apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "Subscription",
+                "metadata": {"name": f"sub-{index}", "namespace": sub["namespace"]},
+                "spec": sub.get("spec", {}),
+                "status": sub.get("status", {}),
+            }
+        )
         objects.append({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", **csv})
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in sorted(namespaces)] + objects
 
@@ -153,8 +175,14 @@ def cluster_operator_objects(args: dict[str, Any]) -> list[dict[str, Any]]:
     """ClusterOperators of a ``store_cluster_operators_from_openshift`` example."""
     objects = [three_node.crd("config.openshift.io", "ClusterOperator", "clusteroperators", "Cluster")]
     for name, status in args["clusteroperators_status"].items():
-        objects.append({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
-                        "metadata": {"name": name}, "status": status})
+        objects.append(
+            {
+                "apiVersion": "config.openshift.io/v1",
+                "kind": "ClusterOperator",
+                "metadata": {"name": name},
+                "status": status,
+            }
+        )
     return objects
 
 
@@ -174,8 +202,11 @@ CREATED = "<created>"
 
 def r1_metrics(example: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
     """The DECISIONS R1 totals of a reconcile example, worked out from its own node values and pods."""
-    nodes = [want["fields"]["current"]["json"] for key, want in example["keys"].items()
-             if key.count(":node:") == 1 and not key.endswith(":metrics")]
+    nodes = [
+        want["fields"]["current"]["json"]
+        for key, want in example["keys"].items()
+        if key.count(":node:") == 1 and not key.endswith(":metrics")
+    ]
     pods = (args.get("managed_cluster") or {}).get("pods", [])
     cpu_allocatable = sum((n["cpu_allocatable"] for n in nodes), 0.0)
     cpu_requested = sum((n["cpu_requested"] for n in nodes), 0.0)
@@ -185,12 +216,18 @@ def r1_metrics(example: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
         "nodes_not_ready": sum(1 for n in nodes if n["status"] != "Ready"),
         "pods_pending": sum(1 for p in pods if p["phase"] == "Pending"),
         "pods_failed": sum(1 for p in pods if p["phase"] == "Failed"),
-        "cpu_allocatable": cpu_allocatable, "cpu_requested": cpu_requested,
+        "cpu_allocatable": cpu_allocatable,
+        "cpu_requested": cpu_requested,
         "cpu_usage_percent": cpu_requested / cpu_allocatable * 100 if cpu_allocatable else 0.0,
-        "memory_allocatable": memory_allocatable, "memory_requested": memory_requested,
+        "memory_allocatable": memory_allocatable,
+        "memory_requested": memory_requested,
         "memory_usage_percent": memory_requested / memory_allocatable * 100 if memory_allocatable else 0.0,
-        "storage_capacity": sum(n["storage_capacity"] for n in nodes), "storage_used": 0,
-        "pvcs": 0, "services": 0, "statefulsets": 0, "daemonsets": 0,
+        "storage_capacity": sum(n["storage_capacity"] for n in nodes),
+        "storage_used": 0,
+        "pvcs": 0,
+        "services": 0,
+        "statefulsets": 0,
+        "daemonsets": 0,
     }
 
 
@@ -206,24 +243,36 @@ def test_cluster_example(example: dict[str, Any], harness: Harness, kube_api: Ca
         name, spec = cc["metadata"]["name"], dict(cc["spec"])
         managed_ca = ""
         if args["managed_cluster"] is not None:
-            managed = kube_api(objects=managed_objects(args["managed_cluster"]),
-                               version=args["managed_cluster"]["version"], require_token="example-token")
+            managed = kube_api(
+                objects=managed_objects(args["managed_cluster"]),
+                version=args["managed_cluster"]["version"],
+                require_token="example-token",
+            )
             replacements[spec["endpoint"]] = managed.url
             replacements[derive_console_url(spec["endpoint"])] = managed.url
             spec["endpoint"] = managed.url
             managed_ca = managed.ca_pem
         if args.get("secret_exists", True):
             ref = spec["credentialsRef"]
-            harness.hub.create({"apiVersion": "v1", "kind": "Secret",
-                                "metadata": {"name": ref["name"], "namespace": ref.get("namespace") or cc[
-                                    "metadata"]["namespace"]},
-                                "stringData": {"token": "example-token", "ca.crt": managed_ca}})
-        harness.hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
-                            "metadata": cc["metadata"], "spec": spec})
+            harness.hub.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": ref["name"], "namespace": ref.get("namespace") or cc["metadata"]["namespace"]},
+                    "stringData": {"token": "example-token", "ca.crt": managed_ca},
+                }
+            )
+        harness.hub.create(
+            {
+                "apiVersion": "clusterpulse.io/v1alpha1",
+                "kind": "ClusterConnection",
+                "metadata": cc["metadata"],
+                "spec": spec,
+            }
+        )
     else:
         name = args["cluster"]
-        objects = olm_objects(args) if operation["op"] == "store_operators_from_olm" \
-            else cluster_operator_objects(args)
+        objects = olm_objects(args) if operation["op"] == "store_operators_from_olm" else cluster_operator_objects(args)
         managed = kube_api(objects=objects, require_token="example-token")
         replacements.update(creation_times(managed, args))
         harness.add(name, managed.url, token="example-token")
@@ -232,8 +281,9 @@ def test_cluster_example(example: dict[str, Any], harness: Harness, kube_api: Ca
     pubsub.get_message(timeout=1.0)
 
     outcome = harness.reconcile(name)
-    example = with_reader_decisions(example, creation_timestamp=CREATED,
-                                    metrics_from=lambda key: r1_metrics(example, args))
+    example = with_reader_decisions(
+        example, creation_timestamp=CREATED, metrics_from=lambda key: r1_metrics(example, args)
+    )
 
     expect_success = example["id"] != "cluster-reconcile-failure"
     assert outcome.ok is expect_success, outcome.detail
@@ -256,8 +306,10 @@ def test_cluster_example(example: dict[str, Any], harness: Harness, kube_api: Ca
                 expected = want[field]
                 if field == "json" and isinstance(expected, dict) and isinstance(got[field], dict):
                     # Volatile top-level fields (an error text): any non-empty string will do.
-                    expected = {k: got[field].get(k) if f"{key}.{k}" in volatile and got[field].get(k) else v
-                                for k, v in expected.items()}
+                    expected = {
+                        k: got[field].get(k) if f"{key}.{k}" in volatile and got[field].get(k) else v
+                        for k, v in expected.items()
+                    }
                 matches(got[field], expected, key, problems)
     for key in example.get("absent_keys", ()):
         if harness.redis.exists(key):

@@ -42,16 +42,23 @@ from clusterpulse_core.runtime.manager import Manager
 CLUSTERS = 12
 
 
-def make_managers(hub: Any, redis_url: str, tmp_path: Path, plugins: str, extra: str = "",
-                  handover_delay: float = 30.0, identities: tuple[str, ...] = ("replica-a", "replica-b")
-                  ) -> list[Manager]:
+def make_managers(
+    hub: Any,
+    redis_url: str,
+    tmp_path: Path,
+    plugins: str,
+    extra: str = "",
+    handover_delay: float = 30.0,
+    identities: tuple[str, ...] = ("replica-a", "replica-b"),
+) -> list[Manager]:
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text(
         f'[clusterpulse]\nplugins = [{plugins}]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
-        f'lease_duration = {LEASE_DURATION}\nrenew_deadline = {RENEW_DEADLINE}\nretry_period = 0.25\n'
-        f'shard_handover_delay = {handover_delay}\n'
+        f"lease_duration = {LEASE_DURATION}\nrenew_deadline = {RENEW_DEADLINE}\nretry_period = 0.25\n"
+        f"shard_handover_delay = {handover_delay}\n"
         'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\nshutdown_grace = 5.0\n'
-        f'[plugins.redis]\nurl = "{redis_url}"\n{extra}')
+        f'[plugins.redis]\nurl = "{redis_url}"\n{extra}'
+    )
     made = []
     for identity in identities:
         config, host = load(str(config_file), env={})
@@ -68,47 +75,74 @@ def managers(hub: Any, redis_cluster: RedisClusterProcesses, tmp_path: Path) -> 
 
 
 def reconciles(manager: Manager) -> float:
-    return manager.runtime.metrics.get_sample_value(
-        "controller_runtime_reconcile_total", {"controller": "clusterconnection", "result": "requeue_after"}) or 0.0
+    return (
+        manager.runtime.metrics.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": "clusterconnection", "result": "requeue_after"}
+        )
+        or 0.0
+    )
 
 
 def test_sharded_replicas_split_the_clusters_and_store_into_a_redis_cluster(
-        hub: Any, kube_api: Callable[..., Any], redis_cluster: RedisClusterProcesses,
-        managers: list[Manager]) -> None:
+    hub: Any, kube_api: Callable[..., Any], redis_cluster: RedisClusterProcesses, managers: list[Manager]
+) -> None:
     managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
     for manager in managers:
         manager.start()
-    eventually(lambda: all(m.shard is not None and len(m.shard.members) == 2 and m.shard.published == m.shard.members
-                         for m in managers), "both replicas agree on the ring", timeout=WAIT)
+    eventually(
+        lambda: all(
+            m.shard is not None and len(m.shard.members) == 2 and m.shard.published == m.shard.members for m in managers
+        ),
+        "both replicas agree on the ring",
+        timeout=WAIT,
+    )
 
     # Created after the ring settled: each is reconciled at once, by its owner only.
     hub.create(secret("fleet-token", three_node.TOKEN))
     for index in range(CLUSTERS):
-        hub.create(cluster_connection(f"c{index}", {"endpoint": managed.url,
-                                                    "credentialsRef": {"name": "fleet-token"}}))
+        hub.create(
+            cluster_connection(f"c{index}", {"endpoint": managed.url, "credentialsRef": {"name": "fleet-token"}})
+        )
     client = redis.RedisCluster(host="127.0.0.1", port=redis_cluster.ports[0])
     try:
-        eventually(lambda: client.scard("clusters:all") == CLUSTERS and sum(map(reconciles, managers)) == CLUSTERS,
-                   "every cluster reconciled and stored", timeout=WAIT)
+        eventually(
+            lambda: client.scard("clusters:all") == CLUSTERS and sum(map(reconciles, managers)) == CLUSTERS,
+            "every cluster reconciled and stored",
+            timeout=WAIT,
+        )
         time.sleep(1.0)  # nothing else is due within the 30 s interval: no second reconcile anywhere
         counts = [reconciles(manager) for manager in managers]
         assert sum(counts) == CLUSTERS and all(count > 0 for count in counts), counts
-        owned = [sum(1 for index in range(CLUSTERS)
-                     if m.shard is not None and m.shard.owns(m.controllers["ClusterConnection"].ref_of(
-                         {"metadata": {"namespace": HUB_NAMESPACE, "name": f"c{index}"}})))
-                 for m in managers]
+        owned = [
+            sum(
+                1
+                for index in range(CLUSTERS)
+                if m.shard is not None
+                and m.shard.owns(
+                    m.controllers["ClusterConnection"].ref_of(
+                        {"metadata": {"namespace": HUB_NAMESPACE, "name": f"c{index}"}}
+                    )
+                )
+            )
+            for m in managers
+        ]
         assert owned == counts  # each replica reconciled exactly the clusters the ring gives it
         for index in range(CLUSTERS):
             assert client.exists(f"cluster:c{index}:metrics") == 1
-        assert hub.get("clusterpulse.io/v1alpha1", "clusterconnections", "c0", HUB_NAMESPACE)[
-            "status"]["phase"] == "Connected"
+        assert (
+            hub.get("clusterpulse.io/v1alpha1", "clusterconnections", "c0", HUB_NAMESPACE)["status"]["phase"]
+            == "Connected"
+        )
     finally:
         client.close()
 
 
 MS_API = "clusterpulse.io/v1alpha1"
-POD_SOURCE = {"source": {"apiVersion": "v1", "kind": "Pod"}, "fields": [{"name": "phase", "path": ".status.phase"}],
-              "rbac": {"resourceTypeName": "pods"}}
+POD_SOURCE = {
+    "source": {"apiVersion": "v1", "kind": "Pod"},
+    "fields": [{"name": "phase", "path": ".status.phase"}],
+    "rbac": {"resourceTypeName": "pods"},
+}
 
 
 def held_by(manager: Manager, names: list[str]) -> set[str]:
@@ -123,8 +157,13 @@ def start_sharded_fleet(hub: Any, endpoint: str, managers: list[Manager], names:
     ``endpoint``); once every one is connected and held, return each replica's clusters (both hold some)."""
     for manager in managers:
         manager.start()
-    eventually(lambda: all(m.shard is not None and len(m.shard.members) == 2
-                         and m.shard.published == m.shard.members for m in managers), "the ring settles", timeout=WAIT)
+    eventually(
+        lambda: all(
+            m.shard is not None and len(m.shard.members) == 2 and m.shard.published == m.shard.members for m in managers
+        ),
+        "the ring settles",
+        timeout=WAIT,
+    )
     # Created after the ring settled: each cluster starts at once on its owner.
     hub.create(secret("fleet-token", three_node.TOKEN))
     for name in names:
@@ -132,19 +171,20 @@ def start_sharded_fleet(hub: Any, endpoint: str, managers: list[Manager], names:
 
     def connected() -> bool:
         items = hub.list(MS_API, "clusterconnections", HUB_NAMESPACE)
-        return len(items) == len(names) and all((o.get("status") or {}).get("phase") == "Connected"
-                                                for o in items)
+        return len(items) == len(names) and all((o.get("status") or {}).get("phase") == "Connected" for o in items)
 
     eventually(connected, "every cluster connected", timeout=WAIT)
-    eventually(lambda: set().union(*(held_by(m, names) for m in managers)) == set(names),
-               "every cluster held", timeout=WAIT)
+    eventually(
+        lambda: set().union(*(held_by(m, names) for m in managers)) == set(names), "every cluster held", timeout=WAIT
+    )
     holdings = {manager.identity: held_by(manager, names) for manager in managers}
     assert all(holdings.values()) and not set.intersection(*holdings.values()), holdings
     return holdings
 
 
 def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
-        hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     """Every replica collects the MetricSource from the clusters it holds; the holder of the
     MetricSource adds the shares up into its status."""
     managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
@@ -155,18 +195,28 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
         names = [f"m{index}" for index in range(8)]
         holdings = start_sharded_fleet(hub, managed.url, managers, names)
 
-        hub.create({"apiVersion": MS_API, "kind": "MetricSource",
-                    "metadata": {"name": "pods", "namespace": HUB_NAMESPACE}, "spec": POD_SOURCE})
+        hub.create(
+            {
+                "apiVersion": MS_API,
+                "kind": "MetricSource",
+                "metadata": {"name": "pods", "namespace": HUB_NAMESPACE},
+                "spec": POD_SOURCE,
+            }
+        )
 
         def status() -> dict[str, Any]:
             return hub.get(MS_API, "metricsources", "pods", HUB_NAMESPACE).get("status") or {}
 
-        eventually(lambda: set(status().get("shards") or {}) == set(holdings),
-                   "both replicas report their share", timeout=WAIT)
+        eventually(
+            lambda: set(status().get("shards") or {}) == set(holdings), "both replicas report their share", timeout=WAIT
+        )
         # The holder comes back soon for a share it did not see at its first run, and adds both up.
         per_cluster = len(three_node.PODS)
-        eventually(lambda: status().get("clustersCollected") == len(names),
-                   "the holder's status adds up both shares", timeout=WAIT)
+        eventually(
+            lambda: status().get("clustersCollected") == len(names),
+            "the holder's status adds up both shares",
+            timeout=WAIT,
+        )
         final = status()
         assert final["phase"] == "Active", final
         assert final["resourcesCollected"] == per_cluster * len(names), final
@@ -180,17 +230,24 @@ def test_sharded_replicas_collect_a_metricsource_each_from_its_own_clusters(
             assert json.loads(stored)["resourceCount"] == per_cluster
         assert client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 1
         # Both replicas wrote their share into the status; one holds the MetricSource (the totals).
-        writers = {record.user_agent for record in hub.writes
-                   if record.path.endswith("/metricsources/pods/status")}
+        writers = {record.user_agent for record in hub.writes if record.path.endswith("/metricsources/pods/status")}
         assert writers == {f"clusterpulse/{manager.identity}" for manager in managers}
-        holders = [m for m in managers if m.shard is not None
-                   and m.shard.holds(ObjectRef("MetricSource", HUB_NAMESPACE, "pods"))]
+        holders = [
+            m
+            for m in managers
+            if m.shard is not None and m.shard.holds(ObjectRef("MetricSource", HUB_NAMESPACE, "pods"))
+        ]
         assert len(holders) == 1
         # Deleted: the replica the ring gives it to removes the definition and every cluster's data.
         hub.delete(MS_API, "metricsources", "pods", HUB_NAMESPACE)
-        eventually(lambda: client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 0
-                   and not list(client.scan_iter(f"cluster:*:custom:{HUB_NAMESPACE}/pods:*")),
-                   "the MetricSource's stored state is removed", timeout=WAIT)
+        eventually(
+            lambda: (
+                client.exists(f"metricsource:{HUB_NAMESPACE}:pods") == 0
+                and not list(client.scan_iter(f"cluster:*:custom:{HUB_NAMESPACE}/pods:*"))
+            ),
+            "the MetricSource's stored state is removed",
+            timeout=WAIT,
+        )
     finally:
         for manager in managers:
             manager.stop()
@@ -201,21 +258,30 @@ ANY_NODES = {"condition": "nodes >= 1", "severity": "warning", "for": "0s", "mes
 
 
 def test_sharded_replicas_fire_an_alert_rule_on_every_cluster_and_one_counts_them_all(
-        hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     """An AlertRule is evaluated by every replica on the clusters it holds (their pieces reach that
     replica only), so it fires on all of them; the replica holding the rule reports them all."""
     managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
     hub.add_crd("clusterpulse.io", "v1alpha1", "AlertRule", "alertrules", short_names=("ar",))
     hub.add_crd("clusterpulse.io", "v1alpha1", "MetricSource", "metricsources", short_names=("ms",))
     # metricsource: the expression compiler of AlertRule conditions.
-    managers = make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "metricsource", "alerts"',
-                             "[plugins.alerts]\nstatus_interval = 1.0\n")
+    managers = make_managers(
+        hub,
+        redis_url,
+        tmp_path,
+        '"redis", "cluster", "metricsource", "alerts"',
+        "[plugins.alerts]\nstatus_interval = 1.0\n",
+    )
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     source = f"AlertRule {HUB_NAMESPACE}/any-nodes"
 
     def firing_on() -> set[str]:
-        return {str(client.hget(key, "cluster")) for key in client.scan_iter("alerts:*")
-                if client.hget(key, "source") == source}
+        return {
+            str(client.hget(key, "cluster"))
+            for key in client.scan_iter("alerts:*")
+            if client.hget(key, "source") == source
+        }
 
     def status() -> dict[str, Any]:
         return hub.get(MS_API, "alertrules", "any-nodes", HUB_NAMESPACE).get("status") or {}
@@ -223,16 +289,31 @@ def test_sharded_replicas_fire_an_alert_rule_on_every_cluster_and_one_counts_the
     try:
         names = [f"a{index}" for index in range(8)]
         holdings = start_sharded_fleet(hub, managed.url, managers, names)
-        hub.create({"apiVersion": MS_API, "kind": "AlertRule",
-                    "metadata": {"name": "any-nodes", "namespace": HUB_NAMESPACE}, "spec": ANY_NODES})
-        eventually(lambda: firing_on() == set(names),
-                   "the rule firing on every cluster, whichever replica holds it", timeout=WAIT)
-        eventually(lambda: status().get("firingClusters") == len(names),
-                   "the status counting every replica's alerts", timeout=WAIT)
+        hub.create(
+            {
+                "apiVersion": MS_API,
+                "kind": "AlertRule",
+                "metadata": {"name": "any-nodes", "namespace": HUB_NAMESPACE},
+                "spec": ANY_NODES,
+            }
+        )
+        eventually(
+            lambda: firing_on() == set(names),
+            "the rule firing on every cluster, whichever replica holds it",
+            timeout=WAIT,
+        )
+        eventually(
+            lambda: status().get("firingClusters") == len(names),
+            "the status counting every replica's alerts",
+            timeout=WAIT,
+        )
         final = status()
         assert final["phase"] == "Ready" and final["firing"] == sorted(names), final
-        holders = [m for m in managers if m.shard is not None
-                   and m.shard.holds(ObjectRef("AlertRule", HUB_NAMESPACE, "any-nodes"))]
+        holders = [
+            m
+            for m in managers
+            if m.shard is not None and m.shard.holds(ObjectRef("AlertRule", HUB_NAMESPACE, "any-nodes"))
+        ]
         assert len(holders) == 1
         writers = {record.user_agent for record in hub.writes if record.path.endswith("/alertrules/any-nodes/status")}
         assert writers == {f"clusterpulse/{holders[0].identity}"}, (writers, holdings)
@@ -246,15 +327,21 @@ def test_sharded_replicas_fire_an_alert_rule_on_every_cluster_and_one_counts_the
 
 
 def test_a_cluster_taken_over_keeps_its_alerts_and_the_new_holder_resolves_them(
-        hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     """Alerts stored by a replica that stops are adopted by the one taking its clusters over: when
     the condition clears there, they resolve (the new holder never saw them fire). A replica
     handing clusters over to a newcomer forgets them."""
     managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
     hub.add_crd("clusterpulse.io", "v1alpha1", "AlertRule", "alertrules", short_names=("ar",))
-    managers = make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "alerts"',
-                             "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
-                             handover_delay=0.5)
+    managers = make_managers(
+        hub,
+        redis_url,
+        tmp_path,
+        '"redis", "cluster", "alerts"',
+        "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
+        handover_delay=0.5,
+    )
     client = redis.Redis.from_url(redis_url, decode_responses=True)
 
     def cordoned_on() -> set[str]:  # three_node's worker-1 is cordoned: built-in NodeUnschedulable
@@ -278,14 +365,23 @@ def test_a_cluster_taken_over_keeps_its_alerts_and_the_new_holder_resolves_them(
 
         # A new member joins: the survivor lets go of the clusters it hands over, and its alert
         # engine forgets them (the joiner evaluates them now).
-        managers += make_managers(hub, redis_url, tmp_path, '"redis", "cluster", "alerts"',
-                                  "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
-                                  handover_delay=0.5, identities=("replica-c",))
+        managers += make_managers(
+            hub,
+            redis_url,
+            tmp_path,
+            '"redis", "cluster", "alerts"',
+            "[plugins.alerts]\nevaluation_interval = 0.5\nrestore_grace = 0.5\n",
+            handover_delay=0.5,
+            identities=("replica-c",),
+        )
         managers[-1].start()
         eventually(lambda: bool(held_by(managers[-1], names)), "the joiner holding clusters", timeout=WAIT)
         alerts: Any = survivor.runtime.plugins.plugin("alerts")
-        eventually(lambda: set(alerts.engine.clusters) == held_by(survivor, names) != set(names),
-                   "the survivor's engine keeping only the clusters it holds", timeout=WAIT)
+        eventually(
+            lambda: set(alerts.engine.clusters) == held_by(survivor, names) != set(names),
+            "the survivor's engine keeping only the clusters it holds",
+            timeout=WAIT,
+        )
     finally:
         for manager in managers:
             manager.stop()
@@ -315,8 +411,7 @@ def replica_main(hub_url: str, redis_url: str, identity: str, config_dir: str) -
     The interval is set on the loaded cluster plugin directly: the config file's minimum (30 s)
     is for users, and this test needs several intervals in a few seconds.
     """
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format=f"%(asctime)s {identity} %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format=f"%(asctime)s {identity} %(name)s %(message)s")
     config_file = Path(config_dir) / f"{identity}.toml"
     config_file.write_text(
         f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{HUB_NAMESPACE}"\nsharding = true\n'
@@ -324,7 +419,8 @@ def replica_main(hub_url: str, redis_url: str, identity: str, config_dir: str) -
         f"shard_handover_delay = {INTERVAL}\nshutdown_grace = 5.0\n"
         'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
         f'[plugins.redis]\nurl = "{redis_url}"\n'
-        "[plugins.cluster]\nresource_collection_enabled = false\n")
+        "[plugins.cluster]\nresource_collection_enabled = false\n"
+    )
     go = Path(config_dir) / f"{identity}.go"
     while not go.exists():  # started ahead (imports done), joins when the test says so
         time.sleep(0.05)
@@ -386,8 +482,12 @@ def replicas(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]
         if go:
             (tmp_path / f"{identity}.go").touch()
         log = (tmp_path / f"{identity}.log").open("w")
-        child = subprocess.Popen([sys.executable, __file__, hub_url, redis_url, identity, str(tmp_path)],
-                                 stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2])
+        child = subprocess.Popen(
+            [sys.executable, __file__, hub_url, redis_url, identity, str(tmp_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).resolve().parents[2],
+        )
         started.append(child)
         return child
 
@@ -413,8 +513,11 @@ def progress(what: str) -> None:
 
 @pytest.mark.slow
 def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on_join(
-        kube_api: Callable[..., Any], fleet_store: tuple[str, Callable[[], Any]],
-        replicas: Callable[..., subprocess.Popen[bytes]], tmp_path: Path) -> None:
+    kube_api: Callable[..., Any],
+    fleet_store: tuple[str, Callable[[], Any]],
+    replicas: Callable[..., subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
     fleet_redis_url, fleet_client = fleet_store
     hub = kube_api(request_log_limit=200_000)
     kind = CLUSTER_CONNECTION
@@ -435,8 +538,11 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
         return tuple(json.loads(annotations.get("clusterpulse.io/shard-view", "[]")))
 
     try:
-        eventually(lambda: all(len(members(name)) == 3 for name in children),
-                   "three replicas agree on the ring", timeout=FLEET_WAIT)
+        eventually(
+            lambda: all(len(members(name)) == 3 for name in children),
+            "three replicas agree on the ring",
+            timeout=FLEET_WAIT,
+        )
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{logs()}") from exc
     progress("ring")
@@ -448,8 +554,11 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
 
     # The first interval: every object reconciled, each by exactly one replica, all three working.
     try:
-        eventually(lambda: all(writers_since(status_writes(hub), created, names).values()),
-                   "every cluster reconciled once", timeout=FLEET_WAIT)
+        eventually(
+            lambda: all(writers_since(status_writes(hub), created, names).values()),
+            "every cluster reconciled once",
+            timeout=FLEET_WAIT,
+        )
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{logs()}") from exc
     assert all(c.poll() is None for c in children.values()), logs()
@@ -471,8 +580,10 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
 
     def takeovers() -> list[float]:
         found = status_writes(hub)
-        return [min((at for who, at in found.get(name, []) if at > killed_at and who != "replica-b"), default=0.0)
-                for name in lost]
+        return [
+            min((at for who, at in found.get(name, []) if at > killed_at and who != "replica-b"), default=0.0)
+            for name in lost
+        ]
 
     eventually(lambda: all(takeovers()), "the dead replica's objects are reconciled by the others", timeout=FLEET_WAIT)
     first, last = min(takeovers()) - killed_at, max(takeovers()) - killed_at
@@ -489,12 +600,16 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
     # moved; from then on every object is reconciled by its one new owner (the newcomer starts
     # what it gained one handover delay later).
     live = ("replica-a", "replica-c", "replica-d")
-    eventually(lambda: all(members(name) == live for name in live),
-               "the members agree on the new ring", timeout=FLEET_WAIT)
+    eventually(
+        lambda: all(members(name) == live for name in live), "the members agree on the new ring", timeout=FLEET_WAIT
+    )
     agreed = time.time()
     progress("agreed")
-    eventually(lambda: all(writers_since(status_writes(hub), agreed, names).values()),
-               "every cluster reconciled on the new ring", timeout=FLEET_WAIT)
+    eventually(
+        lambda: all(writers_since(status_writes(hub), agreed, names).values()),
+        "every cluster reconciled on the new ring",
+        timeout=FLEET_WAIT,
+    )
     writers = writers_since(status_writes(hub), agreed, names)
     assert all(len(w) == 1 for w in writers.values()), {n: w for n, w in writers.items() if len(w) != 1}
     counts = {name: sum(1 for w in writers.values() if name in w) for name in live}
@@ -515,8 +630,8 @@ def test_three_replicas_share_300_clusters_hand_over_on_failure_and_rebalance_on
 
 @pytest.mark.slow
 def test_a_member_paused_past_its_lease_writes_nothing_once_resumed(
-        kube_api: Callable[..., Any], redis_url: str, replicas: Callable[..., subprocess.Popen[bytes]],
-        tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, replicas: Callable[..., subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
     """SIGSTOP one of two replicas until the other has taken its clusters over, then SIGCONT it.
 
     Its workers find reconciles due at once (a requeue interval passed during the pause), and
@@ -544,8 +659,11 @@ def test_a_member_paused_past_its_lease_writes_nothing_once_resumed(
     for name in names:
         hub.create(cluster_connection(name, {"endpoint": managed.url, "credentialsRef": {"name": "fleet-token"}}))
     created = time.time()
-    eventually(lambda: all(writers_since(status_writes(hub), created, names).values()),
-               "every cluster reconciled", timeout=FLEET_WAIT)
+    eventually(
+        lambda: all(writers_since(status_writes(hub), created, names).values()),
+        "every cluster reconciled",
+        timeout=FLEET_WAIT,
+    )
     held = [name for name, who in writers_since(status_writes(hub), created, names).items() if "replica-a" in who]
     assert held, "replica-a got no clusters"
 
@@ -553,16 +671,26 @@ def test_a_member_paused_past_its_lease_writes_nothing_once_resumed(
     paused.send_signal(signal.SIGSTOP)
     paused_at = time.time()
     try:
-        eventually(lambda: all(any(who == "replica-b" and at > paused_at for who, at in status_writes(hub)[name])
-                               for name in held), "replica-b reconciling replica-a's clusters", timeout=FLEET_WAIT)
+        eventually(
+            lambda: all(
+                any(who == "replica-b" and at > paused_at for who, at in status_writes(hub)[name]) for name in held
+            ),
+            "replica-b reconciling replica-a's clusters",
+            timeout=FLEET_WAIT,
+        )
     finally:
         paused.send_signal(signal.SIGCONT)
     resumed_at = time.time()
     code = paused.wait(FLEET_WAIT)
-    late = [w for w in hub.writes if w.user_agent == "clusterpulse/replica-a" and w.time > paused_at
-            and "/leases" not in w.path]
-    print(f"\npaused {resumed_at - paused_at:.1f} s (Lease {LEASE_DURATION} s); replica-a exited {code}; its "
-          f"writes after the pause: {len(late)}")
+    late = [
+        w
+        for w in hub.writes
+        if w.user_agent == "clusterpulse/replica-a" and w.time > paused_at and "/leases" not in w.path
+    ]
+    print(
+        f"\npaused {resumed_at - paused_at:.1f} s (Lease {LEASE_DURATION} s); replica-a exited {code}; its "
+        f"writes after the pause: {len(late)}"
+    )
     assert not late, f"replica-a wrote after its Lease lapsed: {late}\n{logs()}"
     assert code == 1, logs()
     log = (tmp_path / "replica-a.log").read_text()

@@ -54,20 +54,35 @@ def _node_object(node: dict[str, Any]) -> dict[str, Any]:
     return {
         "metadata": {"name": node["name"], "labels": node["labels"], "annotations": node["annotations"]},
         "spec": {"taints": node["taints"], "unschedulable": node["unschedulable"]},
-        "status": {"conditions": node["conditions"], "capacity": node["capacity"],
-                   "allocatable": node["allocatable"], "addresses": node["addresses"], "nodeInfo": node["nodeInfo"],
-                   "images": [{"names": [f"img-{i}"]} for i in range(node["images_count"])],
-                   "volumesAttached": [{"name": f"vol-{i}"} for i in range(node["volumes_attached_count"])]},
+        "status": {
+            "conditions": node["conditions"],
+            "capacity": node["capacity"],
+            "allocatable": node["allocatable"],
+            "addresses": node["addresses"],
+            "nodeInfo": node["nodeInfo"],
+            "images": [{"names": [f"img-{i}"]} for i in range(node["images_count"])],
+            "volumesAttached": [{"name": f"vol-{i}"} for i in range(node["volumes_attached_count"])],
+        },
     }
 
 
 @vector_test("utils", "node_metrics_example")
 def test_node_metrics_example(case: dict[str, Any]) -> None:
     node = node_decoder.decode(msgspec.json.encode(_node_object(case["node"])))
-    pods = [pod_decoder.decode(msgspec.json.encode({
-        "spec": {"nodeName": case["node"]["name"],
-                 "containers": [{"resources": {"requests": c["requests"]}} for c in p["containers"]]},
-        "status": {"phase": p["phase"]}})) for p in case["pods"]]
+    pods = [
+        pod_decoder.decode(
+            msgspec.json.encode(
+                {
+                    "spec": {
+                        "nodeName": case["node"]["name"],
+                        "containers": [{"resources": {"requests": c["requests"]}} for c in p["containers"]],
+                    },
+                    "status": {"phase": p["phase"]},
+                }
+            )
+        )
+        for p in case["pods"]
+    ]
     tallies: dict[str, PodTally] = {}
     tally_pods(pods, tallies)
 
@@ -85,12 +100,21 @@ def test_node_metrics_example(case: dict[str, Any]) -> None:
 
 @vector_test("utils", "cluster_metrics_aggregation")
 def test_cluster_metrics(case: dict[str, Any]) -> None:
-    nodes = [NodeMetrics(name=n["name"], status=n["status"], cpu_capacity=n["cpuCapacity"],
-                         memory_capacity=n["memoryCapacity"], pods_total=n["podsTotal"],
-                         pods_running=n["podsRunning"]) for n in case["nodes"]]
+    nodes = [
+        NodeMetrics(
+            name=n["name"],
+            status=n["status"],
+            cpu_capacity=n["cpuCapacity"],
+            memory_capacity=n["memoryCapacity"],
+            pods_total=n["podsTotal"],
+            pods_running=n["podsRunning"],
+        )
+        for n in case["nodes"]
+    ]
 
-    got = unstructure(cluster_metrics(nodes, case["namespaces"], NOW,
-                                      counts=ObjectCounts(deployments=case["deployments"])))
+    got = unstructure(
+        cluster_metrics(nodes, case["namespaces"], NOW, counts=ObjectCounts(deployments=case["deployments"]))
+    )
 
     assert got["namespace_list"] == case["namespaces"]
     for key, want in case["out"].items():

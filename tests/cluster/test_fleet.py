@@ -18,22 +18,40 @@ from clusterpulse_core.plugins import PluginHost
 
 
 def _cc(name: str, spec: Any, status: Any = None) -> dict[str, Any]:
-    return {"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
-            "metadata": {"name": name, "namespace": "hub"}, "spec": spec,
-            **({"status": status} if status is not None else {})}
+    return {
+        "apiVersion": "clusterpulse.io/v1alpha1",
+        "kind": "ClusterConnection",
+        "metadata": {"name": name, "namespace": "hub"},
+        "spec": spec,
+        **({"status": status} if status is not None else {}),
+    }
 
 
 def test_a_clusterconnection_reads_as_a_typed_cluster() -> None:
-    obj = _cc("edge", {"endpoint": "https://edge:6443", "collectionMode": "push",
-                       "credentialsRef": {"name": "edge-creds", "namespace": "vault"}},
-              {"phase": "Connected", "agent": {"deployed": True, "version": "1.2.0"},
-               "collectorStatus": {"connected": True, "version": "1.2.1", "lastHeartbeat": "2026-01-02T03:04:05Z"}})
+    obj = _cc(
+        "edge",
+        {
+            "endpoint": "https://edge:6443",
+            "collectionMode": "push",
+            "credentialsRef": {"name": "edge-creds", "namespace": "vault"},
+        },
+        {
+            "phase": "Connected",
+            "agent": {"deployed": True, "version": "1.2.0"},
+            "collectorStatus": {"connected": True, "version": "1.2.1", "lastHeartbeat": "2026-01-02T03:04:05Z"},
+        },
+    )
     assert fleet_cluster(obj) == FleetCluster(
-        name="edge", namespace="hub", endpoint="https://edge:6443",
-        credentials=CredentialsRef(name="edge-creds", namespace="vault"), collection_mode="push",
+        name="edge",
+        namespace="hub",
+        endpoint="https://edge:6443",
+        credentials=CredentialsRef(name="edge-creds", namespace="vault"),
+        collection_mode="push",
         phase="Connected",
-        agent=AgentStatus(deployed=True, version="1.2.0", connected=True,
-                          last_heartbeat=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)))
+        agent=AgentStatus(
+            deployed=True, version="1.2.0", connected=True, last_heartbeat=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+        ),
+    )
     cluster = fleet_cluster(obj)
     assert cluster.connected and cluster.push and cluster.agent.connected
 
@@ -44,11 +62,20 @@ def test_missing_or_malformed_fields_read_as_absent() -> None:
     assert (pulled.collection_mode, pulled.phase, pulled.agent) == ("pull", "", AgentStatus())
     assert not pulled.connected and not pulled.push
     # Only exactly "push" is push; only JSON true is true; a bad time is no time.
-    hostile = fleet_cluster(_cc("bad", {"endpoint": 7, "collectionMode": "Push", "credentialsRef": "x"},
-                                {"phase": ["Connected"], "agent": {"deployed": "yes", "version": 1},
-                                 "collectorStatus": {"connected": "true", "lastHeartbeat": "yesterday"}}))
-    assert hostile == FleetCluster(name="bad", namespace="hub", endpoint="",
-                                   credentials=CredentialsRef(name="", namespace="hub"))
+    hostile = fleet_cluster(
+        _cc(
+            "bad",
+            {"endpoint": 7, "collectionMode": "Push", "credentialsRef": "x"},
+            {
+                "phase": ["Connected"],
+                "agent": {"deployed": "yes", "version": 1},
+                "collectorStatus": {"connected": "true", "lastHeartbeat": "yesterday"},
+            },
+        )
+    )
+    assert hostile == FleetCluster(
+        name="bad", namespace="hub", endpoint="", credentials=CredentialsRef(name="", namespace="hub")
+    )
     assert fleet_cluster({"spec": "nope", "status": 3}).name == ""
 
 
@@ -70,7 +97,9 @@ def test_the_plugin_offers_the_view_through_its_hook(kube_api: Callable[..., Any
     hub.create({**_cc("elsewhere", {"endpoint": "https://x"}), "metadata": {"name": "elsewhere", "namespace": "other"}})
     clusters = fleet.clusters(KubeClient(hub.api_client()), "hub")
     assert [(c.name, c.endpoint, c.connected) for c in sorted(clusters, key=lambda c: c.name)] == [
-        ("east", "https://east", True), ("west", "https://west", False)]
+        ("east", "https://east", True),
+        ("west", "https://west", False),
+    ]
 
 
 def test_without_the_cluster_plugin_there_is_no_fleet() -> None:

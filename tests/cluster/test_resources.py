@@ -31,8 +31,9 @@ def collect(cluster: Any, **settings: Any) -> dict[str, Any]:
     """One run of the nodes collector with the resource lists and ``settings`` (caps below the config
     minimums are allowed here)."""
     cluster_settings = ClusterSettings(**settings)
-    collector = InventoryCollector(cluster_settings.page_size, FakeClock(),
-                                   resources=ResourceLists(cluster_settings, FakeClock()))
+    collector = InventoryCollector(
+        cluster_settings.page_size, FakeClock(), resources=ResourceLists(cluster_settings, FakeClock())
+    )
     target = ClusterTarget("three", cluster.url, KubeClient(cluster.api_client(), name="three", timeout=10))
     [piece] = [p for p in collector(target) if isinstance(p, ResourceCollectionPiece)]
     collection: dict[str, Any] = unstructure(piece.collection)
@@ -41,8 +42,10 @@ def collect(cluster: Any, **settings: Any) -> dict[str, Any]:
 
 def api_order(cluster: Any) -> list[tuple[str, str]]:
     """Every pod as (namespace, name) in the order the API server lists them."""
-    return [(p["metadata"]["namespace"], p["metadata"]["name"])
-            for p in KubeClient(cluster.api_client(), timeout=10).list_items("/api/v1/pods")]
+    return [
+        (p["metadata"]["namespace"], p["metadata"]["name"])
+        for p in KubeClient(cluster.api_client(), timeout=10).list_items("/api/v1/pods")
+    ]
 
 
 def test_every_list_with_the_defaults(kube_api: Callable[..., Any]) -> None:
@@ -54,12 +57,17 @@ def test_every_list_with_the_defaults(kube_api: Callable[..., Any]) -> None:
     # labels are only copied with collect_resource_labels (and omitted when empty, redis.md §6)
     assert web == {"name": "web-1", "namespace": "shop", "status": "Running", "node": "worker-0"}
     assert sorted((d["namespace"], d["name"], d["replicas"]) for d in collection["deployments"]) == [
-        ("openshift-console", "console", 1), ("shop", "batch", 1), ("shop", "web", 1)]
-    assert collection["services"] == [{"name": "web", "namespace": "shop", "type": "ClusterIP",
-                                       "cluster_ip": "10.96.0.10"}]
+        ("openshift-console", "console", 1),
+        ("shop", "batch", 1),
+        ("shop", "web", 1),
+    ]
+    assert collection["services"] == [
+        {"name": "web", "namespace": "shop", "type": "ClusterIP", "cluster_ip": "10.96.0.10"}
+    ]
     assert collection["statefulsets"] == [{"name": "db", "namespace": "shop", "replicas": 2, "ready": 1}]
-    assert collection["daemonsets"] == [{"name": "node-exporter", "namespace": "kube-system", "desired": 3,
-                                         "current": 3, "ready": 2}]
+    assert collection["daemonsets"] == [
+        {"name": "node-exporter", "namespace": "kube-system", "desired": 3, "current": 3, "ready": 2}
+    ]
     assert collection["truncated"] is False
     assert collection["total_resources"] == len(three_node.PODS) + 3 + 1 + 1 + 1
 
@@ -123,12 +131,12 @@ def test_the_total_cap_counts_filtered_pods_too(kube_api: Callable[..., Any]) ->
     first_five = api_order(cluster)[:5]
     collection = collect(cluster, resource_namespace_filter="shop", max_total_pods=5, page_size=2)
     assert [(p["namespace"], p["name"]) for p in collection["pods"]] == [
-        (ns, name) for ns, name in first_five if not ns.startswith("kube-")]
+        (ns, name) for ns, name in first_five if not ns.startswith("kube-")
+    ]
     assert collection["truncated"] is True
 
 
-def test_a_reconcile_lists_the_pods_once(make_harness: Callable[..., Harness],
-                                         kube_api: Callable[..., Any]) -> None:
+def test_a_reconcile_lists_the_pods_once(make_harness: Callable[..., Harness], kube_api: Callable[..., Any]) -> None:
     harness = make_harness(settings={"page_size": 2})
     cluster = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
     harness.add("three", cluster.url, token=three_node.TOKEN)
@@ -142,8 +150,10 @@ def test_a_reconcile_lists_the_pods_once(make_harness: Callable[..., Harness],
     assert len({q.get("continue") for q in pod_pages}) == len(pod_pages)
     assert sorted((p["namespace"], p["name"], p["status"]) for p in harness.json("cluster:three:pods")) == EVERY_POD
     assert harness.json("cluster:three:metrics")["pods"] == len(three_node.PODS)
-    totals = {name: harness.hash_json(f"cluster:three:node:{name}", "current")["pods_total"]
-              for name in three_node.EXPECTED_NODES}
+    totals = {
+        name: harness.hash_json(f"cluster:three:node:{name}", "current")["pods_total"]
+        for name in three_node.EXPECTED_NODES
+    }
     assert totals == {name: want["pods_total"] for name, want in three_node.EXPECTED_NODES.items()}
 
 
@@ -204,9 +214,15 @@ def test_collection_can_be_disabled(make_harness: Callable[..., Harness], kube_a
 
 
 def test_count_uses_remaining_item_count_and_pages_without_it(kube_api: Callable[..., Any]) -> None:
-    services = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "default",
-                                                                      "labels": {"tier": "a" if i % 2 else "b"}},
-                 "spec": {"type": "ClusterIP"}} for i in range(7)]
+    services = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": f"s{i}", "namespace": "default", "labels": {"tier": "a" if i % 2 else "b"}},
+            "spec": {"type": "ClusterIP"},
+        }
+        for i in range(7)
+    ]
     cluster = kube_api(objects=services)
     client = KubeClient(cluster.api_client(), timeout=10)
     cluster.clear_requests()

@@ -18,8 +18,9 @@ from clusterpulse_testing.kube_api import KubeAPI
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k not in ("CLUSTERPULSE_CONFIG", "NAMESPACE")}
     full_env.update(env or {})
     return subprocess.run(CLI + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
@@ -96,8 +97,12 @@ def test_plugin_adds_a_command(workdir: Path) -> None:
 
 def _greeting(name: str, to: str | None) -> dict[str, Any]:
     spec = {"to": to} if to is not None else {}
-    return {"apiVersion": "example.clusterpulse.io/v1", "kind": "Greeting",
-            "metadata": {"name": name, "namespace": "clusterpulse"}, "spec": spec}
+    return {
+        "apiVersion": "example.clusterpulse.io/v1",
+        "kind": "Greeting",
+        "metadata": {"name": name, "namespace": "clusterpulse"},
+        "spec": spec,
+    }
 
 
 def test_run_once_reconciles_everything_and_reports(workdir: Path) -> None:

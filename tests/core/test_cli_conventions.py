@@ -15,17 +15,28 @@ from clusterpulse_core.plugins import installed_plugins
 
 CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 INSTALLED = ", ".join(plugin.name for plugin in installed_plugins())
-BROKEN_IMPORT = ("plugin 'example-broken' (clusterpulse_example.broken) failed to import: ModuleNotFoundError: "
-                 "No module named 'clusterpulse_example_dependency_that_does_not_exist'")
+BROKEN_IMPORT = (
+    "plugin 'example-broken' (clusterpulse_example.broken) failed to import: ModuleNotFoundError: "
+    "No module named 'clusterpulse_example_dependency_that_does_not_exist'"
+)
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items()
-                if k not in ("CLUSTERPULSE_CONFIG", "NAMESPACE", "VM_ENABLED", "LOG_LEVEL")}
+def run(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("CLUSTERPULSE_CONFIG", "NAMESPACE", "VM_ENABLED", "LOG_LEVEL")
+    }
     full_env.update(env or {})
-    return subprocess.run(CLI + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
-                          input=stdin if stdin is not None else "")
+    return subprocess.run(
+        CLI + args,
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin if stdin is not None else "",
+    )
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -42,13 +53,19 @@ def test_config_is_accepted_after_the_subcommand(tmp_path: Path) -> None:
     write(tmp_path, "bad.toml", '[clusterpulse]\nplugins = ["example"]\nlog_level = "verbose"\n')
     result = run(["run", "--once", "--config=bad.toml"], tmp_path)
     assert (result.returncode, result.stderr) == (
-        1, "error: clusterpulse.log_level: expected one of debug, trace, info, warn, warning, error, got 'verbose'\n")
+        1,
+        "error: clusterpulse.log_level: expected one of debug, trace, info, warn, warning, error, got 'verbose'\n",
+    )
 
 
 def test_config_check_reports_every_error_in_one_run(tmp_path: Path) -> None:
-    write(tmp_path, "bad.toml", '[clusterpulse]\nplugins = ["redis", "example-broken", "nosuch"]\n'
-                                'log_level = "verbose"\nmetrics_bind_address = "8080"\n\n'
-                                '[plugins.redis]\nport = "x"\ncache_ttl = 10\n')
+    write(
+        tmp_path,
+        "bad.toml",
+        '[clusterpulse]\nplugins = ["redis", "example-broken", "nosuch"]\n'
+        'log_level = "verbose"\nmetrics_bind_address = "8080"\n\n'
+        '[plugins.redis]\nport = "x"\ncache_ttl = 10\n',
+    )
     result = run(["config", "check", "bad.toml"], tmp_path)
     assert result.returncode == 1
     assert result.stdout == ""
@@ -69,7 +86,9 @@ def test_config_check_reads_stdin(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, "<stdin>: ok\n", "")
     result = run(["config", "check", "-"], tmp_path, stdin='[clusterpulse]\nplugins = "example"\n')
     assert (result.returncode, result.stderr) == (
-        1, "error: <stdin>: clusterpulse.plugins: expected list of str, got 'example'\n")
+        1,
+        "error: <stdin>: clusterpulse.plugins: expected list of str, got 'example'\n",
+    )
 
 
 def test_a_broken_plugin_hides_no_command_and_is_reported_once(tmp_path: Path) -> None:
@@ -108,11 +127,19 @@ def test_an_upstream_variable_enables_its_installed_plugin(tmp_path: Path) -> No
 
 def test_metricsource_eval_reads_objects_from_stdin(tmp_path: Path) -> None:
     write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["metricsource"]\n')
-    write(tmp_path, "ms.yaml", "apiVersion: clusterpulse.io/v1alpha1\nkind: MetricSource\n"
-                               "metadata: {name: m, namespace: x}\nspec:\n  source: {apiVersion: v1, kind: Pod}\n"
-                               "  fields:\n    - {name: n, path: .metadata.name}\n")
-    pods = json.dumps({"kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod",
-                                                  "metadata": {"name": "p", "namespace": "default"}}]})
+    write(
+        tmp_path,
+        "ms.yaml",
+        "apiVersion: clusterpulse.io/v1alpha1\nkind: MetricSource\n"
+        "metadata: {name: m, namespace: x}\nspec:\n  source: {apiVersion: v1, kind: Pod}\n"
+        "  fields:\n    - {name: n, path: .metadata.name}\n",
+    )
+    pods = json.dumps(
+        {
+            "kind": "List",
+            "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}],
+        }
+    )
     result = run(["metricsource", "eval", "-f", "ms.yaml", "--objects", "-"], tmp_path, stdin=pods)
     assert result.returncode == 0, result.stderr
     assert [r["values"] for r in json.loads(result.stdout)["resources"]] == [{"n": "p"}]
@@ -141,12 +168,12 @@ def test_kube_api_names_a_kind_without_crd_and_the_fix(tmp_path: Path) -> None:
     assert result.stderr == (
         f"error: {Path('objects') / 'audit.yaml'}: kind ConfigAudit (audit.example.com/v1) has no "
         "CustomResourceDefinition: add the CRD to the objects, or pass --crds to create the CRDs of the enabled "
-        "plugins' kinds\n")
+        "plugins' kinds\n"
+    )
 
 
 @pytest.mark.parametrize("needle", ["--crds", "kind: List", "metadata.name", "standard input with '-'"])
-def test_kube_api_help_documents_the_objects_and_crds(tmp_path: Path, needle: str,
-                                                      kube_api_help: str) -> None:
+def test_kube_api_help_documents_the_objects_and_crds(tmp_path: Path, needle: str, kube_api_help: str) -> None:
     assert needle in kube_api_help
 
 

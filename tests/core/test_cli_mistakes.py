@@ -25,12 +25,12 @@ CLI = [sys.executable, "-c", "from clusterpulse_core.cli import main; main()"]
 ENV_SET_BY_TESTS = ("CLUSTERPULSE_CONFIG", "NAMESPACE", "VM_ENABLED", "LOG_LEVEL", "KUBECONFIG")
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS}
     full_env.update(env or {})
-    return subprocess.run(CLI + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
-                          input="")
+    return subprocess.run(CLI + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, input="")
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -42,13 +42,17 @@ def write(folder: Path, name: str, text: str) -> Path:
 def unreachable_kubeconfig(folder: Path) -> tuple[Path, str]:
     """A kubeconfig naming a loopback port nothing listens on."""
     url = f"https://127.0.0.1:{free_port()}"
-    path = write(folder, "unreachable.kubeconfig", f"""apiVersion: v1
+    path = write(
+        folder,
+        "unreachable.kubeconfig",
+        f"""apiVersion: v1
 kind: Config
 clusters: [{{name: c, cluster: {{server: "{url}", insecure-skip-tls-verify: true}}}}]
 contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
 current-context: c
 users: [{{name: u, user: {{token: t}}}}]
-""")
+""",
+    )
     return path, url
 
 
@@ -58,8 +62,10 @@ def test_run_once_against_an_unreachable_hub_is_one_error_line(tmp_path: Path) -
     result = run(["run", "--once"], tmp_path)
     assert result.returncode == 1
     lines = result.stderr.splitlines()
-    assert lines[0].startswith(f"error: cannot reach the hub API at {url}: GET "
-                               "/apis/example.clusterpulse.io/v1/namespaces/clusterpulse/greetings: "), lines
+    assert lines[0].startswith(
+        f"error: cannot reach the hub API at {url}: GET "
+        "/apis/example.clusterpulse.io/v1/namespaces/clusterpulse/greetings: "
+    ), lines
     assert [line for line in lines if line.startswith("error:")] == lines[:1]
     assert "Traceback" not in result.stderr
 
@@ -68,9 +74,14 @@ def test_an_unexpected_failure_shows_its_traceback_only_with_debug(tmp_path: Pat
     write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example", "example-raising"]\n')
     result = run(["example-raise"], tmp_path)
     assert (result.returncode, result.stderr) == (
-        1, "error: RuntimeError: example-raise always fails (--debug shows the traceback)\n")
-    for args, env in ((["example-raise", "--debug"], {}), (["--debug", "example-raise"], {}),
-                      (["example-raise"], {"LOG_LEVEL": "debug"})):
+        1,
+        "error: RuntimeError: example-raise always fails (--debug shows the traceback)\n",
+    )
+    for args, env in (
+        (["example-raise", "--debug"], {}),
+        (["--debug", "example-raise"], {}),
+        (["example-raise"], {"LOG_LEVEL": "debug"}),
+    ):
         result = run(args, tmp_path, env=env)
         assert result.returncode == 1, args
         assert "Traceback (most recent call last)" in result.stderr, (args, env)
@@ -83,7 +94,8 @@ def test_demo_fails_fast_on_an_unreachable_redis(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        f"error: --redis-url {url}: Redis does not answer: Error 111 connecting to {url[8:-2]}. Connection refused."]
+        f"error: --redis-url {url}: Redis does not answer: Error 111 connecting to {url[8:-2]}. Connection refused."
+    ]
 
 
 def test_run_once_names_a_missing_crd_and_fails(tmp_path: Path) -> None:
@@ -94,7 +106,8 @@ def test_run_once_names_a_missing_crd_and_fails(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.splitlines()[0] == (
         "error: kind Greeting is not served by the hub: its CRD greetings.example.clusterpulse.io is not "
-        "installed (clusterpulse crds | kubectl apply -f -)")
+        "installed (clusterpulse crds | kubectl apply -f -)"
+    )
 
 
 BAD_CONFIG = """[clusterpulse]
@@ -141,8 +154,11 @@ def test_config_check_and_run_report_the_same_problems_all_at_once(tmp_path: Pat
 
 def test_redis_url_scheme_and_cluster_db_are_checked(tmp_path: Path) -> None:
     for url, problem in (
-        ("redsi://redis:6379/0", "expected a URL starting with redis://, rediss://, unix://, redis+cluster://, "
-                                 "rediss+cluster://, got 'redsi://redis:6379/0'"),
+        (
+            "redsi://redis:6379/0",
+            "expected a URL starting with redis://, rediss://, unix://, redis+cluster://, "
+            "rediss+cluster://, got 'redsi://redis:6379/0'",
+        ),
         ("redis://:6379/0", "expected a host in the URL, e.g. redis://redis:6379/0, got 'redis://:6379/0'"),
         ("redis+cluster://redis:6379/2", "a Redis Cluster has only database 0, got 'redis+cluster://redis:6379/2'"),
     ):
@@ -157,12 +173,12 @@ def test_plugin_names_get_did_you_mean_and_no_advice_for_unpublished_names(tmp_p
     installed = ", ".join(plugin.name for plugin in installed_plugins())
     expected = {
         "clustr": f"plugin 'clustr' is enabled but not installed (did you mean 'cluster'? installed plugins: "
-                  f"{installed})",
+        f"{installed})",
         "nosuch": f"plugin 'nosuch' is enabled but not installed (installed plugins: {installed})",
         "core": "plugin 'core' is enabled but not found: distribution clusterpulse-core "
-                f"{version('clusterpulse-core')} is installed without an entry point named 'core' in the group "
-                "'clusterpulse.plugins' (it declares: none; add [project.entry-points.\"clusterpulse.plugins\"] "
-                "core = \"module:Plugin\" to its pyproject.toml and reinstall it)",
+        f"{version('clusterpulse-core')} is installed without an entry point named 'core' in the group "
+        "'clusterpulse.plugins' (it declares: none; add [project.entry-points.\"clusterpulse.plugins\"] "
+        'core = "module:Plugin" to its pyproject.toml and reinstall it)',
     }
     for name, problem in expected.items():
         write(tmp_path, "c.toml", f'[clusterpulse]\nplugins = ["{name}"]\n')
@@ -171,23 +187,34 @@ def test_plugin_names_get_did_you_mean_and_no_advice_for_unpublished_names(tmp_p
         assert "pip install" not in result.stderr
     write(tmp_path, "c.toml", '[clusterpulse]\nplugins = ["clusterpulse-example"]\n')
     first = run(["config", "check", "c.toml"], tmp_path).stderr.splitlines()[0]
-    assert first.startswith("error: c.toml: plugin 'clusterpulse-example' is enabled but not found: did you mean "
-                            "'example'? distribution clusterpulse-example 0.1.0 is installed without an entry "
-                            "point named 'clusterpulse-example'"), first
+    assert first.startswith(
+        "error: c.toml: plugin 'clusterpulse-example' is enabled but not found: did you mean "
+        "'example'? distribution clusterpulse-example 0.1.0 is installed without an entry "
+        "point named 'clusterpulse-example'"
+    ), first
 
 
 def test_rbac_read_needs_managed_and_resolves_groups_or_refuses(tmp_path: Path) -> None:
     write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example"]\n')
     result = run(["rbac", "--read", "apps/statefulsets"], tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (
-        1, "", "error: --read needs --managed (it is about the managed-cluster side)\n")
+        1,
+        "",
+        "error: --read needs --managed (it is about the managed-cluster side)\n",
+    )
 
-    result = run(["rbac", "--managed", "--read", "jobs", "--read", "greetings", "--read", "example.io/widgets"],
-                 tmp_path)
+    result = run(
+        ["rbac", "--managed", "--read", "jobs", "--read", "greetings", "--read", "example.io/widgets"], tmp_path
+    )
     assert result.returncode == 0, result.stderr
     role = next(doc for doc in yaml.safe_load_all(result.stdout) if doc["kind"] == "ClusterRole")
-    reads = {(rule["apiGroups"][0], resource) for rule in role["rules"] if "apiGroups" in rule
-             for resource in rule["resources"] if rule["verbs"] == ["get", "list"]}
+    reads = {
+        (rule["apiGroups"][0], resource)
+        for rule in role["rules"]
+        if "apiGroups" in rule
+        for resource in rule["resources"]
+        if rule["verbs"] == ["get", "list"]
+    }
     assert {("batch", "jobs"), ("example.clusterpulse.io", "greetings"), ("example.io", "widgets")} <= reads
     assert ("", "jobs") not in reads
 
@@ -204,29 +231,53 @@ def test_rbac_read_needs_managed_and_resolves_groups_or_refuses(tmp_path: Path) 
 
 #: The args of the Go manager's Deployment (the kubebuilder manifest upstream ships), with free
 #: loopback ports in place of :8080/:8081 and the watch namespace passed as a flag.
-GO_MANAGER_ARGS = ["--leader-elect", "--health-probe-bind-address=127.0.0.1:{health}",
-                   "--metrics-bind-address=127.0.0.1:{metrics}", "--namespace={namespace}"]
+GO_MANAGER_ARGS = [
+    "--leader-elect",
+    "--health-probe-bind-address=127.0.0.1:{health}",
+    "--metrics-bind-address=127.0.0.1:{metrics}",
+    "--namespace={namespace}",
+]
 
 
 def test_run_accepts_the_go_manager_deployment_args(tmp_path: Path) -> None:
     lease_duration, reconcile_timeout = 2.0, 20.0
-    write(tmp_path, "clusterpulse.toml", f'[clusterpulse]\nplugins = ["example"]\nnamespace = "ignored"\n'
-                                         f"lease_duration = {lease_duration}\nrenew_deadline = 1.5\n"
-                                         f"retry_period = 0.25\nreconcile_timeout = {reconcile_timeout}\n")
+    write(
+        tmp_path,
+        "clusterpulse.toml",
+        f'[clusterpulse]\nplugins = ["example"]\nnamespace = "ignored"\n'
+        f"lease_duration = {lease_duration}\nrenew_deadline = 1.5\n"
+        f"retry_period = 0.25\nreconcile_timeout = {reconcile_timeout}\n",
+    )
     health, metrics, namespace = free_port(), free_port(), "go-args"
     args = [arg.format(health=health, metrics=metrics, namespace=namespace) for arg in GO_MANAGER_ARGS]
     bound = reconcile_timeout + 5 * lease_duration
     with KubeAPI() as hub:
         hub.add_crd("example.clusterpulse.io", "v1", "Greeting", "greetings")
-        hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-                  {"apiVersion": "example.clusterpulse.io/v1", "kind": "Greeting",
-                   "metadata": {"name": "world", "namespace": namespace}, "spec": {"to": "world"}}])
+        hub.seed(
+            [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                {
+                    "apiVersion": "example.clusterpulse.io/v1",
+                    "kind": "Greeting",
+                    "metadata": {"name": "world", "namespace": namespace},
+                    "spec": {"to": "world"},
+                },
+            ]
+        )
         hub.write_kubeconfig(tmp_path / "kubeconfig")
         env = {k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS}
         env["KUBECONFIG"] = str(tmp_path / "kubeconfig")
-        proc = subprocess.Popen([*CLI, "run", *args], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*CLI, "run", *args],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
+
             def greeted() -> bool:
                 assert proc.poll() is None, proc.communicate()
                 obj = hub.get("example.clusterpulse.io/v1", "greetings", "world", namespace) or {}
@@ -236,16 +287,20 @@ def test_run_accepts_the_go_manager_deployment_args(tmp_path: Path) -> None:
             lease = hub.get("coordination.k8s.io/v1", "leases", "cluster-controller.clusterpulse.io", namespace)
             assert lease is not None and lease["spec"]["holderIdentity"], lease
             assert requests.get(f"http://127.0.0.1:{health}/readyz", timeout=5).status_code == 200
-            assert "controller_runtime_reconcile_total" in requests.get(
-                f"http://127.0.0.1:{metrics}/metrics", timeout=5).text
+            assert (
+                "controller_runtime_reconcile_total"
+                in requests.get(f"http://127.0.0.1:{metrics}/metrics", timeout=5).text
+            )
         finally:
             proc.terminate()
             _out, err = proc.communicate(timeout=bound)
     assert proc.returncode == 0, err
 
 
-BAD_REGISTER = ("plugin 'example-badregister' failed in clusterpulse_register_functions: ValueError: "
-                "example-badregister cannot register its functions")
+BAD_REGISTER = (
+    "plugin 'example-badregister' failed in clusterpulse_register_functions: ValueError: "
+    "example-badregister cannot register its functions"
+)
 
 
 def test_a_raising_registration_hook_marks_its_plugin_broken_and_the_cli_works(tmp_path: Path) -> None:
@@ -283,16 +338,26 @@ def test_a_raising_reconcile_logs_its_traceback_once_per_distinct_error(tmp_path
     write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example-crash"]\n')
     with KubeAPI() as hub:
         hub.add_crd("example.clusterpulse.io", "v1", "Crash", "crashes")
-        hub.seed([{"apiVersion": "example.clusterpulse.io/v1", "kind": "Crash",
-                   "metadata": {"name": name, "namespace": "clusterpulse"}} for name in ("one", "two")])
+        hub.seed(
+            [
+                {
+                    "apiVersion": "example.clusterpulse.io/v1",
+                    "kind": "Crash",
+                    "metadata": {"name": name, "namespace": "clusterpulse"},
+                }
+                for name in ("one", "two")
+            ]
+        )
         hub.write_kubeconfig(tmp_path / "kubeconfig")
         result = run(["run", "--once"], tmp_path, env={"KUBECONFIG": str(tmp_path / "kubeconfig")})
     assert result.returncode == 1
     failed = [line for line in result.stderr.splitlines() if "reconcile failed" in line]
     assert len(failed) == 2 and all(line.endswith("reconcile failed (KeyError: 'spec.target')") for line in failed)
     assert result.stderr.count("Traceback (most recent call last)") == 1
-    assert 'in clusterpulse_reconcile\n    return ReconcileResult(requeue_after=float(obj["spec.target"]))' \
+    assert (
+        'in clusterpulse_reconcile\n    return ReconcileResult(requeue_after=float(obj["spec.target"]))'
         in result.stderr
+    )
 
 
 MEDIAN_SOURCE = """apiVersion: clusterpulse.io/v1alpha1
@@ -311,26 +376,48 @@ spec:
 def test_an_aggregation_naming_an_unregistered_function_is_a_compile_error(tmp_path: Path) -> None:
     write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["metricsource"]\n')
     write(tmp_path, "median.yaml", MEDIAN_SOURCE)
-    result = subprocess.run([*CLI, "metricsource", "eval", "-f", "median.yaml", "--objects", "-"], cwd=tmp_path,
-                            env={k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS},
-                            capture_output=True, text=True, timeout=120, input='{"items": []}')
+    result = subprocess.run(
+        [*CLI, "metricsource", "eval", "-f", "median.yaml", "--objects", "-"],
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input='{"items": []}',
+    )
     assert (result.returncode, result.stdout, result.stderr) == (
-        1, "", "error: median.yaml:9: spec.aggregations[0].function: unknown aggregation function 'median' "
-               "(did you mean 'min'? registered: avg, count, distinct, max, min, percentile, sum)\n")
+        1,
+        "",
+        "error: median.yaml:9: spec.aggregations[0].function: unknown aggregation function 'median' "
+        "(did you mean 'min'? registered: avg, count, distinct, max, min, percentile, sum)\n",
+    )
 
 
 def test_run_names_a_missing_crd_in_its_retries(tmp_path: Path) -> None:
     request_timeout = 5.0
-    write(tmp_path, "clusterpulse.toml", '[clusterpulse]\nplugins = ["example"]\nmetrics_bind_address = "0"\n'
-                                         f'health_probe_bind_address = "0"\nrequest_timeout = {request_timeout}\n')
-    expected = ("list/watch of Greeting failed: kind Greeting is not served by the hub: its CRD "
-                "greetings.example.clusterpulse.io is not installed (clusterpulse crds | kubectl apply -f -)")
+    write(
+        tmp_path,
+        "clusterpulse.toml",
+        '[clusterpulse]\nplugins = ["example"]\nmetrics_bind_address = "0"\n'
+        f'health_probe_bind_address = "0"\nrequest_timeout = {request_timeout}\n',
+    )
+    expected = (
+        "list/watch of Greeting failed: kind Greeting is not served by the hub: its CRD "
+        "greetings.example.clusterpulse.io is not installed (clusterpulse crds | kubectl apply -f -)"
+    )
     with KubeAPI() as hub:
         hub.write_kubeconfig(tmp_path / "kubeconfig")
         env = {k: v for k, v in os.environ.items() if k not in ENV_SET_BY_TESTS}
         env["KUBECONFIG"] = str(tmp_path / "kubeconfig")
-        proc = subprocess.Popen([*CLI, "run"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*CLI, "run"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # The first list fails at once; bound the wait by a few API calls' deadline plus start-up.
         stopper = threading.Timer(12 * request_timeout, proc.terminate)
         stopper.start()

@@ -46,8 +46,10 @@ def test_defaults_without_file() -> None:
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
-    path = write(tmp_path, '[clusterpulse]\nlog_level = "verbose"\nmetrics_bind_address = "8080"\n'
-                           'queue_burst = 0\nnamespce = "x"\n')
+    path = write(
+        tmp_path,
+        '[clusterpulse]\nlog_level = "verbose"\nmetrics_bind_address = "8080"\nqueue_burst = 0\nnamespce = "x"\n',
+    )
     with pytest.raises(ConfigError) as caught:
         read_config(path, env={})
     assert caught.value.errors == [
@@ -73,8 +75,10 @@ def test_log_level_from_the_environment_keeps_the_upstream_rule(tmp_path: Path) 
 
 def test_unknown_key_names_the_path(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD.replace("repeat = 3", "repeet = 3"))
-    expected = (r"^plugins\.example\.repeet: unknown key \(did you mean 'repeat'\? "
-                r"expected one of: greeting, repeat, token\)")
+    expected = (
+        r"^plugins\.example\.repeet: unknown key \(did you mean 'repeat'\? "
+        r"expected one of: greeting, repeat, token\)"
+    )
     with pytest.raises(ConfigError, match=expected):
         load(str(path), env={})
 
@@ -102,7 +106,7 @@ def test_list_item_type(tmp_path: Path) -> None:
 
 
 def test_section_for_disabled_plugin(tmp_path: Path) -> None:
-    raw = read_config(write(tmp_path, '[clusterpulse]\nplugins = []\n[plugins.example]\nrepeat = 2\n'), env={})
+    raw = read_config(write(tmp_path, "[clusterpulse]\nplugins = []\n[plugins.example]\nrepeat = 2\n"), env={})
     with pytest.raises(ConfigError, match=r"plugins\.example: section for a plugin that is not enabled"):
         finish_config(raw, {}, env={})
 

@@ -29,41 +29,63 @@ SPEC: dict[str, Any] = {
     "properties": {
         "mode": {"type": "string", "default": "pull"},
         "retries": {"type": "integer", "default": 3},
-        "rbac": {"type": "object", "properties": {"filter": {"type": "boolean", "default": True},
-                                                  "name": {"type": "string"}}},
-        "collection": {"type": "object", "default": {},
-                       "properties": {"interval": {"type": "integer", "default": 60}}},
-        "fields": {"type": "array", "items": {"type": "object", "properties": {
-            "name": {"type": "string"}, "type": {"type": "string", "default": "string"}}}},
-        "extra": {"type": "object", "additionalProperties": {
-            "type": "object", "properties": {"weight": {"type": "integer", "default": 1}}}},
+        "rbac": {
+            "type": "object",
+            "properties": {"filter": {"type": "boolean", "default": True}, "name": {"type": "string"}},
+        },
+        "collection": {"type": "object", "default": {}, "properties": {"interval": {"type": "integer", "default": 60}}},
+        "fields": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "type": {"type": "string", "default": "string"}},
+            },
+        },
+        "extra": {
+            "type": "object",
+            "additionalProperties": {"type": "object", "properties": {"weight": {"type": "integer", "default": 1}}},
+        },
         "note": {"type": "string", "nullable": True, "default": "none"},
         "selector": {"type": "object", "properties": {"matchLabels": {"type": "object"}}},
     },
 }
-SCHEMA: dict[str, Any] = {"type": "object", "properties": {"apiVersion": {"type": "string"},
-                                                          "metadata": {"type": "object"}, "spec": SPEC}}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"apiVersion": {"type": "string"}, "metadata": {"type": "object"}, "spec": SPEC},
+}
 GADGET = ResourceKind(group=GROUP, version="v1", kind="Gadget", plural="gadgets", schema=SCHEMA)
 
 
 def test_absent_fields_take_their_defaults_recursively() -> None:
-    obj = {"spec": {"rbac": {"name": "x"}, "fields": [{"name": "a"}, {"name": "b", "type": "integer"}],
-                    "extra": {"k": {}, "j": {"weight": 5}}}}
+    obj = {
+        "spec": {
+            "rbac": {"name": "x"},
+            "fields": [{"name": "a"}, {"name": "b", "type": "integer"}],
+            "extra": {"k": {}, "j": {"weight": 5}},
+        }
+    }
     original = copy.deepcopy(obj)
 
     got = apply_defaults(SCHEMA, obj)
 
-    assert got == {"spec": {
-        "mode": "pull", "retries": 3, "rbac": {"name": "x", "filter": True},
-        "collection": {"interval": 60},  # the defaulted object takes its own nested defaults
-        "fields": [{"name": "a", "type": "string"}, {"name": "b", "type": "integer"}],
-        "extra": {"k": {"weight": 1}, "j": {"weight": 5}}, "note": "none"}}
+    assert got == {
+        "spec": {
+            "mode": "pull",
+            "retries": 3,
+            "rbac": {"name": "x", "filter": True},
+            "collection": {"interval": 60},  # the defaulted object takes its own nested defaults
+            "fields": [{"name": "a", "type": "string"}, {"name": "b", "type": "integer"}],
+            "extra": {"k": {"weight": 1}, "j": {"weight": 5}},
+            "note": "none",
+        }
+    }
     assert obj == original  # never modified in place
 
 
 def test_given_values_win_and_falsy_values_are_kept() -> None:
-    obj = {"spec": {"mode": "push", "retries": 0, "rbac": {"filter": False}, "collection": {"interval": 30},
-                    "note": None}}
+    obj = {
+        "spec": {"mode": "push", "retries": 0, "rbac": {"filter": False}, "collection": {"interval": 30}, "note": None}
+    }
     got = apply_defaults(SCHEMA, obj)
     assert got["spec"]["retries"] == 0 and got["spec"]["rbac"] == {"filter": False}
     assert got["spec"]["mode"] == "push" and got["spec"]["collection"] == {"interval": 30}
@@ -77,8 +99,9 @@ def test_null_takes_the_default_or_is_pruned() -> None:
 
 
 def test_unchanged_objects_are_returned_as_they_are() -> None:
-    obj = {"spec": {"mode": "pull", "retries": 3, "rbac": {"filter": True}, "collection": {"interval": 60},
-                    "note": "n"}}
+    obj = {
+        "spec": {"mode": "pull", "retries": 3, "rbac": {"filter": True}, "collection": {"interval": 60}, "note": "n"}
+    }
     assert apply_defaults(SCHEMA, obj) is obj
     assert apply_defaults({"type": "object"}, obj) is obj
 
@@ -89,16 +112,22 @@ def test_the_emulator_defaults_custom_resources_on_create_update_and_patch(kube_
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     objects = kubernetes.client.CustomObjectsApi(api.api_client())
 
-    created = objects.create_namespaced_custom_object(GROUP, "v1", NAMESPACE, "gadgets", {
-        "apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"mode": "push"}})
+    created = objects.create_namespaced_custom_object(
+        GROUP,
+        "v1",
+        NAMESPACE,
+        "gadgets",
+        {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"mode": "push"}},
+    )
     assert created["spec"] == {"mode": "push", "retries": 3, "collection": {"interval": 60}, "note": "none"}
 
     created["spec"] = {"rbac": {}}
     replaced = objects.replace_namespaced_custom_object(GROUP, "v1", NAMESPACE, "gadgets", "g", created)
     assert replaced["spec"]["rbac"] == {"filter": True} and replaced["spec"]["mode"] == "pull"
 
-    patched = objects.patch_namespaced_custom_object(GROUP, "v1", NAMESPACE, "gadgets", "g",
-                                                     {"spec": {"retries": None}})
+    patched = objects.patch_namespaced_custom_object(
+        GROUP, "v1", NAMESPACE, "gadgets", "g", {"spec": {"retries": None}}
+    )
     assert patched["spec"]["retries"] == 3  # merge patch removed it; the server defaulted it again
     assert api.get(f"{GROUP}/v1", "gadgets", "g", NAMESPACE)["spec"]["retries"] == 3
 
@@ -117,8 +146,9 @@ class GadgetPlugin:
         return [GADGET]
 
     @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult | None:
+    def clusterpulse_reconcile(
+        self, kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
+    ) -> ReconcileResult | None:
         with self.lock:
             self.seen.append(obj)
         return None
@@ -128,11 +158,18 @@ def test_the_runtime_reconciles_with_defaults_a_hub_did_not_apply(kube_api: Any)
     # A hub whose CRD has no defaults (created before the CRD had them): the object lacks them.
     hub = kube_api()
     hub.add_crd(GROUP, "v1", "Gadget", "gadgets")
-    hub.create({"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "old", "namespace": NAMESPACE},
-                "spec": {"rbac": {"name": "r"}}})
+    hub.create(
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "old", "namespace": NAMESPACE},
+            "spec": {"rbac": {"name": "r"}},
+        }
+    )
     plugin = GadgetPlugin()
-    config = Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, metrics_bind_address="0",
-                                      health_probe_bind_address="0"))
+    config = Config(
+        core=CoreSettings(plugins=(), namespace=NAMESPACE, metrics_bind_address="0", health_probe_bind_address="0")
+    )
     runtime = build_runtime(config, PluginHost([], extra={"gadgets": plugin}), hub=KubeClient(hub.api_client()))
     stored = hub.get(f"{GROUP}/v1", "gadgets", "old", NAMESPACE)
     assert "filter" not in stored["spec"]["rbac"]

@@ -57,8 +57,13 @@ def _expected_alerts(clusters: list[str]) -> set[tuple[str, str, str]]:
 
 #: What the hub installs on the push-mode edge-lab (docs/agent-deploy.md), which its collections then count.
 _AGENT_OBJECTS = {"Deployment": [("clusterpulse-system", "clusterpulse-collector")]}
-_LISTS = (("pods", "Pod"), ("deployments", "Deployment"), ("services", "Service"), ("statefulsets", "StatefulSet"),
-          ("daemonsets", "DaemonSet"))
+_LISTS = (
+    ("pods", "Pod"),
+    ("deployments", "Deployment"),
+    ("services", "Service"),
+    ("statefulsets", "StatefulSet"),
+    ("daemonsets", "DaemonSet"),
+)
 
 
 def _check_reader_keys(client: redis.Redis, cluster: str) -> None:
@@ -103,8 +108,10 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
         # is Ready (docs/compatibility.md#r8): k8s-staging, one NotReady and one cordoned node of four, is degraded.
         not_ready = sum(1 for n in nodes if _condition(n, "Ready") != "True")
         assert (row.health, row.message) == (
-            ("healthy", "Cluster is healthy") if not not_ready else
-            ("unhealthy" if not_ready / len(nodes) >= 0.5 else "degraded", f"Issues: {not_ready} nodes not ready"))
+            ("healthy", "Cluster is healthy")
+            if not not_ready
+            else ("unhealthy" if not_ready / len(nodes) >= 0.5 else "degraded", f"Issues: {not_ready} nodes not ready")
+        )
         assert row.nodes == len(nodes)
         # DECISIONS R1: every pod of the cluster, bound to a node or not.
         assert row.pods == len(pods)
@@ -117,8 +124,11 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
     assert sorted(sources) == sorted(rows)
     for name, source in sources.items():
         excluded = ("kube-*", "openshift-*")
-        pods = [p for p in _fixture_objects(name, "Pod")
-                if not any(fnmatch.fnmatch(p["metadata"]["namespace"], pattern) for pattern in excluded)]
+        pods = [
+            p
+            for p in _fixture_objects(name, "Pod")
+            if not any(fnmatch.fnmatch(p["metadata"]["namespace"], pattern) for pattern in excluded)
+        ]
         assert source.resources == len(pods)
         assert source.values["pods"] == len(pods)
         assert source.values["running"] == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
@@ -149,25 +159,44 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
 
 def test_demo_command_without_redis_server_names_the_package(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(Path(sys.executable).parent))
-    result = subprocess.run([sys.executable, "-c", "from clusterpulse_core.cli import main; main()",
-                             "demo", "--cycles", "1"], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", "from clusterpulse_core.cli import main; main()", "demo", "--cycles", "1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1
     assert "redis-server is not installed: run `sudo apt-get install -y redis-server`" in result.stderr
 
 
 def test_demo_command_with_redis_url(redis_url: str, tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-c", "from clusterpulse_core.cli import main; main()",
-                             "demo", "--cycles", "1", "--redis-url", redis_url], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=180)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from clusterpulse_core.cli import main; main()",
+            "demo",
+            "--cycles",
+            "1",
+            "--redis-url",
+            redis_url,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr
     assert "cycle 1: reconciled 7 objects" in result.stdout
     assert "Redis keys written" in result.stdout
     assert redis.Redis.from_url(redis_url).scard("clusters:all") == len(_cluster_names())
 
 
-def test_demo_without_docker_registry_says_it_skipped_registries(redis_url: str, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_without_docker_registry_says_it_skipped_registries(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no docker-registry (Redis comes from redis_url)
     lines: list[str] = []
     run_demo(1, redis_url, echo=lines.append)
@@ -177,11 +206,27 @@ def test_demo_without_docker_registry_says_it_skipped_registries(redis_url: str,
 
 
 def test_demo_config_adds_the_files_plugins_beside_the_demos(redis_url: str, tmp_path: Path) -> None:
-    (tmp_path / "extra.toml").write_text('[clusterpulse]\nplugins = ["redis", "example"]\n\n'
-                                         '[plugins.example]\ngreeting = "hi from the file"\n')
-    result = subprocess.run([sys.executable, "-c", "from clusterpulse_core.cli import main; main()",
-                             "demo", "--cycles", "1", "--redis-url", redis_url, "--config", "extra.toml"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    (tmp_path / "extra.toml").write_text(
+        '[clusterpulse]\nplugins = ["redis", "example"]\n\n[plugins.example]\ngreeting = "hi from the file"\n'
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from clusterpulse_core.cli import main; main()",
+            "demo",
+            "--cycles",
+            "1",
+            "--redis-url",
+            redis_url,
+            "--config",
+            "extra.toml",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr
     first = result.stdout.splitlines()[0]
     assert first.endswith("; plugins from extra.toml: example"), first
@@ -190,8 +235,9 @@ def test_demo_config_adds_the_files_plugins_beside_the_demos(redis_url: str, tmp
     # The example plugin's hub collector labels every pulled cluster with its configured greeting.
     # The push-mode cluster edge-lab is pulled too until its agent has registered, which may or may
     # not happen within the one cycle: it is not part of the check.
-    greeted = {name for name, labels in labelled.items()
-               if labels and json.loads(labels).get("greeted") == "hi from the file"}
+    greeted = {
+        name for name, labels in labelled.items() if labels and json.loads(labels).get("greeted") == "hi from the file"
+    }
     assert {"k8s-staging", "ocp-prod-east"} <= greeted, labelled
 
 
@@ -216,6 +262,7 @@ def test_the_documented_sample_matches_a_run(redis_url: str) -> None:
             continue
         shape = _shape(expected)
         found = next((i for i in range(position, len(lines)) if shape.fullmatch(lines[i])), None)
-        assert found is not None, f"docs/demo.md shows {expected!r}, the run printed no such line after line " \
-                                  f"{position}:\n" + "\n".join(lines)
+        assert found is not None, (
+            f"docs/demo.md shows {expected!r}, the run printed no such line after line {position}:\n" + "\n".join(lines)
+        )
         position = found + 1

@@ -111,8 +111,11 @@ def test_an_unknown_hook_is_still_refused() -> None:
 
 
 def test_a_hook_declared_twice_names_both_plugins() -> None:
-    with pytest.raises(PluginError, match=r"plugin 'again' declares hook 'clusterpulse_audit_owner', already "
-                                          r"declared by 'audit'"):
+    with pytest.raises(
+        PluginError,
+        match=r"plugin 'again' declares hook 'clusterpulse_audit_owner', already "
+        r"declared by 'audit'",
+    ):
         PluginHost([], extra={"audit": Audit(), "again": Audit()})
 
 
@@ -128,16 +131,20 @@ def test_a_hook_that_moved_to_a_plugin_still_loads_without_it(caplog: pytest.Log
 
     alone = PluginHost([], extra={"median": OldMedian()})
     assert alone.order == ["median"]
-    assert any("implements clusterpulse_register_aggregations, which no loaded plugin declares" in w
-               for w in alone.warnings)
+    assert any(
+        "implements clusterpulse_register_aggregations, which no loaded plugin declares" in w for w in alone.warnings
+    )
     with_declarer = PluginHost(["metricsource"], extra={"median": OldMedian()})
     assert with_declarer.contributions.aggregations["median"].plugin == "median"
     assert not any("median" in warning for warning in with_declarer.warnings)
 
 
 def test_the_core_declares_only_framework_verbs() -> None:
-    declared = {name for name in vars(hookspecs) if name.startswith("clusterpulse_")
-                and inspect.isfunction(getattr(hookspecs, name))}
+    declared = {
+        name
+        for name in vars(hookspecs)
+        if name.startswith("clusterpulse_") and inspect.isfunction(getattr(hookspecs, name))
+    }
     assert not declared & set(hookspecs.MOVED_HOOKS)
     assert not hasattr(hookspecs, "PER_PLUGIN_HOOKS") and not hasattr(hookspecs, "REGISTRY_HOOKS")
     for name in declared:
@@ -151,14 +158,19 @@ def test_the_hookspec_table_covers_every_declared_hook() -> None:
     assert len(by_hook) == len(rows)
     assert by_hook["clusterpulse_addhooks"].declared_by == CORE
     assert rows[0].hook == "clusterpulse_addhooks"  # the core's hooks first, in phase order
-    moved_to = {"metricsource": ["clusterpulse_register_aggregations", "clusterpulse_register_field_types",
-                                 "clusterpulse_register_filter_operators", "clusterpulse_expression_compiler",
-                                 "clusterpulse_aggregate_resources"],
-                "alerts": ["clusterpulse_register_alert_rules", "clusterpulse_stored_alerts"],
-                "ingester": ["clusterpulse_agent_connection", "clusterpulse_agent_sources",
-                             "clusterpulse_agent_read_types"],
-                "cluster": ["clusterpulse_cluster_health", "clusterpulse_fleet"],
-                "policy": ["clusterpulse_stored_policies"]}
+    moved_to = {
+        "metricsource": [
+            "clusterpulse_register_aggregations",
+            "clusterpulse_register_field_types",
+            "clusterpulse_register_filter_operators",
+            "clusterpulse_expression_compiler",
+            "clusterpulse_aggregate_resources",
+        ],
+        "alerts": ["clusterpulse_register_alert_rules", "clusterpulse_stored_alerts"],
+        "ingester": ["clusterpulse_agent_connection", "clusterpulse_agent_sources", "clusterpulse_agent_read_types"],
+        "cluster": ["clusterpulse_cluster_health", "clusterpulse_fleet"],
+        "policy": ["clusterpulse_stored_policies"],
+    }
     for declarer, hooks in moved_to.items():
         for hook in hooks:
             assert by_hook[hook].declared_by == declarer, hook
@@ -182,8 +194,6 @@ def test_registry_tables_come_from_the_declared_registry_hooks() -> None:
     assert {"count", "percentile"} <= set(contributions.aggregations)
     assert "NodeNotReady" in contributions.alert_rules
     assert contributions.kinds == ["aggregations", "alert_rules", "field_types", "filter_operators", "functions"]
-
-
 
 
 WIDGET = ResourceKind(group="example.com", version="v1", kind="Widget", plural="widgets", schema={})

@@ -46,7 +46,8 @@ def test_in_a_pod_the_service_account_is_used(in_a_pod: None, service_account: P
 
 
 def test_a_kubeconfig_given_or_in_the_environment_wins_over_the_service_account(
-        in_a_pod: None, service_account: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    in_a_pod: None, service_account: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
     assert hub_client(str(kubeconfig), service_account_dir=str(service_account)).host == "http://127.0.0.1:7001"
@@ -60,7 +61,8 @@ def test_in_a_pod_without_its_service_account_the_error_names_the_directory(in_a
 
 
 def test_outside_a_pod_without_a_kubeconfig_the_error_says_both(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -39,10 +39,16 @@ def custom(api: KubeAPI) -> kubernetes.client.CustomObjectsApi:
     return kubernetes.client.CustomObjectsApi(api.api_client())
 
 
-def pod(name: str, namespace: str = "demo", labels: dict[str, str] | None = None,
-        node: str | None = None, phase: str | None = None) -> dict[str, Any]:
+def pod(
+    name: str,
+    namespace: str = "demo",
+    labels: dict[str, str] | None = None,
+    node: str | None = None,
+    phase: str | None = None,
+) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
         "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     }
@@ -67,8 +73,9 @@ def error_body(exc: ApiException) -> dict[str, Any]:
     return json.loads(exc.body)
 
 
-def collect_events(api: KubeAPI, start: Callable[[], Iterator[dict[str, Any]]],
-                   action: Callable[[], None], count: int) -> list[tuple[str, str]]:
+def collect_events(
+    api: KubeAPI, start: Callable[[], Iterator[dict[str, Any]]], action: Callable[[], None], count: int
+) -> list[tuple[str, str]]:
     """Run ``start`` (a watch) in a thread, run ``action`` once it is connected, return ``count`` events."""
     events: queue.Queue[tuple[str, str] | BaseException] = queue.Queue()
     watches_before = sum(1 for _, _, q in api.requests if q.get("watch") in ("true", "1", "True"))
@@ -149,13 +156,21 @@ def test_bearer_scheme_is_case_insensitive_and_callers_are_logged() -> None:
     # The in-cluster loader of the kubernetes client sends "bearer <token>"; the API server accepts it.
     with KubeAPI(require_token="secret") as server:
         http = urllib3.PoolManager()
-        for authorization, status in (("bearer secret", 200), ("BEARER secret", 200), ("Basic secret", 401),
-                                      ("bearer Secret", 401)):
-            response = http.request("GET", f"{server.url}/api/v1/namespaces",
-                                    headers={"Authorization": authorization, "User-Agent": f"probe/{status}"})
+        for authorization, status in (
+            ("bearer secret", 200),
+            ("BEARER secret", 200),
+            ("Basic secret", 401),
+            ("bearer Secret", 401),
+        ):
+            response = http.request(
+                "GET",
+                f"{server.url}/api/v1/namespaces",
+                headers={"Authorization": authorization, "User-Agent": f"probe/{status}"},
+            )
             assert response.status == status, authorization
         assert [(c.method, c.path, c.user_agent) for c in server.callers] == [
-            ("GET", "/api/v1/namespaces", ua) for ua in ("probe/200", "probe/200", "probe/401", "probe/401")]
+            ("GET", "/api/v1/namespaces", ua) for ua in ("probe/200", "probe/200", "probe/401", "probe/401")
+        ]
         server.clear_requests()
         assert server.callers == []
 
@@ -239,12 +254,12 @@ def test_put_with_stale_resource_version_conflicts(core: kubernetes.client.CoreV
     assert error_body(info.value)["reason"] == "Conflict"
 
 
-def test_generation_bumps_on_spec_changes_only(custom: kubernetes.client.CustomObjectsApi,
-                                               api: KubeAPI) -> None:
+def test_generation_bumps_on_spec_changes_only(custom: kubernetes.client.CustomObjectsApi, api: KubeAPI) -> None:
     api.add_crd("example.com", "v1", "Widget", "widgets")
     args = ("example.com", "v1", "demo", "widgets")
-    custom.create_namespaced_custom_object(*args, {"apiVersion": "example.com/v1", "kind": "Widget",
-                                                   "metadata": {"name": "w"}, "spec": {"size": 1}})
+    custom.create_namespaced_custom_object(
+        *args, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
+    )
     labelled = custom.patch_namespaced_custom_object(*args, "w", {"metadata": {"labels": {"a": "b"}}})
     assert labelled["metadata"]["generation"] == 1
     resized = custom.patch_namespaced_custom_object(*args, "w", {"spec": {"size": 2}})
@@ -287,15 +302,19 @@ def test_cluster_scoped_and_other_groups(api: KubeAPI) -> None:
     assert node.metadata.namespace is None
     assert node.status.capacity == {"cpu": "4"}  # builtins keep status on create
     apps = kubernetes.client.AppsV1Api(client)
-    apps.create_namespaced_deployment("demo", {
-        "metadata": {"name": "d"},
-        "spec": {"selector": {"matchLabels": {"a": "b"}},
-                 "template": {"metadata": {"labels": {"a": "b"}},
-                              "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    apps.create_namespaced_deployment(
+        "demo",
+        {
+            "metadata": {"name": "d"},
+            "spec": {
+                "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+            },
+        },
+    )
     assert [d.metadata.name for d in apps.list_deployment_for_all_namespaces().items] == ["d"]
     leases = kubernetes.client.CoordinationV1Api(client)
-    lease = leases.create_namespaced_lease("demo", {"metadata": {"name": "leader"},
-                                                    "spec": {"holderIdentity": "me"}})
+    lease = leases.create_namespaced_lease("demo", {"metadata": {"name": "leader"}, "spec": {"holderIdentity": "me"}})
     lease.spec.holder_identity = "you"
     assert leases.replace_namespaced_lease("leader", "demo", lease).spec.holder_identity == "you"
 
@@ -308,11 +327,14 @@ def test_patch_flavours(core: kubernetes.client.CoreV1Api) -> None:
     strategic = core.patch_namespaced_config_map("cm", "demo", {"metadata": {"labels": {"c": "3"}}})
     assert strategic.metadata.labels == {"a": "1", "b": "2", "c": "3"}
     merged = core.patch_namespaced_config_map(  # merge-patch+json: null removes a key
-        "cm", "demo", {"metadata": {"labels": {"a": None}}}, _content_type="application/merge-patch+json")
+        "cm", "demo", {"metadata": {"labels": {"a": None}}}, _content_type="application/merge-patch+json"
+    )
     assert merged.metadata.labels == {"b": "2", "c": "3"}
-    ops = [{"op": "replace", "path": "/metadata/labels/b", "value": "two"},
-           {"op": "add", "path": "/data", "value": {"k": "v"}},
-           {"op": "remove", "path": "/metadata/labels/c"}]
+    ops = [
+        {"op": "replace", "path": "/metadata/labels/b", "value": "two"},
+        {"op": "add", "path": "/data", "value": {"k": "v"}},
+        {"op": "remove", "path": "/metadata/labels/c"},
+    ]
     patched = core.patch_namespaced_config_map("cm", "demo", ops)
     assert patched.metadata.labels == {"b": "two"}
     assert patched.data == {"k": "v"}
@@ -336,9 +358,16 @@ def test_patch_with_stale_resource_version_conflicts(core: kubernetes.client.Cor
 def test_status_subresource_isolation(api: KubeAPI, custom: kubernetes.client.CustomObjectsApi) -> None:
     api.add_crd("example.com", "v1", "Widget", "widgets")
     args = ("example.com", "v1", "demo", "widgets")
-    created = custom.create_namespaced_custom_object(*args, {
-        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
-        "spec": {"size": 1}, "status": {"phase": "ignored"}})
+    created = custom.create_namespaced_custom_object(
+        *args,
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 1},
+            "status": {"phase": "ignored"},
+        },
+    )
     assert "status" not in created
     status_body = {**created, "status": {"phase": "Ready"}, "spec": {"size": 99}}
     with_status = custom.replace_namespaced_custom_object_status(*args, "w", status_body)
@@ -352,11 +381,14 @@ def test_status_subresource_isolation(api: KubeAPI, custom: kubernetes.client.Cu
     assert replaced["status"] == {"phase": "Ready"}
 
 
-def test_crd_without_status_subresource_stores_status(api: KubeAPI,
-                                                      custom: kubernetes.client.CustomObjectsApi) -> None:
+def test_crd_without_status_subresource_stores_status(api: KubeAPI, custom: kubernetes.client.CustomObjectsApi) -> None:
     api.add_crd("example.com", "v1", "Gadget", "gadgets", namespaced=False, status_subresource=False)
-    created = custom.create_cluster_custom_object("example.com", "v1", "gadgets", {
-        "apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "status": {"x": 1}})
+    created = custom.create_cluster_custom_object(
+        "example.com",
+        "v1",
+        "gadgets",
+        {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "status": {"x": 1}},
+    )
     assert created["status"] == {"x": 1} and "namespace" not in created["metadata"]
     status, _ = raw_get(api, "/apis/example.com/v1/gadgets/g/status")
     assert status == 404
@@ -367,18 +399,40 @@ def test_crd_without_status_subresource_stores_status(api: KubeAPI,
 
 def test_crd_created_over_the_api_is_served_and_discoverable(api: KubeAPI) -> None:
     client = api.api_client()
-    kubernetes.client.ApiextensionsV1Api(client).create_custom_resource_definition({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "clusterconnections.clusterpulse.io"},
-        "spec": {"group": "clusterpulse.io", "scope": "Namespaced",
-                 "names": {"kind": "ClusterConnection", "plural": "clusterconnections",
-                           "singular": "clusterconnection", "shortNames": ["cc"]},
-                 "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                               "subresources": {"status": {}},
-                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
+    kubernetes.client.ApiextensionsV1Api(client).create_custom_resource_definition(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "clusterconnections.clusterpulse.io"},
+            "spec": {
+                "group": "clusterpulse.io",
+                "scope": "Namespaced",
+                "names": {
+                    "kind": "ClusterConnection",
+                    "plural": "clusterconnections",
+                    "singular": "clusterconnection",
+                    "shortNames": ["cc"],
+                },
+                "versions": [
+                    {
+                        "name": "v1alpha1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": {"type": "object"}},
+                    }
+                ],
+            },
+        }
+    )
     custom = kubernetes.client.CustomObjectsApi(client)
-    custom.create_namespaced_custom_object("clusterpulse.io", "v1alpha1", "ns", "clusterconnections", {
-        "apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection", "metadata": {"name": "c1"}})
+    custom.create_namespaced_custom_object(
+        "clusterpulse.io",
+        "v1alpha1",
+        "ns",
+        "clusterconnections",
+        {"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection", "metadata": {"name": "c1"}},
+    )
     assert api.get("clusterpulse.io/v1alpha1", "cc", "c1", "ns") is not None
 
     groups = kubernetes.client.ApisApi(client).get_api_versions().groups
@@ -441,20 +495,28 @@ def test_continue_token_expires_after_compaction(api: KubeAPI, core: kubernetes.
     assert info.value.status == 410
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ("app=web", ["a", "b"]),
-    ("app==web", ["a", "b"]),
-    ("app!=web", ["c", "d"]),
-    ("tier in (front, back)", ["a", "c"]),
-    ("tier notin (front)", ["b", "c", "d"]),
-    ("tier", ["a", "c"]),
-    ("!tier", ["b", "d"]),
-    ("app=web,tier=front", ["a"]),
-])
-def test_label_selectors(api: KubeAPI, core: kubernetes.client.CoreV1Api, selector: str,
-                         expected: list[str]) -> None:
-    api.seed([pod("a", labels={"app": "web", "tier": "front"}), pod("b", labels={"app": "web"}),
-              pod("c", labels={"app": "db", "tier": "back"}), pod("d")])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app=web", ["a", "b"]),
+        ("app==web", ["a", "b"]),
+        ("app!=web", ["c", "d"]),
+        ("tier in (front, back)", ["a", "c"]),
+        ("tier notin (front)", ["b", "c", "d"]),
+        ("tier", ["a", "c"]),
+        ("!tier", ["b", "d"]),
+        ("app=web,tier=front", ["a"]),
+    ],
+)
+def test_label_selectors(api: KubeAPI, core: kubernetes.client.CoreV1Api, selector: str, expected: list[str]) -> None:
+    api.seed(
+        [
+            pod("a", labels={"app": "web", "tier": "front"}),
+            pod("b", labels={"app": "web"}),
+            pod("c", labels={"app": "db", "tier": "back"}),
+            pod("d"),
+        ]
+    )
     found = core.list_namespaced_pod("demo", label_selector=selector).items
     assert [p.metadata.name for p in found] == expected
 
@@ -465,19 +527,26 @@ def test_bad_label_selector_is_400(core: kubernetes.client.CoreV1Api) -> None:
     assert info.value.status == 400
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ("metadata.name=b", ["b"]),
-    ("metadata.name!=b", ["a", "c"]),
-    ("metadata.namespace=other", ["c"]),
-    ("spec.nodeName=n1", ["a", "c"]),
-    ("spec.nodeName=", ["b"]),
-    ("status.phase=Running", ["a"]),
-    ("status.phase!=Running,spec.nodeName=n1", ["c"]),
-])
-def test_field_selectors(api: KubeAPI, core: kubernetes.client.CoreV1Api, selector: str,
-                         expected: list[str]) -> None:
-    api.seed([pod("a", node="n1", phase="Running"), pod("b", phase="Pending"),
-              pod("c", "other", node="n1", phase="Succeeded")])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("metadata.name=b", ["b"]),
+        ("metadata.name!=b", ["a", "c"]),
+        ("metadata.namespace=other", ["c"]),
+        ("spec.nodeName=n1", ["a", "c"]),
+        ("spec.nodeName=", ["b"]),
+        ("status.phase=Running", ["a"]),
+        ("status.phase!=Running,spec.nodeName=n1", ["c"]),
+    ],
+)
+def test_field_selectors(api: KubeAPI, core: kubernetes.client.CoreV1Api, selector: str, expected: list[str]) -> None:
+    api.seed(
+        [
+            pod("a", node="n1", phase="Running"),
+            pod("b", phase="Pending"),
+            pod("c", "other", node="n1", phase="Succeeded"),
+        ]
+    )
     found = core.list_pod_for_all_namespaces(field_selector=selector).items
     assert [p.metadata.name for p in found] == expected
 
@@ -502,13 +571,11 @@ def test_listing_ten_thousand_pods_in_pages(api: KubeAPI) -> None:
 # --- watches ------------------------------------------------------------------------------------------------
 
 
-def test_watch_streams_changes_from_a_resource_version(api: KubeAPI,
-                                                       core: kubernetes.client.CoreV1Api) -> None:
+def test_watch_streams_changes_from_a_resource_version(api: KubeAPI, core: kubernetes.client.CoreV1Api) -> None:
     rv = core.list_namespaced_pod("demo").metadata.resource_version
 
     def start() -> Iterator[dict[str, Any]]:
-        return kubernetes.watch.Watch().stream(core.list_namespaced_pod, "demo", resource_version=rv,
-                                               timeout_seconds=5)
+        return kubernetes.watch.Watch().stream(core.list_namespaced_pod, "demo", resource_version=rv, timeout_seconds=5)
 
     def act() -> None:
         core.create_namespaced_pod("demo", pod("w"))
@@ -520,8 +587,7 @@ def test_watch_streams_changes_from_a_resource_version(api: KubeAPI,
     assert events == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
 
 
-def test_watch_without_version_starts_with_current_objects(api: KubeAPI,
-                                                          core: kubernetes.client.CoreV1Api) -> None:
+def test_watch_without_version_starts_with_current_objects(api: KubeAPI, core: kubernetes.client.CoreV1Api) -> None:
     api.seed([pod("old")])
 
     def start() -> Iterator[dict[str, Any]]:
@@ -536,20 +602,24 @@ def test_watch_replays_history_and_honours_timeout(api: KubeAPI, core: kubernete
     api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one", "namespace": "demo"}})
     api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "two", "namespace": "demo"}})
     began = time.monotonic()
-    events = [(e["type"], e["object"].metadata.name) for e in kubernetes.watch.Watch().stream(
-        core.list_namespaced_config_map, "demo", resource_version=rv, timeout_seconds=1)]
+    events = [
+        (e["type"], e["object"].metadata.name)
+        for e in kubernetes.watch.Watch().stream(
+            core.list_namespaced_config_map, "demo", resource_version=rv, timeout_seconds=1
+        )
+    ]
     assert events == [("ADDED", "one"), ("ADDED", "two")]
     assert 0.9 < time.monotonic() - began < 4
 
 
-def test_watch_of_a_selection_sees_objects_enter_and_leave(api: KubeAPI,
-                                                           core: kubernetes.client.CoreV1Api) -> None:
+def test_watch_of_a_selection_sees_objects_enter_and_leave(api: KubeAPI, core: kubernetes.client.CoreV1Api) -> None:
     api.seed([pod("p", labels={"app": "web"})])
     rv = api.resource_version
 
     def start() -> Iterator[dict[str, Any]]:
-        return kubernetes.watch.Watch().stream(core.list_namespaced_pod, "demo", label_selector="app=web",
-                                               resource_version=rv, timeout_seconds=5)
+        return kubernetes.watch.Watch().stream(
+            core.list_namespaced_pod, "demo", label_selector="app=web", resource_version=rv, timeout_seconds=5
+        )
 
     def act() -> None:
         core.patch_namespaced_pod("p", "demo", {"metadata": {"labels": {"app": "db"}}})
@@ -564,8 +634,11 @@ def test_watch_from_a_compacted_version_is_gone(api: KubeAPI, core: kubernetes.c
     api.create(pod("b"))
     api.compact()
     with pytest.raises(ApiException) as info:
-        list(kubernetes.watch.Watch().stream(core.list_namespaced_pod, "demo", resource_version=old_rv,
-                                             timeout_seconds=2))
+        list(
+            kubernetes.watch.Watch().stream(
+                core.list_namespaced_pod, "demo", resource_version=old_rv, timeout_seconds=2
+            )
+        )
     assert info.value.status == 410
     status, body = raw_get(api, f"/api/v1/namespaces/demo/pods?watch=1&resourceVersion={old_rv}")
     event = json.loads(body.splitlines()[0]) if isinstance(body, str) else body
@@ -652,8 +725,14 @@ def test_helpers_without_http() -> None:
 
 def test_helper_update_writes_status_of_subresource_kinds(api: KubeAPI) -> None:
     api.add_crd("example.com", "v1", "Widget", "widgets")
-    widget = api.create({"apiVersion": "example.com/v1", "kind": "Widget",
-                         "metadata": {"name": "w", "namespace": "demo"}, "status": {"a": 1}})
+    widget = api.create(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "demo"},
+            "status": {"a": 1},
+        }
+    )
     assert widget["status"] == {"a": 1}  # helpers keep status, unlike HTTP create
     widget["status"] = {"a": 2}
     assert api.update(widget)["status"] == {"a": 2}
@@ -663,16 +742,27 @@ def test_load_dir(api: KubeAPI, tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.yaml").write_text(
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: demo}\n---\n"
-        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: demo}\n")
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: demo}\n"
+    )
     (tmp_path / "sub" / "crd.yml").write_text(
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
         "metadata: {name: widgets.example.com}\n"
         "spec:\n  group: example.com\n  scope: Namespaced\n"
         "  names: {kind: Widget, plural: widgets}\n"
-        "  versions: [{name: v1, served: true, storage: true}]\n")
-    (tmp_path / "list.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}}]}))
+        "  versions: [{name: v1, served: true, storage: true}]\n"
+    )
+    (tmp_path / "list.json").write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+                    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}},
+                ],
+            }
+        )
+    )
     (tmp_path / "ignored.txt").write_text("not: an object")
     loaded = api.load_dir(tmp_path)
     assert len(loaded) == 5
@@ -687,12 +777,14 @@ def test_serve_cli_helper(tmp_path: Path) -> None:
     namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: seeded}\n"
     (tmp_path / "objects" / "ns.yaml").write_text(namespace)
     kubeconfig = tmp_path / "kubeconfig"
-    code = ("import sys; from clusterpulse_testing.kube_api import serve; "
-            "serve(sys.argv[1], 0, sys.argv[2])")
+    code = "import sys; from clusterpulse_testing.kube_api import serve; serve(sys.argv[1], 0, sys.argv[2])"
     process = subprocess.Popen(
         [sys.executable, "-c", code, str(tmp_path / "objects"), str(kubeconfig)],
-        stdout=subprocess.PIPE, text=True, cwd=str(Path(__file__).resolve().parents[2]),
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(Path(__file__).resolve().parents[2]),
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip()

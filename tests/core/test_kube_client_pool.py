@@ -68,7 +68,8 @@ def test_no_proxy_rules(url: str, no_proxy: str, bypass: bool) -> None:
 
 
 def test_the_pool_keeps_a_connection_for_each_of_many_concurrent_callers(
-    kube_api: Callable[..., Any], caplog: pytest.LogCaptureFixture,
+    kube_api: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """As many callers at once as the hub client serves (workers of every kind, informers, Leases):
     no connection is discarded ("Connection pool is full"), so none pays a new TLS handshake."""

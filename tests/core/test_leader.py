@@ -34,8 +34,11 @@ def electors(hub: Any) -> Iterator[Callable[..., LeaderElector]]:
     made: list[LeaderElector] = []
 
     def make(identity: str, **kwargs: Any) -> LeaderElector:
-        timings: dict[str, Any] = {"lease_duration": LEASE_DURATION, "renew_deadline": RENEW_DEADLINE,
-                                   "retry_period": RETRY_PERIOD}
+        timings: dict[str, Any] = {
+            "lease_duration": LEASE_DURATION,
+            "renew_deadline": RENEW_DEADLINE,
+            "retry_period": RETRY_PERIOD,
+        }
         timings.update(kwargs)
         elector = LeaderElector(KubeClient(hub.api_client()), NAMESPACE, identity, **timings)
         made.append(elector)
@@ -77,8 +80,15 @@ def test_renewal_keeps_acquire_time_and_moves_renew_time(hub: Any) -> None:
 def test_a_held_lease_is_not_taken_until_it_expires(hub: Any, electors: Any) -> None:
     clock = [0.0]
     alpha = electors("alpha")
-    beta = LeaderElector(KubeClient(hub.api_client()), NAMESPACE, "beta", lease_duration=1.0,
-                         renew_deadline=0.6, retry_period=0.1, clock=lambda: clock[0])
+    beta = LeaderElector(
+        KubeClient(hub.api_client()),
+        NAMESPACE,
+        "beta",
+        lease_duration=1.0,
+        renew_deadline=0.6,
+        retry_period=0.1,
+        clock=lambda: clock[0],
+    )
     assert alpha.try_acquire_or_renew()
     assert beta.try_acquire_or_renew() is False
     clock[0] = 0.9
@@ -93,8 +103,15 @@ def test_a_held_lease_is_not_taken_until_it_expires(hub: Any, electors: Any) -> 
 def test_a_renewed_lease_stays_with_its_holder(hub: Any, electors: Any) -> None:
     clock = [0.0]
     alpha = electors("alpha")
-    beta = LeaderElector(KubeClient(hub.api_client()), NAMESPACE, "beta", lease_duration=1.0,
-                         renew_deadline=0.6, retry_period=0.1, clock=lambda: clock[0])
+    beta = LeaderElector(
+        KubeClient(hub.api_client()),
+        NAMESPACE,
+        "beta",
+        lease_duration=1.0,
+        renew_deadline=0.6,
+        retry_period=0.1,
+        clock=lambda: clock[0],
+    )
     assert alpha.try_acquire_or_renew()
     assert beta.try_acquire_or_renew() is False
     clock[0] = 0.8

@@ -25,11 +25,19 @@ from clusterpulse_core.kube.client import KubeClient
 NAMESPACE = "clusterpulse"
 TOKEN = "managed-token"
 PROBE = ResourceKind(
-    group="probe.example.com", version="v1", kind="Probe", plural="probes",
-    schema={"type": "object", "properties": {
-        "spec": {"type": "object", "properties": {"cluster": {"type": "string"}}},
-        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
-    hub_access=MANAGED_CLUSTER_ACCESS)
+    group="probe.example.com",
+    version="v1",
+    kind="Probe",
+    plural="probes",
+    schema={
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {"cluster": {"type": "string"}}},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    },
+    hub_access=MANAGED_CLUSTER_ACCESS,
+)
 
 
 class ProbePlugin:
@@ -46,8 +54,9 @@ class ProbePlugin:
         return [PROBE]
 
     @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult:
+    def clusterpulse_reconcile(
+        self, kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
+    ) -> ReconcileResult:
         """List the namespaces; an unreachable cluster is the status's message."""
         try:
             with ctx.managed_cluster(obj["spec"]["cluster"], timeout=10.0) as client:
@@ -64,18 +73,37 @@ def _hub(kube_api: Callable[..., Any], endpoint: str) -> Any:
     hub = kube_api(objects=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
     for kind in (CLUSTER_CONNECTION, PROBE):
         hub.add_crd(kind.group, kind.version, kind.kind, kind.plural)
-    hub.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "prod-token", "namespace": NAMESPACE},
-                "data": {"token": base64.b64encode(TOKEN.encode()).decode(),
-                         "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}})
-    hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
-                "metadata": {"name": "prod", "namespace": NAMESPACE},
-                "spec": {"endpoint": endpoint, "credentialsRef": {"name": "prod-token"}}})
+    hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "prod-token", "namespace": NAMESPACE},
+            "data": {
+                "token": base64.b64encode(TOKEN.encode()).decode(),
+                "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode(),
+            },
+        }
+    )
+    hub.create(
+        {
+            "apiVersion": "clusterpulse.io/v1alpha1",
+            "kind": "ClusterConnection",
+            "metadata": {"name": "prod", "namespace": NAMESPACE},
+            "spec": {"endpoint": endpoint, "credentialsRef": {"name": "prod-token"}},
+        }
+    )
     return hub
 
 
 def _probe(hub: Any, name: str, cluster: str) -> None:
-    hub.create({"apiVersion": "probe.example.com/v1", "kind": "Probe",
-                "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"cluster": cluster}})
+    hub.create(
+        {
+            "apiVersion": "probe.example.com/v1",
+            "kind": "Probe",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"cluster": cluster},
+        }
+    )
 
 
 def _status(harness: Harness, name: str) -> dict[str, Any]:
@@ -83,9 +111,12 @@ def _status(harness: Harness, name: str) -> dict[str, Any]:
 
 
 def test_a_third_party_reconcile_reaches_a_managed_cluster_through_the_pooled_client(
-        kube_api: Callable[..., Any], clusterpulse_manager: Callable[..., Harness]) -> None:
-    managed = kube_api(objects=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                                for n in ("default", "shop")], require_token=TOKEN)
+    kube_api: Callable[..., Any], clusterpulse_manager: Callable[..., Harness]
+) -> None:
+    managed = kube_api(
+        objects=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in ("default", "shop")],
+        require_token=TOKEN,
+    )
     hub = _hub(kube_api, managed.url)
     plugin = ProbePlugin()
     harness = clusterpulse_manager([], hub, extra_plugins={"probe": plugin}, core={"namespace": NAMESPACE})
@@ -93,8 +124,11 @@ def test_a_third_party_reconcile_reaches_a_managed_cluster_through_the_pooled_cl
     _probe(hub, "first", "prod")
     _probe(hub, "second", "prod")
     for name in ("first", "second"):
-        status = eventually(lambda n=name: _status(harness, n).get("phase"), f"{name}'s status",  # type: ignore[misc]
-                            timeout=harness.timeout)
+        status = eventually(
+            lambda n=name: _status(harness, n).get("phase"),
+            f"{name}'s status",  # type: ignore[misc]
+            timeout=harness.timeout,
+        )
         assert status == "Ready", _status(harness, name)
         assert _status(harness, name)["namespaces"] == ["default", "shop"]
     # One pooled client for the cluster, behind the cluster's breaker (the first-party collectors' pool).
@@ -105,13 +139,19 @@ def test_a_third_party_reconcile_reaches_a_managed_cluster_through_the_pooled_cl
 
 
 def test_an_unknown_cluster_or_a_bad_name_is_one_clear_error(
-        kube_api: Callable[..., Any], clusterpulse_manager: Callable[..., Harness]) -> None:
+    kube_api: Callable[..., Any], clusterpulse_manager: Callable[..., Harness]
+) -> None:
     hub = _hub(kube_api, "https://127.0.0.1:1")
     harness = clusterpulse_manager([], hub, extra_plugins={"probe": ProbePlugin()}, core={"namespace": NAMESPACE})
     _probe(hub, "missing", "staging")
     _probe(hub, "bad", "Not_A_Name")
-    for name, message in (("missing", f"no ClusterConnection {NAMESPACE}/staging"),
-                          ("bad", "invalid cluster name 'Not_A_Name': not a DNS-1123 subdomain")):
-        status = eventually(lambda n=name: _status(harness, n).get("message"), f"{name}'s status",  # type: ignore[misc]
-                            timeout=harness.timeout)
+    for name, message in (
+        ("missing", f"no ClusterConnection {NAMESPACE}/staging"),
+        ("bad", "invalid cluster name 'Not_A_Name': not a DNS-1123 subdomain"),
+    ):
+        status = eventually(
+            lambda n=name: _status(harness, n).get("message"),
+            f"{name}'s status",  # type: ignore[misc]
+            timeout=harness.timeout,
+        )
         assert status == message

@@ -131,8 +131,9 @@ def test_the_defaults_come_from_the_distribution_that_publishes_the_plugins_not_
     other = PluginDefaults(("audit", "redis"), {"audit": "AUDIT_ENABLED"})
     plan = plan_plugins(None, {"AUDIT_ENABLED": "true", "VM_ENABLED": "true"}, ["redis", "audit", "vmwriter"], other)
     assert plan.names == ("audit", "redis") and plan.skipped == ()
-    assert not_installed("audit", [], other) == ("plugin 'audit' is enabled but not installed "
-                                                 "(pip install clusterpulse-audit)")
+    assert not_installed("audit", [], other) == (
+        "plugin 'audit' is enabled but not installed (pip install clusterpulse-audit)"
+    )
     assert "pip install" not in not_installed("ingester", [], other)  # advice only for the published names
 
 
@@ -143,15 +144,17 @@ def test_an_explicit_list_is_kept_and_an_upstream_variable_adds_its_plugin() -> 
     assert plan_plugins(["redis"], {"VM_ENABLED": "True"}, installed).names == ("redis",)  # upstream: case-sensitive
     missing = plan_plugins(["redis"], {"VM_ENABLED": "1"}, ["redis"])
     assert missing.names == ("redis",)
-    assert missing.skipped == (("vmwriter", "VM_ENABLED is set but the plugin is not installed "
-                                            "(pip install clusterpulse-vmwriter)"),)
+    assert missing.skipped == (
+        ("vmwriter", "VM_ENABLED is set but the plugin is not installed (pip install clusterpulse-vmwriter)"),
+    )
 
 
 def test_a_tolerant_host_loads_what_it_can_and_names_the_rest() -> None:
     host = PluginHost(["example", "example-broken", "nosuch", "example-misspelled"], tolerant=True)
     assert host.order == ["example"]
     assert host.failures["example-broken"].startswith(
-        "plugin 'example-broken' (clusterpulse_example.broken) failed to import: ModuleNotFoundError: ")
+        "plugin 'example-broken' (clusterpulse_example.broken) failed to import: ModuleNotFoundError: "
+    )
     assert host.failures["nosuch"] == not_installed("nosuch")
     assert not_installed("nosuch").startswith("plugin 'nosuch' is enabled but not installed (installed plugins: ")
     assert host.failures["example-misspelled"].startswith("plugin 'example-misspelled': ")

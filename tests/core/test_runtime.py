@@ -45,8 +45,12 @@ API_VERSION = f"{GROUP}/v1"
 WAIT = 15.0
 
 WIDGET = ResourceKind(
-    group=GROUP, version="v1", kind="Widget", plural="widgets",
-    schema={"type": "object", "x-kubernetes-preserve-unknown-fields": True}, workers=2,
+    group=GROUP,
+    version="v1",
+    kind="Widget",
+    plural="widgets",
+    schema={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    workers=2,
 )
 
 Behaviour = Callable[[int, Mapping[str, Any]], "ReconcileResult | None"]
@@ -57,8 +61,9 @@ class WidgetPlugin:
 
     clusterpulse_api_version = 1
 
-    def __init__(self, behaviours: Mapping[str, Behaviour] | None = None, marker_dir: str = "",
-                 sleep: float = 0.0) -> None:
+    def __init__(
+        self, behaviours: Mapping[str, Behaviour] | None = None, marker_dir: str = "", sleep: float = 0.0
+    ) -> None:
         self.behaviours = dict(behaviours or {})
         self.marker_dir = marker_dir
         self.sleep = sleep
@@ -71,8 +76,9 @@ class WidgetPlugin:
         return [WIDGET]
 
     @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult | None:
+    def clusterpulse_reconcile(
+        self, kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
+    ) -> ReconcileResult | None:
         meta = obj["metadata"]
         name = str(meta["name"])
         with self.lock:
@@ -146,24 +152,39 @@ class BackendPlugin:
 def settings(**overrides: Any) -> CoreSettings:
     """Core settings with short timings for tests."""
     values: dict[str, Any] = {
-        "plugins": (), "namespace": NAMESPACE, "metrics_bind_address": "0", "health_probe_bind_address": "0",
-        "queue_base_delay": 0.01, "queue_max_delay": 0.2, "shutdown_grace": 10.0,
-        "lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1,
+        "plugins": (),
+        "namespace": NAMESPACE,
+        "metrics_bind_address": "0",
+        "health_probe_bind_address": "0",
+        "queue_base_delay": 0.01,
+        "queue_max_delay": 0.2,
+        "shutdown_grace": 10.0,
+        "lease_duration": 1.0,
+        "renew_deadline": 0.6,
+        "retry_period": 0.1,
     }
     values.update(overrides)
     return CoreSettings(**values)
 
 
-def make_manager(api_client: kubernetes.client.ApiClient, plugins: Mapping[str, object],
-                 identity: str | None = None, **overrides: Any) -> Manager:
+def make_manager(
+    api_client: kubernetes.client.ApiClient,
+    plugins: Mapping[str, object],
+    identity: str | None = None,
+    **overrides: Any,
+) -> Manager:
     host = PluginHost([], extra=plugins)
     runtime = build_runtime(Config(core=settings(**overrides)), host, hub=KubeClient(api_client))
     return Manager(runtime, identity)
 
 
 def widget(name: str, size: int = 1, **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "Widget",
-            "metadata": {"name": name, "namespace": NAMESPACE, **meta}, "spec": {"size": size}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": NAMESPACE, **meta},
+        "spec": {"size": size},
+    }
 
 
 def idle(manager: Manager) -> bool:
@@ -221,8 +242,11 @@ def test_existing_and_created_objects_are_reconciled(hub: Any, run_widgets: Any)
     eventually(lambda: plugin.generations("before") == [1], "the listed widget is reconciled", timeout=WAIT)
     hub.create(widget("after"))
     eventually(lambda: plugin.generations("after") == [1], "the created widget is reconciled", timeout=WAIT)
-    eventually(lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget",
-                              result="success") == 2, "two successes counted", timeout=WAIT)
+    eventually(
+        lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget", result="success") == 2,
+        "two successes counted",
+        timeout=WAIT,
+    )
 
 
 def test_only_the_watch_namespace_is_watched(hub: Any, run_widgets: Any) -> None:
@@ -241,8 +265,7 @@ def test_requeue_after_is_honoured(hub: Any, run_widgets: Any) -> None:
     manager, plugin = run_widgets({"tick": lambda attempt, obj: ReconcileResult(requeue_after=0.05)})
     hub.create(widget("tick"))
     eventually(lambda: len(plugin.generations("tick")) >= 3, "three reconciles from requeue_after", timeout=WAIT)
-    assert sample(manager, "controller_runtime_reconcile_total", controller="widget",
-                  result="requeue_after") >= 2
+    assert sample(manager, "controller_runtime_reconcile_total", controller="widget", result="requeue_after") >= 2
 
 
 def test_an_exception_is_retried_with_backoff_then_forgotten(hub: Any, run_widgets: Any) -> None:
@@ -253,8 +276,11 @@ def test_an_exception_is_retried_with_backoff_then_forgotten(hub: Any, run_widge
 
     manager, plugin = run_widgets({"flaky": flaky})
     hub.create(widget("flaky"))
-    eventually(lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget",
-                              result="success") == 1, "success after two failures", timeout=WAIT)
+    eventually(
+        lambda: sample(manager, "controller_runtime_reconcile_total", controller="widget", result="success") == 1,
+        "success after two failures",
+        timeout=WAIT,
+    )
     assert plugin.generations("flaky") == [1, 1, 1]
     assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 2
     assert sample(manager, "workqueue_retries_total", name="widget") == 2
@@ -267,8 +293,11 @@ def test_a_terminal_error_is_not_retried(hub: Any, run_widgets: Any) -> None:
 
     manager, plugin = run_widgets({"broken": broken})
     hub.create(widget("broken"))
-    eventually(lambda: sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 1,
-               "the terminal error is counted", timeout=WAIT)
+    eventually(
+        lambda: sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 1,
+        "the terminal error is counted",
+        timeout=WAIT,
+    )
     eventually(lambda: idle(manager), "queue idle", timeout=WAIT)
     queue = manager.controllers["Widget"].queue
     assert queue.delayed == 0, "nothing scheduled for a retry"
@@ -277,8 +306,9 @@ def test_a_terminal_error_is_not_retried(hub: Any, run_widgets: Any) -> None:
 
 
 def test_a_reported_error_counts_as_error_and_requeues(hub: Any, run_widgets: Any) -> None:
-    manager, plugin = run_widgets({"sick": lambda attempt, obj: ReconcileResult(requeue_after=0.05,
-                                                                                error="unreachable")})
+    manager, plugin = run_widgets(
+        {"sick": lambda attempt, obj: ReconcileResult(requeue_after=0.05, error="unreachable")}
+    )
     hub.create(widget("sick"))
     eventually(lambda: len(plugin.generations("sick")) >= 2, "requeued after a reported error", timeout=WAIT)
     assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") >= 1
@@ -338,15 +368,19 @@ def test_readyz_reports_a_worker_stuck_past_the_reconcile_deadline(hub: Any, man
         return None
 
     plugin = WidgetPlugin({"stuck": hang})
-    manager = make_manager(hub.api_client(), {"widgets": plugin}, health_probe_bind_address="127.0.0.1:0",
-                           reconcile_timeout=0.2)
+    manager = make_manager(
+        hub.api_client(), {"widgets": plugin}, health_probe_bind_address="127.0.0.1:0", reconcile_timeout=0.2
+    )
     managers.append(manager)
     manager.start()
     assert manager.wait_synced(WAIT)
     hub.create(widget("stuck"))
     try:
-        eventually(lambda: "busy with Widget" in http_get(manager.health_port, "/readyz")[1],
-                   "/readyz to report the stuck worker", timeout=WAIT)
+        eventually(
+            lambda: "busy with Widget" in http_get(manager.health_port, "/readyz")[1],
+            "/readyz to report the stuck worker",
+            timeout=WAIT,
+        )
         status, body = http_get(manager.health_port, "/readyz")
         assert status == 503 and "stuck" in body and "deadline 0.2s" in body
     finally:
@@ -369,8 +403,11 @@ def test_gone_watch_relists_without_losing_events(hub: Any, run_widgets: Any) ->
     hub.create(widget("changed"))
     hub.create(widget("removed"))
     manager, plugin = run_widgets()
-    eventually(lambda: all(plugin.generations(n) == [1] for n in ("kept", "changed", "removed")),
-               "initial reconciles", timeout=WAIT)
+    eventually(
+        lambda: all(plugin.generations(n) == [1] for n in ("kept", "changed", "removed")),
+        "initial reconciles",
+        timeout=WAIT,
+    )
     hub.stop()  # the watch breaks; the changes below happen while it is down
     hub.create(widget("new"))
     changed = hub.get(API_VERSION, "widgets", "changed", NAMESPACE)
@@ -385,15 +422,17 @@ def test_gone_watch_relists_without_losing_events(hub: Any, run_widgets: Any) ->
     eventually(lambda: plugin.forgotten == ["removed"], "the object deleted during the outage", timeout=WAIT)
     eventually(lambda: idle(manager), "queue idle", timeout=WAIT)
     assert plugin.generations("kept") == [1], "an unchanged object is not reconciled again"
-    lists = [q for method, path, q in hub.requests if method == "GET" and path.endswith("/widgets")
-             and q.get("watch") not in ("true", "1")]
+    lists = [
+        q
+        for method, path, q in hub.requests
+        if method == "GET" and path.endswith("/widgets") and q.get("watch") not in ("true", "1")
+    ]
     assert lists, "the informer relisted after 410"
     informer = manager.informers["Widget"]
     assert sorted(name for _ns, name in informer.cache_keys()) == ["changed", "kept", "new"]
 
 
-def test_a_failing_watch_is_retried_with_backoff(hub: Any, run_widgets: Any,
-                                                caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_watch_is_retried_with_backoff(hub: Any, run_widgets: Any, caplog: pytest.LogCaptureFixture) -> None:
     _manager, plugin = run_widgets()
     hub.fail(r"/widgets$", status=500, times=1)
     hub.clear_requests()
@@ -419,8 +458,11 @@ def test_a_silent_watch_is_restarted_by_the_watchdog(hub: Any, caplog: pytest.Lo
 
 
 def watches(hub: Any) -> list[dict[str, str]]:
-    return [q for method, path, q in hub.requests if method == "GET" and path.endswith("/widgets")
-            and q.get("watch") == "true"]
+    return [
+        q
+        for method, path, q in hub.requests
+        if method == "GET" and path.endswith("/widgets") and q.get("watch") == "true"
+    ]
 
 
 def test_resync_reconciles_everything_again(hub: Any, run_widgets: Any) -> None:
@@ -432,8 +474,9 @@ def test_resync_reconciles_everything_again(hub: Any, run_widgets: Any) -> None:
 def test_resync_adds_nothing_for_an_object_with_a_scheduled_reconcile(hub: Any, run_widgets: Any) -> None:
     hub.create(widget("scheduled"))
     hub.create(widget("idle"))
-    manager, plugin = run_widgets({"scheduled": lambda attempt, obj: ReconcileResult(requeue_after=600)},
-                                  resync_period=0.2)
+    manager, plugin = run_widgets(
+        {"scheduled": lambda attempt, obj: ReconcileResult(requeue_after=600)}, resync_period=0.2
+    )
     eventually(lambda: len(plugin.generations("idle")) >= 4, "resyncs reconcile the unscheduled object", timeout=WAIT)
     assert plugin.generations("scheduled") == [1]
     assert manager.controllers["Widget"].queue.scheduled(ObjectRef("Widget", NAMESPACE, "scheduled"))
@@ -449,8 +492,9 @@ def test_resync_spreads_what_it_adds(hub: Any, run_widgets: Any) -> None:
         controller.on_resync(obj)
     # Nothing is due at once: every object waits for its own offset within the spread window.
     assert len(controller.queue) == 0 and controller.queue.delayed == 20
-    offsets = sorted(spread_offset(controller.ref_of(obj), controller.resync_spread)
-                     for obj in manager.informers["Widget"].items())
+    offsets = sorted(
+        spread_offset(controller.ref_of(obj), controller.resync_spread) for obj in manager.informers["Widget"].items()
+    )
     assert controller.resync_spread == 100.0
     assert offsets[0] >= 0 and offsets[-1] < 100.0 and offsets[-1] - offsets[0] > 50.0
     assert len(set(offsets)) == 20
@@ -496,8 +540,12 @@ def test_the_informer_decodes_each_page_once(hub: Any, monkeypatch: pytest.Monke
 def test_probes_and_metrics(hub: Any, managers: list[Manager]) -> None:
     backend = FlakyBackend()
     plugin = WidgetPlugin()
-    manager = make_manager(hub.api_client(), {"widgets": plugin, "storage": BackendPlugin(backend)},
-                           metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0")
+    manager = make_manager(
+        hub.api_client(),
+        {"widgets": plugin, "storage": BackendPlugin(backend)},
+        metrics_bind_address="127.0.0.1:0",
+        health_probe_bind_address="127.0.0.1:0",
+    )
     managers.append(manager)
     manager.start()
     assert manager.wait_synced(WAIT)
@@ -515,10 +563,16 @@ def test_probes_and_metrics(hub: Any, managers: list[Manager]) -> None:
     eventually(lambda: plugin.generations("m") == [1], "reconciled", timeout=WAIT)
     status, text = http_get(manager.metrics_port, "/metrics")
     assert status == 200
-    for name in ("controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
-                 "controller_runtime_reconcile_time_seconds", "controller_runtime_active_workers",
-                 "workqueue_depth", "workqueue_adds_total", "workqueue_retries_total",
-                 "clusterpulse_store_errors_total"):
+    for name in (
+        "controller_runtime_reconcile_total",
+        "controller_runtime_reconcile_errors_total",
+        "controller_runtime_reconcile_time_seconds",
+        "controller_runtime_active_workers",
+        "workqueue_depth",
+        "workqueue_adds_total",
+        "workqueue_retries_total",
+        "clusterpulse_store_errors_total",
+    ):
         assert name in text, name
     assert 'controller_runtime_reconcile_total{controller="widget",result="success"} 1.0' in text
 
@@ -559,8 +613,11 @@ def test_only_the_leader_reconciles_and_a_successor_takes_over(hub: Any, manager
 
     hub.create(widget("shared"))
     eventually(lambda: first.generations("shared") == [1], "the leader reconciles", timeout=WAIT)
-    eventually(lambda: follower.informers["Widget"].get(NAMESPACE, "shared") is not None,
-               "the follower's informer caches the object too", timeout=WAIT)
+    eventually(
+        lambda: follower.informers["Widget"].get(NAMESPACE, "shared") is not None,
+        "the follower's informer caches the object too",
+        timeout=WAIT,
+    )
     assert not follower.is_leader
     assert second.reconciled == [], "a follower never reconciles"
 
@@ -594,11 +651,18 @@ def test_sigterm_finishes_the_in_flight_reconcile(hub: Any, tmp_path: Path) -> N
     hub.create(widget("slow"))
     log_file = tmp_path / "child.log"
     with log_file.open("w") as log:
-        child = subprocess.Popen([sys.executable, __file__, hub.url, str(tmp_path)], stdout=log,
-                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2])
+        child = subprocess.Popen(
+            [sys.executable, __file__, hub.url, str(tmp_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).resolve().parents[2],
+        )
     try:
-        eventually(lambda: (tmp_path / "slow.started").exists() or child.poll() is not None,
-                   "the child starts reconciling", timeout=60)
+        eventually(
+            lambda: (tmp_path / "slow.started").exists() or child.poll() is not None,
+            "the child starts reconciling",
+            timeout=60,
+        )
         assert child.poll() is None, log_file.read_text()
         assert not (tmp_path / "slow.done").exists()
         child.send_signal(signal.SIGTERM)

@@ -54,17 +54,21 @@ def test_optional_field_omitted_when_empty() -> None:
 
 
 def test_structure_reads_null_collections_as_empty() -> None:
-    node = serde.structure({"name": "n", "roles": None, "labels": None, "timestamp": "2025-01-01T00:00:00Z"},
-                           NodeMetrics)
+    node = serde.structure(
+        {"name": "n", "roles": None, "labels": None, "timestamp": "2025-01-01T00:00:00Z"}, NodeMetrics
+    )
     assert node.roles == () and node.labels == {}
     assert node.timestamp == datetime(2025, 1, 1, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("2025-01-01T00:00:00Z", datetime(2025, 1, 1, tzinfo=UTC)),
-    ("2025-01-01T02:00:00+02:00", datetime(2025, 1, 1, tzinfo=UTC)),
-    ("2025-01-01T00:00:00.123456789Z", datetime(2025, 1, 1, 0, 0, 0, 123456, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("2025-01-01T00:00:00Z", datetime(2025, 1, 1, tzinfo=UTC)),
+        ("2025-01-01T02:00:00+02:00", datetime(2025, 1, 1, tzinfo=UTC)),
+        ("2025-01-01T00:00:00.123456789Z", datetime(2025, 1, 1, 0, 0, 0, 123456, tzinfo=UTC)),
+    ],
+)
 def test_parse_time_accepts_rfc3339(text: str, expected: datetime) -> None:
     assert serde.parse_time(text) == expected
 

@@ -43,9 +43,15 @@ RETRY_PERIOD = 0.25
 #: Bound of a wait: thirty Lease durations (a ring change or a takeover needs one or two).
 WAIT = 30 * LEASE_DURATION
 
-TICKET = ResourceKind(group=GROUP, version="v1", kind="Ticket", plural="tickets",
-                      schema={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                      workers=4, sharded=True)
+TICKET = ResourceKind(
+    group=GROUP,
+    version="v1",
+    kind="Ticket",
+    plural="tickets",
+    schema={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    workers=4,
+    sharded=True,
+)
 
 
 # --------------------------------------------------------------------------- the ring
@@ -94,8 +100,9 @@ class TicketPlugin:
         return [TICKET]
 
     @hookimpl
-    def clusterpulse_reconcile(self, kind: ResourceKind, obj: Mapping[str, Any],
-                               ctx: ReconcileContext) -> ReconcileResult | None:
+    def clusterpulse_reconcile(
+        self, kind: ResourceKind, obj: Mapping[str, Any], ctx: ReconcileContext
+    ) -> ReconcileResult | None:
         started = time.time()
         time.sleep(0.05)
         self.redis.rpush(f"reconciles:{obj['metadata']['name']}", f"{self.identity} {started} {time.time()}")
@@ -106,30 +113,54 @@ class TicketPlugin:
         return True
 
 
-def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(
-        kube_api: Any, redis_server: ServerProcess) -> None:
+def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(kube_api: Any, redis_server: ServerProcess) -> None:
     hub = kube_api()
     hub.add_crd(GROUP, "v1", "Ticket", "tickets")
     for index in range(5):
-        hub.create({"apiVersion": f"{GROUP}/v1", "kind": "Ticket",
-                    "metadata": {"name": f"t{index}", "namespace": NAMESPACE}, "spec": {}})
-    core = CoreSettings(plugins=(), namespace=NAMESPACE, sharding=True, lease_duration=LEASE_DURATION,
-                        renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, metrics_bind_address="0",
-                        health_probe_bind_address="0")
+        hub.create(
+            {
+                "apiVersion": f"{GROUP}/v1",
+                "kind": "Ticket",
+                "metadata": {"name": f"t{index}", "namespace": NAMESPACE},
+                "spec": {},
+            }
+        )
+    core = CoreSettings(
+        plugins=(),
+        namespace=NAMESPACE,
+        sharding=True,
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+    )
     host = PluginHost([], extra={"tickets": TicketPlugin("solo", redis_server.port)})
     manager = Manager(build_runtime(Config(core=core), host, hub=KubeClient(hub.api_client())), "solo")
     manager.start()
     try:
         metric = manager.runtime.metrics.get_sample_value
-        eventually(lambda: metric("clusterpulse_shard_owned_objects", {"controller": "ticket"}) == 5,
-                   "the only member holds all five objects", timeout=WAIT)
+        eventually(
+            lambda: metric("clusterpulse_shard_owned_objects", {"controller": "ticket"}) == 5,
+            "the only member holds all five objects",
+            timeout=WAIT,
+        )
         assert metric("clusterpulse_shard_members") == 1
         assert metric("clusterpulse_shard_handovers_total", {"direction": "in"}) == 5
         lease = hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-solo", NAMESPACE)
         assert lease["spec"]["holderIdentity"] == "solo"
-        eventually(lambda: parse_view(hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-solo",
-                                              NAMESPACE)["metadata"]["annotations"][VIEW_ANNOTATION]) == ("solo",),
-                   "the member publishes its view", timeout=WAIT)
+        eventually(
+            lambda: (
+                parse_view(
+                    hub.get("coordination.k8s.io/v1", "leases", "clusterpulse-shard-solo", NAMESPACE)["metadata"][
+                        "annotations"
+                    ][VIEW_ANNOTATION]
+                )
+                == ("solo",)
+            ),
+            "the member publishes its view",
+            timeout=WAIT,
+        )
         assert manager.shard is not None and manager.shard.members == ("solo",)
     finally:
         manager.stop()
@@ -138,9 +169,12 @@ def test_one_sharded_replica_owns_everything_and_says_so_in_metrics(
 
 
 def ghost_lease(name: str) -> dict[str, Any]:
-    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": f"clusterpulse-shard-{name}", "namespace": NAMESPACE},
-            "spec": {"holderIdentity": name, "leaseDurationSeconds": 2, "renewTime": "2026-01-01T00:00:00.000000Z"}}
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": f"clusterpulse-shard-{name}", "namespace": NAMESPACE},
+        "spec": {"holderIdentity": name, "leaseDurationSeconds": 2, "renewTime": "2026-01-01T00:00:00.000000Z"},
+    }
 
 
 def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(kube_api: Any) -> None:
@@ -148,11 +182,20 @@ def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(ku
     hub.create(ghost_lease("ghost"))
     hub.create(ghost_lease("lazarus"))
     now = [0.0]
-    member = ShardMember(KubeClient(hub.api_client()), NAMESPACE, "alive", {}, lease_duration=LEASE_DURATION,
-                         renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, dead_after=20.0,
-                         clock=lambda: now[0])
-    leases = lambda: sorted(o["metadata"]["name"] for o in hub.list("coordination.k8s.io/v1", "leases",  # noqa: E731
-                                                                    NAMESPACE))
+    member = ShardMember(
+        KubeClient(hub.api_client()),
+        NAMESPACE,
+        "alive",
+        {},
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        dead_after=20.0,
+        clock=lambda: now[0],
+    )
+
+    def leases() -> list[str]:
+        return sorted(o["metadata"]["name"] for o in hub.list("coordination.k8s.io/v1", "leases", NAMESPACE))
 
     def walk(to: float) -> None:
         """Move the clock to ``to`` in rounds, as the member's thread would: its own Lease never lapses."""
@@ -183,21 +226,39 @@ def test_a_dead_members_lease_is_deleted_after_dead_after_unless_it_came_back(ku
     assert leases() == ["clusterpulse-shard-alive"]
     assert member.members == ("alive",)
     with pytest.raises(ValueError, match="dead_after"):
-        ShardMember(KubeClient(hub.api_client()), NAMESPACE, "x", {}, lease_duration=2.0, renew_deadline=1.5,
-                    retry_period=0.25, dead_after=2.0)
+        ShardMember(
+            KubeClient(hub.api_client()),
+            NAMESPACE,
+            "x",
+            {},
+            lease_duration=2.0,
+            renew_deadline=1.5,
+            retry_period=0.25,
+            dead_after=2.0,
+        )
 
 
 def test_a_member_whose_renewal_lapsed_stops_and_closes_the_fence_even_if_a_late_renewal_would_succeed(
-        kube_api: Any) -> None:
+    kube_api: Any,
+) -> None:
     """Paused past its renew deadline (the fake clock jumps), the member gives up before renewing again."""
     hub = kube_api()
     now = [0.0]
     fence = Fence(clock=lambda: now[0])
     fence.require_lease()
     lost: list[bool] = []
-    member = ShardMember(KubeClient(hub.api_client()), NAMESPACE, "sleeper", {}, lease_duration=LEASE_DURATION,
-                         renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD, fence=fence,
-                         clock=lambda: now[0], on_lost=lambda: lost.append(True))
+    member = ShardMember(
+        KubeClient(hub.api_client()),
+        NAMESPACE,
+        "sleeper",
+        {},
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        fence=fence,
+        clock=lambda: now[0],
+        on_lost=lambda: lost.append(True),
+    )
     assert fence.why_not() != ""  # no renewal yet: closed
     member.round()
     assert fence.why_not() == ""  # renewed at 0: may write until 0 + renew_deadline
@@ -216,12 +277,22 @@ def test_a_split_reconcile_using_a_held_object_holds_its_handover_back(kube_api:
     """MetricSource collection from a cluster ends before the cluster's ClusterConnection moves."""
     hub = kube_api()
     client = KubeClient(hub.api_client())
-    member = ShardMember(client, NAMESPACE, "a", {}, lease_duration=LEASE_DURATION, renew_deadline=RENEW_DEADLINE,
-                         retry_period=RETRY_PERIOD)
+    member = ShardMember(
+        client,
+        NAMESPACE,
+        "a",
+        {},
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+    )
     member.round()
     assert member.published == ("a",)
-    name = next(f"c{i}" for i in range(100)
-                if HashRing(["a", "b"]).owner(object_key(ObjectRef("ClusterConnection", NAMESPACE, f"c{i}"))) == "b")
+    name = next(
+        f"c{i}"
+        for i in range(100)
+        if HashRing(["a", "b"]).owner(object_key(ObjectRef("ClusterConnection", NAMESPACE, f"c{i}"))) == "b"
+    )
     cluster = ObjectRef("ClusterConnection", NAMESPACE, name)
     assert member.admit(cluster) and member.holds(cluster)  # alone: it holds everything
     lease = ghost_lease("b")
@@ -240,5 +311,3 @@ def test_a_split_reconcile_using_a_held_object_holds_its_handover_back(kube_api:
     member.round()
     assert member.published == ("a", "b")  # let go: b may start it once the handover delay passed
     assert not member.admit(cluster)
-
-

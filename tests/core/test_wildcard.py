@@ -25,11 +25,23 @@ def test_it_matches_exactly_what_the_regular_expression_matches(pattern: str, te
     assert run.steps <= len(text) + 1
 
 
-@pytest.mark.parametrize(("pattern", "text", "matched"), [
-    ("kube-*", "kube-system", True), ("kube-*", "kube", False), ("*", "", True), ("", "", True),
-    ("?", "", False), ("a*b*c", "abbbc", True), ("a*b*c", "acb", False), ("x", "x\n", False),
-    ("*", "a\nb", False), ("a\n*", "a\nb", True), ("A*", "a", False), ("a**b", "ab", True),
-])
+@pytest.mark.parametrize(
+    ("pattern", "text", "matched"),
+    [
+        ("kube-*", "kube-system", True),
+        ("kube-*", "kube", False),
+        ("*", "", True),
+        ("", "", True),
+        ("?", "", False),
+        ("a*b*c", "abbbc", True),
+        ("a*b*c", "acb", False),
+        ("x", "x\n", False),
+        ("*", "a\nb", False),
+        ("a\n*", "a\nb", True),
+        ("A*", "a", False),
+        ("a**b", "ab", True),
+    ],
+)
 def test_examples(pattern: str, text: str, matched: bool) -> None:
     assert Wildcard.compile(pattern).matches(text) is matched
 

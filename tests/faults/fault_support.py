@@ -30,51 +30,87 @@ WAIT = CoreSettings().request_timeout
 
 def node(name: str, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A Ready node with some capacity."""
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name},
-                         "annotations": dict(annotations or {})},
-            "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                       "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}, "annotations": dict(annotations or {})},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
 
 
 def managed_objects(*node_names: str) -> list[dict[str, Any]]:
     """A managed cluster: a namespace and the named nodes."""
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
-            *(node(name) for name in node_names)]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+        *(node(name) for name in node_names),
+    ]
 
 
 def crd(group: str, kind: str, plural: str, version: str = "v1", scope: str = "Namespaced") -> dict[str, Any]:
     """A CustomResourceDefinition serving ``kind`` (the managed-cluster emulator serves its objects)."""
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": scope,
-                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-                     "versions": [{"name": version, "served": True, "storage": True, "subresources": {"status": {}},
-                                   "schema": {"openAPIV3Schema": {"type": "object",
-                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
 
 
 def olm_objects(name: str = "cert-manager") -> list[dict[str, Any]]:
     """OLM on a managed cluster: its CRDs, one Subscription and its installed ClusterServiceVersion."""
     group, version = "operators.coreos.com", "v1alpha1"
     csv = f"{name}.v1.0.0"
-    return [crd(group, "Subscription", "subscriptions", version),
-            crd(group, "ClusterServiceVersion", "clusterserviceversions", version),
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-            {"apiVersion": f"{group}/{version}", "kind": "Subscription", "metadata": {"name": name, "namespace": name},
-             "spec": {"name": name}, "status": {"installedCSV": csv}},
-            {"apiVersion": f"{group}/{version}", "kind": "ClusterServiceVersion",
-             "metadata": {"name": csv, "namespace": name, "creationTimestamp": "2024-11-01T08:00:00Z"},
-             "spec": {"displayName": name, "version": "1.0.0", "provider": {"name": "Example"},
-                      "installModes": [{"type": "AllNamespaces", "supported": True}]},
-             "status": {"phase": "Succeeded"}}]
+    return [
+        crd(group, "Subscription", "subscriptions", version),
+        crd(group, "ClusterServiceVersion", "clusterserviceversions", version),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        {
+            "apiVersion": f"{group}/{version}",
+            "kind": "Subscription",
+            "metadata": {"name": name, "namespace": name},
+            "spec": {"name": name},
+            "status": {"installedCSV": csv},
+        },
+        {
+            "apiVersion": f"{group}/{version}",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": csv, "namespace": name, "creationTimestamp": "2024-11-01T08:00:00Z"},
+            "spec": {
+                "displayName": name,
+                "version": "1.0.0",
+                "provider": {"name": "Example"},
+                "installModes": [{"type": "AllNamespaces", "supported": True}],
+            },
+            "status": {"phase": "Succeeded"},
+        },
+    ]
 
 
 def secret(name: str, data: Mapping[str, str]) -> dict[str, Any]:
     """A Secret in the hub namespace."""
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": HUB_NAMESPACE},
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
 
 
 def make_hub(kube_api: Callable[..., Any], *crds: Any) -> Any:
@@ -89,14 +125,23 @@ def make_hub(kube_api: Callable[..., Any], *crds: Any) -> Any:
 def add_cluster(hub: Any, name: str, endpoint: str, **spec: Any) -> None:
     """A token Secret (with the CA of the emulators' and proxies' HTTPS) and a ClusterConnection for ``endpoint``."""
     hub.create(secret(f"{name}-token", {"token": TOKEN, "ca.crt": loopback_ca().ca_pem}))
-    hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
-                "metadata": {"name": name, "namespace": HUB_NAMESPACE},
-                "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}, **spec}})
+    hub.create(
+        {
+            "apiVersion": CC_API,
+            "kind": "ClusterConnection",
+            "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+            "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}, **spec},
+        }
+    )
 
 
-def write_config(path: Path, redis_url: str, core: Mapping[str, Any] | None = None,
-                 plugins: Mapping[str, Mapping[str, Any]] | None = None,
-                 enabled: tuple[str, ...] = ("redis", "cluster")) -> Path:
+def write_config(
+    path: Path,
+    redis_url: str,
+    core: Mapping[str, Any] | None = None,
+    plugins: Mapping[str, Mapping[str, Any]] | None = None,
+    enabled: tuple[str, ...] = ("redis", "cluster"),
+) -> Path:
     """A config file: no probe servers unless asked, the given core and plugin settings."""
     lines = ["[clusterpulse]", f"plugins = {list(enabled)!r}".replace("'", '"'), f'namespace = "{HUB_NAMESPACE}"']
     core = {"metrics_bind_address": "0", "health_probe_bind_address": "0", **(core or {})}
@@ -129,8 +174,11 @@ class ManagerProcess:
         env.pop("REDIS_HOST", None)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", "from clusterpulse_core.cli import main; main()", "run"], env=env, stdout=log,
-                stderr=subprocess.STDOUT)
+                [sys.executable, "-c", "from clusterpulse_core.cli import main; main()", "run"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
 
     @property
     def pid(self) -> int:
@@ -143,10 +191,13 @@ class ManagerProcess:
 
     def wait_log(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
         """Wait until a log line matches ``pattern``."""
+
         def found() -> re.Match[str] | None:
             assert self.process.poll() is None or re.search(pattern, self.log()), (
-                f"manager exited ({self.process.returncode}) before logging {pattern!r}:\n{self.log()[-3000:]}")
+                f"manager exited ({self.process.returncode}) before logging {pattern!r}:\n{self.log()[-3000:]}"
+            )
             return re.search(pattern, self.log(), re.M)
+
         match: re.Match[str] = eventually(found, f"log line {pattern!r}", timeout)
         return match
 

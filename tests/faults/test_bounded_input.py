@@ -28,7 +28,8 @@ def _message(client: redis.Redis, name: str) -> str:
 
 
 def test_a_200_mb_or_deeply_nested_answer_is_refused_within_the_rss_bound(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     upstream = kube_api(objects=managed_objects("node-a"), require_token=TOKEN)
     client = redis.Redis.from_url(redis_url)
@@ -44,9 +45,11 @@ def test_a_200_mb_or_deeply_nested_answer_is_refused_within_the_rss_bound(
             eventually(lambda: "over the limit" in _message(client, "huge"), "the huge list to be refused", 60)
             eventually(lambda: _message(client, "nested"), "the nested list to fail", 60)
             peak = manager.peak_rss_mb()
-            print(f"\npeak RSS {peak:.0f} MiB (bound {RSS_BOUND_MB:.0f} MiB, max_response_bytes "
-                  f"{MAX_RESPONSE >> 20} MiB); huge: {_message(client, 'huge')[:100]}; "
-                  f"nested: {_message(client, 'nested')[:100]}")
+            print(
+                f"\npeak RSS {peak:.0f} MiB (bound {RSS_BOUND_MB:.0f} MiB, max_response_bytes "
+                f"{MAX_RESPONSE >> 20} MiB); huge: {_message(client, 'huge')[:100]}; "
+                f"nested: {_message(client, 'nested')[:100]}"
+            )
             assert peak < RSS_BOUND_MB
             assert "not acceptable JSON" in _message(client, "nested")
         finally:

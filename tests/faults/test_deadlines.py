@@ -47,10 +47,15 @@ def test_a_dripping_body_and_stalled_headers_are_cut_off_at_the_timeout(proxy: H
     headers_after, headers_error = _timed(lambda: client.get("/api/v1/pods"))
     with deadline.within(0.3):
         within_after, within_error = _timed(lambda: client.get("/api/v1/nodes"))
-    print(f"\ndripping body cut after {body_after:.2f}s, stalled headers after {headers_after:.2f}s "
-          f"(timeout 1s); under a 0.3s deadline after {within_after:.2f}s")
-    for after, error, limit in ((body_after, body_error, 1.0), (headers_after, headers_error, 1.0),
-                                (within_after, within_error, 0.3)):
+    print(
+        f"\ndripping body cut after {body_after:.2f}s, stalled headers after {headers_after:.2f}s "
+        f"(timeout 1s); under a 0.3s deadline after {within_after:.2f}s"
+    )
+    for after, error, limit in (
+        (body_after, body_error, 1.0),
+        (headers_after, headers_error, 1.0),
+        (within_after, within_error, 0.3),
+    ):
         assert isinstance(error, CallDeadlineError), error
         assert error.status == 0 and "deadline exceeded" in str(error)
         assert limit * 0.9 <= after < limit + SLACK
@@ -81,9 +86,12 @@ def test_a_transport_timeout_past_the_deadline_is_the_deadline_even_before_the_w
     # Under load urllib3's own read timeout (the same limit) can beat the watchdog thread; the caller
     # must still see DeadlineExceeded. Holding the watchdog's lock keeps it from firing.
     watchdog = deadline.Watchdog()
-    with (deadline.owned_by(watchdog), watchdog._cond,
-          pytest.raises(deadline.DeadlineExceeded, match=r"deadline exceeded after 0\.05s") as caught,
-          deadline.guard(0.05, "GET /slow") as watch):
+    with (
+        deadline.owned_by(watchdog),
+        watchdog._cond,
+        pytest.raises(deadline.DeadlineExceeded, match=r"deadline exceeded after 0\.05s") as caught,
+        deadline.guard(0.05, "GET /slow") as watch,
+    ):
         time.sleep(0.1)
         raise TimeoutError("read timed out")
     assert not watch.fired
@@ -107,8 +115,10 @@ def test_cancelling_one_owners_calls_leaves_another_owners_calls_running(proxy: 
             except Exception as exc:
                 outcome[name] = exc
 
-    threads = {name: threading.Thread(target=call, args=(name, watchdog))
-               for name, watchdog in (("stopping", stopping), ("surviving", surviving))}
+    threads = {
+        name: threading.Thread(target=call, args=(name, watchdog))
+        for name, watchdog in (("stopping", stopping), ("surviving", surviving))
+    }
     for thread in threads.values():
         thread.start()
     eventually(lambda: stopping.active == 1 and surviving.active == 1, "both calls in flight", timeout=30.0)

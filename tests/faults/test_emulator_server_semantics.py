@@ -22,10 +22,19 @@ API = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"
 
 
 def _objects(*names: str) -> list[dict[str, Any]]:
-    return [crd_manifest(CLUSTER_CONNECTION),
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-            *({"apiVersion": API, "kind": "ClusterConnection", "metadata": {"name": n, "namespace": NAMESPACE},
-               "spec": {"endpoint": "https://x", "credentialsRef": {"name": "t"}}} for n in names)]
+    return [
+        crd_manifest(CLUSTER_CONNECTION),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        *(
+            {
+                "apiVersion": API,
+                "kind": "ClusterConnection",
+                "metadata": {"name": n, "namespace": NAMESPACE},
+                "spec": {"endpoint": "https://x", "credentialsRef": {"name": "t"}},
+            }
+            for n in names
+        ),
+    ]
 
 
 def test_a_watch_from_a_future_resource_version_gets_410() -> None:
@@ -44,8 +53,12 @@ def test_a_watch_from_a_future_resource_version_gets_410() -> None:
 def test_invalid_custom_resources_are_refused_on_create() -> None:
     with KubeAPI() as api:
         api.seed(_objects("good"))
-        bad = {"apiVersion": API, "kind": "ClusterConnection", "metadata": {"name": "bad", "namespace": NAMESPACE},
-               "spec": {"endpoint": "https://x", "credentialsRef": {"name": "t"}, "monitoring": {"interval": "abc"}}}
+        bad = {
+            "apiVersion": API,
+            "kind": "ClusterConnection",
+            "metadata": {"name": "bad", "namespace": NAMESPACE},
+            "spec": {"endpoint": "https://x", "credentialsRef": {"name": "t"}, "monitoring": {"interval": "abc"}},
+        }
         with pytest.raises(ApiError) as caught:
             api.create(bad)
         assert caught.value.code == 422
@@ -81,8 +94,10 @@ def test_serving_the_same_data_again_never_goes_back_and_watchers_catch_up_at_on
         while informer.get(NAMESPACE, "two") is None:
             assert time.monotonic() - started < 15, "the informer did not pick up the new object"
             time.sleep(0.05)
-        print(f"\nresourceVersion {before} -> {after} across the restart; new object seen after "
-              f"{time.monotonic() - started:.1f}s")
+        print(
+            f"\nresourceVersion {before} -> {after} across the restart; new object seen after "
+            f"{time.monotonic() - started:.1f}s"
+        )
         assert after > before
     finally:
         informer.stop()

@@ -19,7 +19,8 @@ def _events(hub: Any) -> list[tuple[str, str, str]]:
 
 
 def test_state_changes_record_events_and_the_ready_condition(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api, METRIC_SOURCE)
     cluster = kube_api(objects=managed_objects("node-a"), require_token=TOKEN)
     add_cluster(hub, "east", cluster.url)
@@ -39,7 +40,11 @@ def test_state_changes_record_events_and_the_ready_condition(
         status = reconcile()
         [ready] = status["conditions"]
         assert (ready["type"], ready["status"], ready["reason"], ready["observedGeneration"]) == (
-            "Ready", "True", "Connected", 1)
+            "Ready",
+            "True",
+            "Connected",
+            1,
+        )
         assert _events(hub) == [("east", "Normal", "Connected")]
         assert reconcile()["conditions"][0]["lastTransitionTime"] == ready["lastTransitionTime"]
 
@@ -63,12 +68,19 @@ def test_state_changes_record_events_and_the_ready_condition(
         up = reconcile("west")["conditions"][0]
         assert (down["status"], up["status"], up["reason"]) == ("False", "True", "Connected")
         assert sorted(e for e in _events(hub) if e[0] == "west") == [
-            ("west", "Normal", "Connected"), ("west", "Normal", "Recovered"), ("west", "Warning", "ConnectionFailed")]
+            ("west", "Normal", "Connected"),
+            ("west", "Normal", "Recovered"),
+            ("west", "Warning", "ConnectionFailed"),
+        ]
 
-        hub.create({"apiVersion": f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}", "kind": "MetricSource",
-                    "metadata": {"name": "broken", "namespace": HUB_NAMESPACE},
-                    "spec": {"source": {"apiVersion": "v1", "kind": "Pod"},
-                             "fields": []}})
+        hub.create(
+            {
+                "apiVersion": f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}",
+                "kind": "MetricSource",
+                "metadata": {"name": "broken", "namespace": HUB_NAMESPACE},
+                "spec": {"source": {"apiVersion": "v1", "kind": "Pod"}, "fields": []},
+            }
+        )
         ms = hub.get(f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}", "metricsources", "broken", HUB_NAMESPACE)
         assert not reconcile_object(runtime, "metricsource", METRIC_SOURCE, ms).ok
         assert ("broken", "Warning", "CompileError") in _events(hub)

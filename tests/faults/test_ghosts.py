@@ -20,7 +20,8 @@ from fault_support import managed_objects as objects_of
 
 
 def test_a_cluster_deleted_while_the_controller_is_stopped_is_forgotten_at_start(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     for name in ("east", "west"):
         add_cluster(hub, name, kube_api(objects=objects_of(f"{name}-1"), require_token=TOKEN).url)
@@ -28,9 +29,14 @@ def test_a_cluster_deleted_while_the_controller_is_stopped_is_forgotten_at_start
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     manager = ManagerProcess(config, hub, tmp_path, name="first")
     try:
-        eventually(lambda: {"east", "west"} <= client.smembers("clusters:all")
-                   and client.exists("cluster:west:status", "cluster:west:node:west-1"),
-                   "both clusters stored", WAIT)
+        eventually(
+            lambda: (
+                {"east", "west"} <= client.smembers("clusters:all")
+                and client.exists("cluster:west:status", "cluster:west:node:west-1")
+            ),
+            "both clusters stored",
+            WAIT,
+        )
     finally:
         manager.stop()
     hub.delete(CC_API, "clusterconnections", "west", HUB_NAMESPACE)
@@ -40,11 +46,16 @@ def test_a_cluster_deleted_while_the_controller_is_stopped_is_forgotten_at_start
     try:
         second.wait_log(r"manager .* started", WAIT)
         started = time.monotonic()
-        eventually(lambda: not client.sismember("clusters:all", "west") and not client.keys("cluster:west:*"),
-                   "the deleted cluster forgotten", WAIT)
+        eventually(
+            lambda: not client.sismember("clusters:all", "west") and not client.keys("cluster:west:*"),
+            "the deleted cluster forgotten",
+            WAIT,
+        )
         gone_after = time.monotonic() - started
-        print(f"\ncluster deleted while no controller ran: forgotten {gone_after:.1f}s after the next start "
-              f"(bound {WAIT:g}s); east kept: {sorted(client.smembers('clusters:all'))}")
+        print(
+            f"\ncluster deleted while no controller ran: forgotten {gone_after:.1f}s after the next start "
+            f"(bound {WAIT:g}s); east kept: {sorted(client.smembers('clusters:all'))}"
+        )
         assert client.sismember("clusters:all", "east")
         assert "no longer exists on the hub" in second.log()
     finally:

@@ -24,7 +24,8 @@ HOSTILE = ("edge-lab-rpi-01:metrics", "bad*name", "UPPER", "x" * 300)
 
 
 def test_invalid_node_names_are_skipped_and_the_node_set_is_pruned(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     big = "v" * (2 * 1024 * 1024)
     objects = managed_objects("edge-lab-rpi-01", "worker-2", *HOSTILE)
@@ -45,15 +46,18 @@ def test_invalid_node_names_are_skipped_and_the_node_set_is_pruned(
 
         reconcile()
         members = client.smembers("cluster:edge:nodes")
-        skipped = runtime.metrics.get_sample_value("clusterpulse_collection_skipped",
-                                                   {"cluster": "edge", "what": "nodes", "reason": "invalid name"})
+        skipped = runtime.metrics.get_sample_value(
+            "clusterpulse_collection_skipped", {"cluster": "edge", "what": "nodes", "reason": "invalid name"}
+        )
         status = hub.get(kind.api_version, kind.plural, "edge", HUB_NAMESPACE)["status"]
         metrics = json.loads(client.get("cluster:edge:metrics") or "{}")
         truncated = next(c for c in status["conditions"] if c["type"] == "Truncated")
         stored = json.loads(client.hget("cluster:edge:node:annotated", "current") or "{}")
         stored_annotation = stored["annotations"]["huge"]
-        print(f"\nnode set {sorted(members)}; skipped names {skipped}; 2 MiB annotation stored as "
-              f"{len(stored_annotation)} bytes")
+        print(
+            f"\nnode set {sorted(members)}; skipped names {skipped}; 2 MiB annotation stored as "
+            f"{len(stored_annotation)} bytes"
+        )
         assert members == {"edge-lab-rpi-01", "worker-2", "annotated"}
         assert skipped == len(HOSTILE)
         # Every count is of what was stored, and the status says what was not, and why.

@@ -25,13 +25,13 @@ OUTAGE_SECONDS = 5.0
 
 
 def test_clusters_stay_healthy_while_the_hub_is_down(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     names = ("east", "west")
     for name in names:
         add_cluster(hub, name, kube_api(objects=managed_objects(f"{name}-node"), require_token=TOKEN).url)
-    config, host = load(str(write_config(tmp_path / "config.toml", redis_url, core={"request_timeout": 2.0})),
-                        env={})
+    config, host = load(str(write_config(tmp_path / "config.toml", redis_url, core={"request_timeout": 2.0})), env={})
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client(), timeout=2.0))
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     start_plugins(runtime)
@@ -51,8 +51,10 @@ def test_clusters_stay_healthy_while_the_hub_is_down(
                     unhealthy.append((name, outcome.detail, status.get("message")))
             rounds += 1
             time.sleep(0.5)
-        print(f"\nhub down {time.monotonic() - started:.0f}s: {rounds} reconcile rounds of {len(names)} clusters, "
-              f"{len(unhealthy)} marked unhealthy")
+        print(
+            f"\nhub down {time.monotonic() - started:.0f}s: {rounds} reconcile rounds of {len(names)} clusters, "
+            f"{len(unhealthy)} marked unhealthy"
+        )
         assert rounds >= 3
         assert not unhealthy
 

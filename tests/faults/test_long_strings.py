@@ -23,21 +23,30 @@ ENDPOINT_CHARS = 900_000
 LOG_PREFIX = 200
 
 
-def test_a_900_kb_endpoint_is_clipped_in_status_and_logs(kube_api: Callable[..., Any], redis_url: str,
-                                                          tmp_path: Path) -> None:
+def test_a_900_kb_endpoint_is_clipped_in_status_and_logs(
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     hub.create(secret("huge-token", {"token": "x"}))
     endpoint = "https://" + "a" * ENDPOINT_CHARS + ".example:6443"
-    hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
-                "metadata": {"name": "huge", "namespace": HUB_NAMESPACE},
-                "spec": {"endpoint": endpoint, "credentialsRef": {"name": "huge-token"}}})
+    hub.create(
+        {
+            "apiVersion": CC_API,
+            "kind": "ClusterConnection",
+            "metadata": {"name": "huge", "namespace": HUB_NAMESPACE},
+            "spec": {"endpoint": endpoint, "credentialsRef": {"name": "huge-token"}},
+        }
+    )
     manager = ManagerProcess(write_config(tmp_path / "config.toml", redis_url), hub, tmp_path)
     try:
-        status = eventually(lambda: (hub.get(CC_API, "clusterconnections", "huge", HUB_NAMESPACE) or {}).get("status"),
-                            "a status", WAIT)
+        status = eventually(
+            lambda: (hub.get(CC_API, "clusterconnections", "huge", HUB_NAMESPACE) or {}).get("status"), "a status", WAIT
+        )
         longest_line = max(len(line) for line in manager.log().splitlines())
-        print(f"\n{len(endpoint)}-character endpoint: status.message {len(status.get('message', ''))} characters "
-              f"(bound {MAX_STATUS_MESSAGE}), longest log line {longest_line} (bound {MAX_LOG_MESSAGE} + prefix)")
+        print(
+            f"\n{len(endpoint)}-character endpoint: status.message {len(status.get('message', ''))} characters "
+            f"(bound {MAX_STATUS_MESSAGE}), longest log line {longest_line} (bound {MAX_LOG_MESSAGE} + prefix)"
+        )
         assert status.get("phase") == "Error" and status.get("message")
         assert len(status["message"]) <= MAX_STATUS_MESSAGE
         assert all(len(c.get("message", "")) <= MAX_STATUS_MESSAGE for c in status.get("conditions", []))

@@ -73,10 +73,12 @@ def connected(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> A
         client.close()
 
 
-@pytest.mark.parametrize(("case", "changes", "field"), CLUSTER_CONNECTION_CASES,
-                         ids=[case[0] for case in CLUSTER_CONNECTION_CASES])
+@pytest.mark.parametrize(
+    ("case", "changes", "field"), CLUSTER_CONNECTION_CASES, ids=[case[0] for case in CLUSTER_CONNECTION_CASES]
+)
 def test_a_malformed_cluster_connection_is_an_error_naming_its_field(
-        connected: Any, case: str, changes: Mapping[str, Any], field: str) -> None:
+    connected: Any, case: str, changes: Mapping[str, Any], field: str
+) -> None:
     good, reconcile, client = connected
     spec: Any = changes["__spec__"] if "__spec__" in changes else {**good["spec"], **changes}
     status = reconcile(spec)

@@ -35,29 +35,52 @@ METRIC_SOURCE_CASES: list[tuple[str, Mapping[str, Any], str]] = [
     ("apiVersion not a string", {"source": {**SOURCE, "apiVersion": 1}}, "spec.source.apiVersion"),
     ("huge kind", {"source": {**SOURCE, "kind": "K" * 100_000}}, "spec.source.kind"),
     ("source not an object", {"source": "v1/ConfigMap"}, "spec.source"),
-    ("namespaces include not a list", {"source": {**SOURCE, "namespaces": {"include": "a*"}}},
-     "spec.source.namespaces.include"),
-    ("matchLabels value not a string", {"source": {**SOURCE, "labelSelector": {"matchLabels": {"a": 1}}}},
-     "spec.source.labelSelector.matchLabels.a"),
+    (
+        "namespaces include not a list",
+        {"source": {**SOURCE, "namespaces": {"include": "a*"}}},
+        "spec.source.namespaces.include",
+    ),
+    (
+        "matchLabels value not a string",
+        {"source": {**SOURCE, "labelSelector": {"matchLabels": {"a": 1}}}},
+        "spec.source.labelSelector.matchLabels.a",
+    ),
     ("fields not a list", {"fields": "name"}, "spec.fields"),
     ("field name not a string", {"fields": [{"name": 3, "path": ".a"}]}, "spec.fields[0].name"),
     ("huge field path", {"fields": [{"name": "a", "path": "." + "a" * 100_000}]}, "spec.fields[0].path"),
     ("too many fields", {"fields": [{"name": f"a{i}", "path": ".a"} for i in range(300)]}, "spec.fields"),
-    ("field default a number", {"fields": [{"name": "a", "path": ".a", "type": "integer", "default": 3}]},
-     "spec.fields[0].default"),
+    (
+        "field default a number",
+        {"fields": [{"name": "a", "path": ".a", "type": "integer", "default": 3}]},
+        "spec.fields[0].default",
+    ),
     ("empty field name", {"fields": [{"name": "", "path": ".a"}]}, "spec.fields[0].name"),
-    ("computed expression not a string", {"computed": [{"name": "c", "expression": 1}]},
-     "spec.computed[0].expression"),
-    ("computed expression broken", {"computed": [{"name": "c", "expression": "name +"}]},
-     "spec.computed[0].expression"),
-    ("aggregation function nope", {"aggregations": [{"name": "x", "function": "nope"}]},
-     "spec.aggregations[0].function"),
-    ("percentile 500", {"aggregations": [{"name": "x", "function": "percentile", "field": "name",
-                                          "percentile": 500}]}, "spec.aggregations[0].percentile"),
-    ("percentile a string", {"aggregations": [{"name": "x", "function": "percentile", "field": "name",
-                                               "percentile": "90"}]}, "spec.aggregations[0].percentile"),
-    ("filter not an object", {"aggregations": [{"name": "x", "function": "count", "filter": "a=b"}]},
-     "spec.aggregations[0].filter"),
+    ("computed expression not a string", {"computed": [{"name": "c", "expression": 1}]}, "spec.computed[0].expression"),
+    (
+        "computed expression broken",
+        {"computed": [{"name": "c", "expression": "name +"}]},
+        "spec.computed[0].expression",
+    ),
+    (
+        "aggregation function nope",
+        {"aggregations": [{"name": "x", "function": "nope"}]},
+        "spec.aggregations[0].function",
+    ),
+    (
+        "percentile 500",
+        {"aggregations": [{"name": "x", "function": "percentile", "field": "name", "percentile": 500}]},
+        "spec.aggregations[0].percentile",
+    ),
+    (
+        "percentile a string",
+        {"aggregations": [{"name": "x", "function": "percentile", "field": "name", "percentile": "90"}]},
+        "spec.aggregations[0].percentile",
+    ),
+    (
+        "filter not an object",
+        {"aggregations": [{"name": "x", "function": "count", "filter": "a=b"}]},
+        "spec.aggregations[0].filter",
+    ),
     ("interval negative", {"collection": {"intervalSeconds": -5}}, "spec.collection.intervalSeconds"),
     ("interval huge", {"collection": {"intervalSeconds": 10**12}}, "spec.collection.intervalSeconds"),
     ("interval a string", {"collection": {"intervalSeconds": "60"}}, "spec.collection.intervalSeconds"),
@@ -67,10 +90,16 @@ METRIC_SOURCE_CASES: list[tuple[str, Mapping[str, Any], str]] = [
     ("parallelism negative", {"collection": {"parallelism": -3}}, "spec.collection.parallelism"),
     ("retryAttempts huge", {"collection": {"retryAttempts": 1000}}, "spec.collection.retryAttempts"),
     ("batchSize a boolean", {"collection": {"batchSize": True}}, "spec.collection.batchSize"),
-    ("filterAggregations a string", {"rbac": {"resourceTypeName": "cm", "filterAggregations": "yes"}},
-     "spec.rbac.filterAggregations"),
-    ("filterableFields not a list", {"rbac": {"resourceTypeName": "cm", "filterableFields": "name"}},
-     "spec.rbac.filterableFields"),
+    (
+        "filterAggregations a string",
+        {"rbac": {"resourceTypeName": "cm", "filterAggregations": "yes"}},
+        "spec.rbac.filterAggregations",
+    ),
+    (
+        "filterableFields not a list",
+        {"rbac": {"resourceTypeName": "cm", "filterableFields": "name"}},
+        "spec.rbac.filterableFields",
+    ),
     ("spec not an object", {"__spec__": "nope"}, "spec"),
 ]
 
@@ -80,20 +109,28 @@ def collected(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> A
     hub = make_hub(kube_api, METRIC_SOURCE)
     cluster = kube_api(objects=managed_objects("node-a"), require_token=TOKEN)
     add_cluster(hub, "east", cluster.url)
-    config, host = load(str(write_config(tmp_path / "config.toml", redis_url,
-                                         enabled=("redis", "cluster", "metricsource"))), env={})
+    config, host = load(
+        str(write_config(tmp_path / "config.toml", redis_url, enabled=("redis", "cluster", "metricsource"))), env={}
+    )
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     start_plugins(runtime)
     owner, kind = runtime.plugins.kinds["ClusterConnection"]
     assert reconcile_object(runtime, owner, kind, hub.get(kind.api_version, kind.plural, "east", HUB_NAMESPACE)).ok
-    hub.create({"apiVersion": MS_API, "kind": "MetricSource",
-                "metadata": {"name": "maps", "namespace": HUB_NAMESPACE}, "spec": GOOD})
+    hub.create(
+        {
+            "apiVersion": MS_API,
+            "kind": "MetricSource",
+            "metadata": {"name": "maps", "namespace": HUB_NAMESPACE},
+            "spec": GOOD,
+        }
+    )
 
     def reconcile(spec: Any = None) -> tuple[dict[str, Any], Any]:
         current = hub.get(MS_API, METRIC_SOURCE.plural, "maps", HUB_NAMESPACE)
-        outcome = reconcile_object(runtime, "metricsource", METRIC_SOURCE,
-                                   {**current, "spec": GOOD if spec is None else spec})
+        outcome = reconcile_object(
+            runtime, "metricsource", METRIC_SOURCE, {**current, "spec": GOOD if spec is None else spec}
+        )
         assert "Traceback" not in (outcome.detail or "")
         return dict(hub.get(MS_API, METRIC_SOURCE.plural, "maps", HUB_NAMESPACE).get("status") or {}), outcome
 
@@ -106,10 +143,12 @@ def collected(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> A
         client.close()
 
 
-@pytest.mark.parametrize(("case", "changes", "field"), METRIC_SOURCE_CASES,
-                         ids=[case[0] for case in METRIC_SOURCE_CASES])
+@pytest.mark.parametrize(
+    ("case", "changes", "field"), METRIC_SOURCE_CASES, ids=[case[0] for case in METRIC_SOURCE_CASES]
+)
 def test_a_malformed_metric_source_is_an_error_naming_its_field(
-        collected: Any, case: str, changes: Mapping[str, Any], field: str) -> None:
+    collected: Any, case: str, changes: Mapping[str, Any], field: str
+) -> None:
     reconcile, client = collected
     definition = client.get(f"metricsource:{HUB_NAMESPACE}:maps")
     assert definition

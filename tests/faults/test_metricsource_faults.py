@@ -29,37 +29,60 @@ MS_API = f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}"
 
 
 def _source(api_version: str, kind: str, **collection: Any) -> dict[str, Any]:
-    return {"source": {"apiVersion": api_version, "kind": kind, "scope": "Namespaced"},
-            "fields": [{"name": "password", "path": ".data.password"}],
-            **({"collection": collection} if collection else {})}
+    return {
+        "source": {"apiVersion": api_version, "kind": kind, "scope": "Namespaced"},
+        "fields": [{"name": "password", "path": ".data.password"}],
+        **({"collection": collection} if collection else {}),
+    }
 
 
 class Fleet:
     """A hub with one Connected cluster holding a Secret, and a runtime from a config file."""
 
-    def __init__(self, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path,
-                 metricsource: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        kube_api: Callable[..., Any],
+        redis_url: str,
+        tmp_path: Path,
+        metricsource: Mapping[str, Any] | None = None,
+    ) -> None:
         self.hub = make_hub(kube_api, METRIC_SOURCE)
-        cluster = kube_api(objects=[*managed_objects("node-a"), {**secret("db", {"password": PASSWORD}),
-                                                                  "metadata": {"name": "db", "namespace": "default"}}],
-                           require_token=TOKEN)
+        cluster = kube_api(
+            objects=[
+                *managed_objects("node-a"),
+                {**secret("db", {"password": PASSWORD}), "metadata": {"name": "db", "namespace": "default"}},
+            ],
+            require_token=TOKEN,
+        )
         add_cluster(self.hub, "east", cluster.url)
-        config_file = write_config(tmp_path / "config.toml", redis_url, plugins={"metricsource": metricsource or {}},
-                                   enabled=("redis", "cluster", "metricsource"))
+        config_file = write_config(
+            tmp_path / "config.toml",
+            redis_url,
+            plugins={"metricsource": metricsource or {}},
+            enabled=("redis", "cluster", "metricsource"),
+        )
         config, host = load(str(config_file), env={})
         self.runtime = build_runtime(config, host, hub=KubeClient(self.hub.api_client()))
         start_plugins(self.runtime)
         owner, kind = self.runtime.plugins.kinds["ClusterConnection"]
-        assert reconcile_object(self.runtime, owner, kind, self.hub.get(kind.api_version, kind.plural, "east",
-                                                                         HUB_NAMESPACE)).ok
+        assert reconcile_object(
+            self.runtime, owner, kind, self.hub.get(kind.api_version, kind.plural, "east", HUB_NAMESPACE)
+        ).ok
 
     def reconcile(self, name: str, spec: Mapping[str, Any]) -> tuple[Outcome, dict[str, Any]]:
-        self.hub.create({"apiVersion": MS_API, "kind": "MetricSource",
-                         "metadata": {"name": name, "namespace": HUB_NAMESPACE}, "spec": dict(spec)})
+        self.hub.create(
+            {
+                "apiVersion": MS_API,
+                "kind": "MetricSource",
+                "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+                "spec": dict(spec),
+            }
+        )
         obj = self.hub.get(MS_API, METRIC_SOURCE.plural, name, HUB_NAMESPACE)
         outcome = reconcile_object(self.runtime, "metricsource", METRIC_SOURCE, obj)
-        status = eventually(lambda: self.hub.get(MS_API, METRIC_SOURCE.plural, name, HUB_NAMESPACE).get("status"),
-                            "a status", 5)
+        status = eventually(
+            lambda: self.hub.get(MS_API, METRIC_SOURCE.plural, name, HUB_NAMESPACE).get("status"), "a status", 5
+        )
         return outcome, dict(status)
 
     def close(self) -> None:
@@ -80,7 +103,8 @@ def make_fleet(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> 
 
 
 def test_a_secret_source_is_refused_unless_allowed_and_never_logged(
-        make_fleet: Callable[..., Fleet], caplog: pytest.LogCaptureFixture) -> None:
+    make_fleet: Callable[..., Fleet], caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     fleet = make_fleet()
     outcome, status = fleet.reconcile("passwords", _source("v1", "Secret"))

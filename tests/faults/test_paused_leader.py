@@ -48,7 +48,8 @@ def _phase(hub: Any, name: str) -> str:
 
 @pytest.mark.slow
 def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     hub.delay(r"/leases", 0.6)
     cluster = kube_api(objects=managed_objects("node-a"), require_token=TOKEN)
@@ -64,8 +65,9 @@ def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
         standby = ManagerProcess(config, hub, tmp_path, "beta")
         standby.wait_log(r"manager .* started")
         add_cluster(hub, "in-flight", cluster.url)
-        eventually(lambda: redis_client.exists("cluster:in-flight:spec"),
-                   "the leader's reconcile to start", timeout=WAIT)
+        eventually(
+            lambda: redis_client.exists("cluster:in-flight:spec"), "the leader's reconcile to start", timeout=WAIT
+        )
         time.sleep(0.5)
 
         leader.signal(signal.SIGSTOP)
@@ -74,8 +76,11 @@ def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
         took_over = time.time() - paused_at
         for index in range(3):
             add_cluster(hub, f"late-{index}", cluster.url)
-        eventually(lambda: all(_phase(hub, f"late-{i}") == "Connected" for i in range(3)),
-                   "the new leader's reconciles", timeout=40)
+        eventually(
+            lambda: all(_phase(hub, f"late-{i}") == "Connected" for i in range(3)),
+            "the new leader's reconciles",
+            timeout=40,
+        )
         leader.signal(signal.SIGCONT)
         code = leader.wait(timeout=20)
 
@@ -84,9 +89,11 @@ def test_a_resumed_leader_that_lost_the_lease_writes_nothing(
         # server (409, optimistic concurrency): that is the elector's own business, checked below.
         late = [w for w in alpha_writes if w.time > paused_at and "/leases/" not in w.path]
         beta_status = [w for w in hub.writes if w.user_agent == f"clusterpulse/{beta}" and w.path.endswith("/status")]
-        print(f"\nstandby took the Lease {took_over:.1f}s after the pause; old leader exited {code}; its writes "
-              f"before the pause {len(alpha_writes) - len(late)}, after it {len(late)}; new leader's status "
-              f"patches {len(beta_status)}")
+        print(
+            f"\nstandby took the Lease {took_over:.1f}s after the pause; old leader exited {code}; its writes "
+            f"before the pause {len(alpha_writes) - len(late)}, after it {len(late)}; new leader's status "
+            f"patches {len(beta_status)}"
+        )
         assert alpha_writes, "the emulator did not attribute the old leader's writes"
         assert not late, f"the old leader wrote after losing the Lease: {late}"
         assert len(beta_status) >= 4

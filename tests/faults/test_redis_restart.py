@@ -17,7 +17,8 @@ BOUND_SECONDS = 5.0
 
 
 def test_all_keys_are_back_within_seconds_of_an_empty_restart(
-        kube_api: Callable[..., Any], redis_server: ServerProcess, redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_server: ServerProcess, redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     for name in ("east", "west"):
         add_cluster(hub, name, kube_api(objects=managed_objects(f"{name}-1", f"{name}-2"), require_token=TOKEN).url)
@@ -25,8 +26,9 @@ def test_all_keys_are_back_within_seconds_of_an_empty_restart(
     manager = ManagerProcess(config, hub, tmp_path)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        eventually(lambda: {"cluster:east:status", "cluster:west:status"} <= set(client.keys("*")),
-                   "the first reconciles", 30)
+        eventually(
+            lambda: {"cluster:east:status", "cluster:west:status"} <= set(client.keys("*")), "the first reconciles", 30
+        )
         time.sleep(1.5)  # the restart watcher has seen the server
         before = set(client.keys("*"))
         redis_server.stop()

@@ -33,17 +33,22 @@ SCAN_INTERVAL = 600  # far longer than the bound: a skipped scan cannot be hidde
 
 
 def test_every_key_including_olm_is_back_within_one_interval_of_an_empty_restart(
-        kube_api: Callable[..., Any], redis_server: ServerProcess, redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_server: ServerProcess, redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     for name in ("east", "west"):
         objects = [*managed_objects(f"{name}-1"), *olm_objects()]
         add_cluster(hub, name, kube_api(objects=objects, require_token=TOKEN).url)
-    config = write_config(tmp_path / "config.toml", redis_url, plugins={
-        "cluster": {"reconciliation_interval": INTERVAL, "operator_scan_interval": SCAN_INTERVAL}})
+    config = write_config(
+        tmp_path / "config.toml",
+        redis_url,
+        plugins={"cluster": {"reconciliation_interval": INTERVAL, "operator_scan_interval": SCAN_INTERVAL}},
+    )
     manager = ManagerProcess(config, hub, tmp_path)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    olm_keys = {f"cluster:{name}:{suffix}" for name in ("east", "west")
-                for suffix in ("operators", "operators_summary")}
+    olm_keys = {
+        f"cluster:{name}:{suffix}" for name in ("east", "west") for suffix in ("operators", "operators_summary")
+    }
     try:
         eventually(lambda: olm_keys <= set(client.keys("*")), "the first reconciles with OLM data", 30)
         manager.wait_log(r"manager .* started")
@@ -56,13 +61,16 @@ def test_every_key_including_olm_is_back_within_one_interval_of_an_empty_restart
 
         def missing() -> set[str]:
             return before - set(client.keys("*"))
+
         try:
             eventually(lambda: not missing(), f"all {len(before)} keys back", INTERVAL)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; still missing: {sorted(missing())}") from exc
         back_after = time.monotonic() - restarted
-        print(f"\n{len(before)} keys ({len(olm_keys)} of them OLM) back {back_after:.1f}s after an empty Redis "
-              f"restart (bound: one reconcile interval, {INTERVAL}s; OLM scan interval {SCAN_INTERVAL}s)")
+        print(
+            f"\n{len(before)} keys ({len(olm_keys)} of them OLM) back {back_after:.1f}s after an empty Redis "
+            f"restart (bound: one reconcile interval, {INTERVAL}s; OLM scan interval {SCAN_INTERVAL}s)"
+        )
         assert "reset its cached state" in manager.log()
     finally:
         manager.stop()

@@ -16,14 +16,20 @@ from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_o
 
 
 def test_registry_health_changes_record_events_and_the_ready_condition(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api, REGISTRY_CONNECTION)
     api = f"{REGISTRY_CONNECTION.group}/{REGISTRY_CONNECTION.version}"
     with HostileProxy(kube_api().url, tls=False) as registry:
         registry.respond(r"^/v2/$")
-        hub.create({"apiVersion": api, "kind": "RegistryConnection",
-                    "metadata": {"name": "images", "namespace": HUB_NAMESPACE},
-                    "spec": {"endpoint": registry.url, "insecure": True, "monitoring": {"timeout": 1}}})
+        hub.create(
+            {
+                "apiVersion": api,
+                "kind": "RegistryConnection",
+                "metadata": {"name": "images", "namespace": HUB_NAMESPACE},
+                "spec": {"endpoint": registry.url, "insecure": True, "monitoring": {"timeout": 1}},
+            }
+        )
         config, host = load(str(write_config(tmp_path / "c.toml", redis_url, enabled=("redis", "registry"))), env={})
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
         start_plugins(runtime)

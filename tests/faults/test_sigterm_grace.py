@@ -23,7 +23,8 @@ CALL_TIMEOUT = 60  # spec.monitoring.timeout of the hung reconcile
 
 
 def test_the_sigterm_messages_state_the_grace_used(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     upstream = kube_api(objects=managed_objects("slow-node"), require_token=TOKEN)
     client = redis.Redis.from_url(redis_url)

@@ -29,7 +29,8 @@ def _status(client: redis.Redis, name: str) -> dict[str, Any] | None:
 
 
 def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
-        kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> None:
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     hub = make_hub(kube_api)
     healthy = [kube_api(objects=managed_objects(f"node-{i}"), require_token=TOKEN) for i in range(2)]
     drip_upstream = kube_api(objects=managed_objects("slow-node"), require_token=TOKEN)
@@ -46,15 +47,23 @@ def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
         try:
             manager.wait_log(r"manager .* started")
             started = time.monotonic()
-            eventually(lambda: all((_status(client, f"healthy-{i}") or {}).get("health") == "healthy"
-                                 for i in range(2)), "the healthy clusters' status", timeout=30)
+            eventually(
+                lambda: all((_status(client, f"healthy-{i}") or {}).get("health") == "healthy" for i in range(2)),
+                "the healthy clusters' status",
+                timeout=30,
+            )
             healthy_after = time.monotonic() - started
-            eventually(lambda: all((_status(client, f"drip-{i}") or {}).get("health") == "unhealthy"
-                                 for i in range(3)), "the dripping clusters' failure", timeout=30)
+            eventually(
+                lambda: all((_status(client, f"drip-{i}") or {}).get("health") == "unhealthy" for i in range(3)),
+                "the dripping clusters' failure",
+                timeout=30,
+            )
             failed_after = time.monotonic() - started
             message = _status(client, "drip-0")["message"]  # type: ignore[index]
-            print(f"\nhealthy clusters stored after {healthy_after:.1f}s, dripping ones failed after "
-                  f"{failed_after:.1f}s (deadline {DRIP_TIMEOUT}s): {message}")
+            print(
+                f"\nhealthy clusters stored after {healthy_after:.1f}s, dripping ones failed after "
+                f"{failed_after:.1f}s (deadline {DRIP_TIMEOUT}s): {message}"
+            )
             assert "deadline exceeded" in message
             assert healthy_after < 3 * DRIP_TIMEOUT + 10
             assert failed_after < 3 * DRIP_TIMEOUT + 10
@@ -70,8 +79,10 @@ def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
             exit_after = time.monotonic() - sent
             stopped_at = manager.log_time(r"manager .* stopped")
             late = [w for w in hub.writes if w.time > stopped_at]
-            print(f"SIGTERM -> exit {code} after {exit_after:.1f}s (grace {GRACE}s, bound grace + 5 s); "
-                  f"hub writes after 'stopped': {len(late)}")
+            print(
+                f"SIGTERM -> exit {code} after {exit_after:.1f}s (grace {GRACE}s, bound grace + 5 s); "
+                f"hub writes after 'stopped': {len(late)}"
+            )
             assert code == 0
             assert exit_after < GRACE + 5
             assert not late

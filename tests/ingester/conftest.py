@@ -43,11 +43,19 @@ def start_ingester(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[Callabl
     started: list[Runtime] = []
 
     def factory(*backends: Any, **settings: Any) -> tuple[Runtime, Any]:
-        section = {"bind_address": "127.0.0.1", "port": free_port(), "stop_grace": 2.0, "tls_enabled": False,
-                   **settings}
+        section = {
+            "bind_address": "127.0.0.1",
+            "port": free_port(),
+            "stop_grace": 2.0,
+            "tls_enabled": False,
+            **settings,
+        }
         section = {key: value for key, value in section.items() if value is not None}
-        config_file = write_config(tmp_path / f"hub-{len(started)}.toml", ["redis", "cluster", "ingester"],
-                                   {"redis": {"url": redis_url}, "ingester": section})
+        config_file = write_config(
+            tmp_path / f"hub-{len(started)}.toml",
+            ["redis", "cluster", "ingester"],
+            {"redis": {"url": redis_url}, "ingester": section},
+        )
         recording = RecordingBackend()
         config, host = load(str(config_file), env={}, extra_plugins={"recording": BackendPlugin(recording, *backends)})
         runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))

@@ -37,8 +37,10 @@ async def one(stub: pb_grpc.CollectorServiceStub, mode: str, size: int, timeout:
 
 
 async def main(port: int, mode: str, count: int, size: int, timeout: float) -> None:
-    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=[
-        ("grpc.max_send_message_length", -1)]) for _ in range(max(1, count // PER_CHANNEL))]
+    channels = [
+        grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)])
+        for _ in range(max(1, count // PER_CHANNEL))
+    ]
     stubs = [pb_grpc.CollectorServiceStub(channel) for channel in channels]
     if mode == "bad_token":
         codes = [await one(stubs[0], mode, size, timeout) for _ in range(count)]

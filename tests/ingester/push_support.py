@@ -46,67 +46,115 @@ def hub_ca(hub: Any) -> str:
 
 def hub_tls_channel(hub: Any, port: int) -> grpc.Channel:
     """A test client's channel to the hub's ingester, verifying its certificate for :data:`SERVER_NAME`."""
-    return grpc.secure_channel(f"127.0.0.1:{port}", grpc.ssl_channel_credentials(hub_ca(hub).encode()),
-                               options=[("grpc.ssl_target_name_override", SERVER_NAME)])
+    return grpc.secure_channel(
+        f"127.0.0.1:{port}",
+        grpc.ssl_channel_credentials(hub_ca(hub).encode()),
+        options=[("grpc.ssl_target_name_override", SERVER_NAME)],
+    )
 
 
 def node(name: str, ready: bool = True, role: str = "worker") -> dict[str, Any]:
     """A node with capacity, allocatable, a Ready condition, addresses and node info."""
     return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "creationTimestamp": "2024-12-01T10:00:00Z",
-                     "labels": {"kubernetes.io/hostname": name, f"node-role.kubernetes.io/{role}": ""}},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "creationTimestamp": "2024-12-01T10:00:00Z",
+            "labels": {"kubernetes.io/hostname": name, f"node-role.kubernetes.io/{role}": ""},
+        },
         "spec": {},
         "status": {
             "capacity": {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "100Gi", "pods": "110"},
             "allocatable": {"cpu": "3500m", "memory": "15Gi", "ephemeral-storage": "96Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady",
-                            "message": "kubelet is posting ready status",
-                            "lastTransitionTime": "2024-12-01T10:00:30Z"}],
-            "addresses": [{"type": "InternalIP", "address": f"10.0.0.{len(name)}"},
-                          {"type": "Hostname", "address": name}],
-            "nodeInfo": {"kernelVersion": "5.14.0", "osImage": "RHEL CoreOS", "containerRuntimeVersion": "cri-o://1.27",
-                         "kubeletVersion": "v1.27.16", "architecture": "amd64"},
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastTransitionTime": "2024-12-01T10:00:30Z",
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": f"10.0.0.{len(name)}"},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kernelVersion": "5.14.0",
+                "osImage": "RHEL CoreOS",
+                "containerRuntimeVersion": "cri-o://1.27",
+                "kubeletVersion": "v1.27.16",
+                "architecture": "amd64",
+            },
         },
     }
 
 
-def pod(namespace: str, name: str, node_name: str, phase: str, cpu: str = "250m", memory: str = "256Mi",
-        replicas: int | None = None) -> dict[str, Any]:
+def pod(
+    namespace: str,
+    name: str,
+    node_name: str,
+    phase: str,
+    cpu: str = "250m",
+    memory: str = "256Mi",
+    replicas: int | None = None,
+) -> dict[str, Any]:
     """A pod bound to ``node_name`` with one container's requests."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app": name.split("-")[0]}},
-            "spec": {"nodeName": node_name, "containers": [
-                {"name": "c", "image": "example/app:1", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
-            "status": {"phase": phase}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name.split("-")[0]}},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [
+                {"name": "c", "image": "example/app:1", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+            ],
+        },
+        "status": {"phase": phase},
+    }
 
 
 def deployment(namespace: str, name: str, replicas: int) -> dict[str, Any]:
     """A Deployment (MetricSources read ``spec.replicas``)."""
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace,
-                                                                        "labels": {"app": name}},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}},
-            "status": {"replicas": replicas, "readyReplicas": replicas}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}},
+        "status": {"replicas": replicas, "readyReplicas": replicas},
+    }
 
 
 def managed_objects() -> list[dict[str, Any]]:
     """A three-node cluster with pods in several phases, four namespaces and three Deployments."""
     namespaces = ["default", "kube-system", "app-a", "app-b"]
-    objects: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-                                     for ns in namespaces]
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
+    ]
     objects += [node("cp-0", role="master"), node("worker-1"), node("worker-2", ready=False)]
-    objects += [pod("app-a", "web-1", "worker-1", "Running"), pod("app-a", "web-2", "worker-1", "Running"),
-                pod("app-b", "batch-1", "worker-2", "Succeeded", cpu="1"), pod("app-b", "api-1", "worker-2", "Pending"),
-                pod("kube-system", "dns-1", "cp-0", "Running", cpu="100m", memory="70Mi")]
+    objects += [
+        pod("app-a", "web-1", "worker-1", "Running"),
+        pod("app-a", "web-2", "worker-1", "Running"),
+        pod("app-b", "batch-1", "worker-2", "Succeeded", cpu="1"),
+        pod("app-b", "api-1", "worker-2", "Pending"),
+        pod("kube-system", "dns-1", "cp-0", "Running", cpu="100m", memory="70Mi"),
+    ]
     objects += [deployment("app-a", "web", 2), deployment("app-b", "api", 3), deployment("kube-system", "dns", 1)]
     return objects
 
 
 def secret(name: str, token: str) -> dict[str, Any]:
     """A hub Secret with ``token`` and the CA of the emulators' HTTPS."""
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": HUB_NAMESPACE},
-            "data": {"token": base64.b64encode(token.encode()).decode(),
-                     "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+        "data": {
+            "token": base64.b64encode(token.encode()).decode(),
+            "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode(),
+        },
+    }
 
 
 def collector_secret(cluster: str, token: str) -> dict[str, Any]:
@@ -121,25 +169,36 @@ def cluster_connection(name: str, endpoint: str, push: bool = False, ingester: s
     spec: dict[str, Any] = {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}}
     if push:
         spec.update(collectionMode="push", ingesterAddress=ingester or "127.0.0.1:1")
-    return {"apiVersion": CC_API, "kind": "ClusterConnection",
-            "metadata": {"name": name, "namespace": HUB_NAMESPACE}, "spec": spec}
+    return {
+        "apiVersion": CC_API,
+        "kind": "ClusterConnection",
+        "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+        "spec": spec,
+    }
 
 
 def metric_source(name: str, expression: str) -> dict[str, Any]:
     """A MetricSource over Deployments with one computed field ``doubled = <expression>``."""
-    return {"apiVersion": CC_API, "kind": "MetricSource", "metadata": {"name": name, "namespace": HUB_NAMESPACE},
-            "spec": {"source": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                "namespaces": {"include": ["app-*"]}},
-                     "fields": [{"name": "replicas", "path": ".spec.replicas", "type": "integer"}],
-                     "computed": [{"name": "doubled", "expression": expression, "type": "integer"}],
-                     "aggregations": [{"name": "total", "field": "doubled", "function": "sum"}],
-                     "collection": {"intervalSeconds": 30},
-                     "rbac": {"resourceTypeName": "deployments"}}}
+    return {
+        "apiVersion": CC_API,
+        "kind": "MetricSource",
+        "metadata": {"name": name, "namespace": HUB_NAMESPACE},
+        "spec": {
+            "source": {"apiVersion": "apps/v1", "kind": "Deployment", "namespaces": {"include": ["app-*"]}},
+            "fields": [{"name": "replicas", "path": ".spec.replicas", "type": "integer"}],
+            "computed": [{"name": "doubled", "expression": expression, "type": "integer"}],
+            "aggregations": [{"name": "total", "field": "doubled", "function": "sum"}],
+            "collection": {"intervalSeconds": 30},
+            "rbac": {"resourceTypeName": "deployments"},
+        },
+    }
 
 
-def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapping[str, Any]],
-                 core: Mapping[str, Any] | None = None) -> Path:
+def write_config(
+    path: Path, plugins: Sequence[str], sections: Mapping[str, Mapping[str, Any]], core: Mapping[str, Any] | None = None
+) -> Path:
     """A clusterpulse.toml with ``[clusterpulse]`` and ``[plugins.<name>]`` sections."""
+
     def value(v: Any) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -147,8 +206,12 @@ def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapp
             return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return repr(v)
 
-    core_values = {"namespace": HUB_NAMESPACE, "metrics_bind_address": "0", "health_probe_bind_address": "0",
-                   **(core or {})}
+    core_values = {
+        "namespace": HUB_NAMESPACE,
+        "metrics_bind_address": "0",
+        "health_probe_bind_address": "0",
+        **(core or {}),
+    }
     lines = ["[clusterpulse]", "plugins = [" + ", ".join(f'"{p}"' for p in plugins) + "]"]
     lines += [f"{k} = {value(v)}" for k, v in core_values.items()]
     for name, section in sections.items():
@@ -161,20 +224,37 @@ def write_config(path: Path, plugins: Sequence[str], sections: Mapping[str, Mapp
 class AgentProcess:
     """``clusterpulse agent`` as a subprocess, its log in a file, its /metrics scraped over HTTP."""
 
-    def __init__(self, config: Path, kubeconfig: Path | None, metrics_port: int, log: Path,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, config: Path, kubeconfig: Path | None, metrics_port: int, log: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         """``kubeconfig=None`` runs the agent as in a pod (in-cluster config from ``env``)."""
         self.log = log
         self.metrics_port = metrics_port
-        full_env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("INGESTER_", "COLLECT", "CLUSTER_NAME", "BUFFER_SIZE", "KUBECONFIG",
-                                         "KUBERNETES_SERVICE_", "SERVICE_ACCOUNT_DIR"))}
+        full_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(
+                (
+                    "INGESTER_",
+                    "COLLECT",
+                    "CLUSTER_NAME",
+                    "BUFFER_SIZE",
+                    "KUBECONFIG",
+                    "KUBERNETES_SERVICE_",
+                    "SERVICE_ACCOUNT_DIR",
+                )
+            )
+        }
         full_env.update(env or {})
         self._log_file = log.open("w")
         where = ["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []
         self.process = subprocess.Popen(
             [CLUSTERPULSE, "--config", str(config), "agent", *where],
-            stdout=self._log_file, stderr=subprocess.STDOUT, env=full_env, cwd=config.parent)
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+            cwd=config.parent,
+        )
 
     def metric(self, name: str, labels: str = "") -> float:
         """One sample of the agent's /metrics (0 when absent)."""
@@ -212,7 +292,8 @@ class Stream:
         self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
         metadata = [("authorization", f"Bearer {token}")] if token is not None else []
         self._responses: Iterator[pb.ConnectResponse] = pb_grpc.CollectorServiceStub(self.channel).Connect(
-            iter(self._requests.get, None), metadata=metadata, timeout=20)
+            iter(self._requests.get, None), metadata=metadata, timeout=20
+        )
 
     def send(self, request: pb.ConnectRequest) -> None:
         self._requests.put(request)
@@ -272,16 +353,32 @@ def workload_objects() -> list[dict[str, Any]]:
     """A Service, a StatefulSet, a DaemonSet and a PVC: what the R1 counts and R3 lists carry beyond pods and
     Deployments (docs/compatibility.md#r1, #r3)."""
     return [
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "app-a"},
-         "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.10", "ports": [{"port": 80}]}},
-        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "app-b"},
-         "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}}},
-         "status": {"replicas": 1, "readyReplicas": 1}},
-        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "logs", "namespace": "kube-system"},
-         "spec": {"selector": {"matchLabels": {"app": "logs"}}},
-         "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 3}},
-        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "app-b"},
-         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "app-a"},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.10", "ports": [{"port": 80}]},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "app-b"},
+            "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}}},
+            "status": {"replicas": 1, "readyReplicas": 1},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "logs", "namespace": "kube-system"},
+            "spec": {"selector": {"matchLabels": {"app": "logs"}}},
+            "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 3},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "app-b"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
     ]
 
 
@@ -289,15 +386,18 @@ class GoAgent:
     """A Go agent's stream: our agent's collection of its cluster, re-encoded with the stubs of the unmodified
     upstream listing (so only upstream fields travel, as a Go agent sends them), one batch at a time."""
 
-    def __init__(self, port: int, cluster: str, token: str, client: Any, config_dir: Path,
-                 channel: grpc.Channel | None = None) -> None:
+    def __init__(
+        self, port: int, cluster: str, token: str, client: Any, config_dir: Path, channel: grpc.Channel | None = None
+    ) -> None:
         from clusterpulse_ingester.agent.runner import Agent
 
         from clusterpulse_core.runtime.bootstrap import load
 
-        config_file = write_config(config_dir / f"go-agent-{cluster}.toml", ["cluster", "metricsource", "ingester"],
-                                   {"ingester": {"cluster_name": cluster, "collector_token": token,
-                                                 "ingester_address": f"127.0.0.1:{port}"}})
+        config_file = write_config(
+            config_dir / f"go-agent-{cluster}.toml",
+            ["cluster", "metricsource", "ingester"],
+            {"ingester": {"cluster_name": cluster, "collector_token": token, "ingester_address": f"127.0.0.1:{port}"}},
+        )
         config, host = load(str(config_file), env={})
         self.upstream = upstream_stubs(config_dir)
         self.agent = Agent(config.plugin("ingester"), host, client)

@@ -53,9 +53,14 @@ AGENT_NS = "clusterpulse-system"
 def manager(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[tuple[Manager, int]]:
     port = free_port()
     config_file = write_config(
-        tmp_path / "hub.toml", ["redis", "cluster", "metricsource", "ingester"],
-        {"redis": {"url": redis_url}, "cluster": {"agent_silence_limit": 5.0},
-         "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0}})
+        tmp_path / "hub.toml",
+        ["redis", "cluster", "metricsource", "ingester"],
+        {
+            "redis": {"url": redis_url},
+            "cluster": {"agent_silence_limit": 5.0},
+            "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0},
+        },
+    )
     config, host = load(str(config_file), env={})
     manager = Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity="deploy-test")
     manager.start()
@@ -66,23 +71,29 @@ def manager(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[tuple[Manager,
 
 
 def test_the_hub_deploys_the_agent_which_then_reports(
-        hub: Any, kube_api: Callable[..., Any], manager: tuple[Manager, int], redis_url: str,
-        tmp_path: Path) -> None:
+    hub: Any, kube_api: Callable[..., Any], manager: tuple[Manager, int], redis_url: str, tmp_path: Path
+) -> None:
     _running, port = manager
     lab = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
     hub.create(secret("lab-token", MANAGED_TOKEN))
     hub.create(cluster_connection("lab", lab.url, push=True, ingester=f"127.0.0.1:{port}"))
 
-    deployment = eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
-                            "the hub to create the agent Deployment", timeout=WAIT)
+    deployment = eventually(
+        lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+        "the hub to create the agent Deployment",
+        timeout=WAIT,
+    )
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["clusterpulse", "agent"]
     token_secret = lab.get("v1", "secrets", "clusterpulse-collector-token", AGENT_NS)
     env = {item["name"]: item.get("value", "") for item in container["env"]}
     env["COLLECTOR_TOKEN"] = base64.b64decode(token_secret["data"]["token"]).decode()
     assert env["CLUSTER_NAME"] == "lab" and env["INGESTER_ADDRESS"] == f"127.0.0.1:{port}"
-    status = eventually(lambda: (hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE).get("status") or {})
-                        .get("agent"), "status.agent", timeout=WAIT)
+    status = eventually(
+        lambda: (hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE).get("status") or {}).get("agent"),
+        "status.agent",
+        timeout=WAIT,
+    )
     assert status["connected"] is False
     # TLS by default: the agent verifies the ingester's certificate (made by the hub) against the CA
     # bundle the hub copied to the cluster, for the Service name the hub set.
@@ -96,13 +107,17 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     print("running the hub-deployed agent as a local `clusterpulse agent` process in place of its pod")
     kubeconfig = lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN)
     agent_port = free_port()
-    config = write_config(tmp_path / "agent.toml", ["cluster", "metricsource", "ingester"],
-                          {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
-                          core={"metrics_bind_address": f"127.0.0.1:{agent_port}"})
+    config = write_config(
+        tmp_path / "agent.toml",
+        ["cluster", "metricsource", "ingester"],
+        {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
+        core={"metrics_bind_address": f"127.0.0.1:{agent_port}"},
+    )
     agent = AgentProcess(config, kubeconfig, agent_port, tmp_path / "agent.log", env=env)
     client = redis.Redis.from_url(redis_url)
     try:
         eventually(lambda: client.get("cluster:lab:metrics"), "a batch from the deployed agent", timeout=WAIT)
+
         # One reconcile patches status.agent (the deployer), then the push state (collectorStatus):
         # wait for one status showing both.
         def both_connected() -> dict[str, Any] | None:
@@ -120,9 +135,16 @@ def test_the_hub_deploys_the_agent_which_then_reports(
         cr = hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
         cr["spec"]["collectorVersion"] = "9.9.9"
         hub.update(cr)
-        eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
-                   ["spec"]["template"]["spec"]["containers"][0]["image"] == "quay.io/clusterpulse/clusterpulse:9.9.9",
-                   "the Deployment to roll to 9.9.9", timeout=WAIT)
+        eventually(
+            lambda: (
+                lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)["spec"]["template"]["spec"][
+                    "containers"
+                ][0]["image"]
+                == "quay.io/clusterpulse/clusterpulse:9.9.9"
+            ),
+            "the Deployment to roll to 9.9.9",
+            timeout=WAIT,
+        )
         writes = [(m, p) for m, p, _ in lab.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
         assert writes == [("PATCH", f"/apis/apps/v1/namespaces/{AGENT_NS}/deployments/clusterpulse-collector")]
     finally:
@@ -130,8 +152,11 @@ def test_the_hub_deploys_the_agent_which_then_reports(
         client.close()
 
     hub.delete(CC_API, "clusterconnections", "lab", HUB_NAMESPACE)
-    eventually(lambda: hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE) is None,
-               "the ClusterConnection to go (finalizer " + FINALIZER + ")", timeout=WAIT)
+    eventually(
+        lambda: hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE) is None,
+        "the ClusterConnection to go (finalizer " + FINALIZER + ")",
+        timeout=WAIT,
+    )
     assert lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS) is None
     assert lab.get("rbac.authorization.k8s.io/v1", "clusterroles", "clusterpulse-collector", None) is None
     assert lab.get("v1", "configmaps", "ingester-ca", AGENT_NS) is None
@@ -154,8 +179,11 @@ def _mount_ca(lab: Any, env: dict[str, str], tmp_path: Path) -> str:
 
 
 def _registers(port: int, token: str, ca: str) -> bool:
-    channel = grpc.secure_channel(f"127.0.0.1:{port}", grpc.ssl_channel_credentials(ca.encode()),
-                                  options=[("grpc.ssl_target_name_override", SERVER_NAME)])
+    channel = grpc.secure_channel(
+        f"127.0.0.1:{port}",
+        grpc.ssl_channel_credentials(ca.encode()),
+        options=[("grpc.ssl_target_name_override", SERVER_NAME)],
+    )
     stream = Stream(port, token, channel)
     try:
         stream.register("lab", token)
@@ -168,13 +196,17 @@ def _registers(port: int, token: str, ca: str) -> bool:
 
 
 def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
-        hub: Any, kube_api: Callable[..., Any], manager: tuple[Manager, int], tmp_path: Path) -> None:
+    hub: Any, kube_api: Callable[..., Any], manager: tuple[Manager, int], tmp_path: Path
+) -> None:
     running, port = manager
     lab = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
     hub.create(secret("lab-token", MANAGED_TOKEN))
     hub.create(cluster_connection("lab", lab.url, push=True, ingester=f"127.0.0.1:{port}"))
-    deployment = eventually(lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
-                            "the hub to create the agent Deployment", timeout=WAIT)
+    deployment = eventually(
+        lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+        "the hub to create the agent Deployment",
+        timeout=WAIT,
+    )
 
     # The managed cluster holds a token the hub minted, not the hub's credential for that cluster.
     first = _managed_token(lab)
@@ -191,11 +223,19 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
         env["COLLECTOR_TOKEN"] = token
         _mount_ca(lab, env, tmp_path)
         agent_port = free_port()
-        config = write_config(tmp_path / f"{name}.toml", ["cluster", "metricsource", "ingester"],
-                              {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
-                              core={"metrics_bind_address": f"127.0.0.1:{agent_port}"})
-        return AgentProcess(config, lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN),
-                            agent_port, tmp_path / f"{name}.log", env=env)
+        config = write_config(
+            tmp_path / f"{name}.toml",
+            ["cluster", "metricsource", "ingester"],
+            {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
+            core={"metrics_bind_address": f"127.0.0.1:{agent_port}"},
+        )
+        return AgentProcess(
+            config,
+            lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN),
+            agent_port,
+            tmp_path / f"{name}.log",
+            env=env,
+        )
 
     ca = str(lab.get("v1", "configmaps", "ingester-ca", AGENT_NS)["data"]["service-ca.crt"])
     old_agent = run_agent(first, "agent-1")
@@ -206,18 +246,27 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
 
         # Rotate with the real command; the grace is the setting under test.
         grace = 2 * WAIT
-        hub_config = write_config(tmp_path / "rotate.toml", ["cluster", "ingester"], {},
-                                  core={"kubeconfig": str(hub.write_kubeconfig(tmp_path / "hub.kubeconfig"))})
-        rotated = subprocess.run([CLUSTERPULSE, "--config", str(hub_config), "agent", "rotate-token", "lab",
-                                  "--grace", str(grace)], capture_output=True, text=True, timeout=WAIT * 3)
+        hub_config = write_config(
+            tmp_path / "rotate.toml",
+            ["cluster", "ingester"],
+            {},
+            core={"kubeconfig": str(hub.write_kubeconfig(tmp_path / "hub.kubeconfig"))},
+        )
+        rotated = subprocess.run(
+            [CLUSTERPULSE, "--config", str(hub_config), "agent", "rotate-token", "lab", "--grace", str(grace)],
+            capture_output=True,
+            text=True,
+            timeout=WAIT * 3,
+        )
         assert rotated.returncode == 0, rotated.stderr
         rotated_at = time.monotonic()
         assert "rotated the collector token of lab" in rotated.stdout
 
         # Within the grace the old token still registers, and the running agent stays connected.
         assert _registers(port, first, ca)
-        second = eventually(lambda: (t := _managed_token(lab)) != first and t, "the new token on the cluster",
-                            timeout=WAIT)
+        second = eventually(
+            lambda: (t := _managed_token(lab)) != first and t, "the new token on the cluster", timeout=WAIT
+        )
         assert second != hub_credential
         rolled = lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS)
         assert rolled["spec"]["template"]["metadata"]["annotations"] != template  # the pod restarts with it
@@ -226,9 +275,13 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
         new_agent = run_agent(second, "agent-2")  # what the rolled Deployment's pod is
 
         # After the grace: the old token's stream is ended and the old token refused; the new agent stays.
-        eventually(lambda: running.runtime.metrics.get_sample_value(
-            "clusterpulse_ingester_streams_rejected_total", {"reason": "revoked_token_changed"}),
-            "the old token's stream to end after the grace", timeout=grace + WAIT)
+        eventually(
+            lambda: running.runtime.metrics.get_sample_value(
+                "clusterpulse_ingester_streams_rejected_total", {"reason": "revoked_token_changed"}
+            ),
+            "the old token's stream to end after the grace",
+            timeout=grace + WAIT,
+        )
         old_agent.stop()
         assert not _registers(port, first, ca)
         eventually(lambda: agent_connection(running.runtime.plugins, "lab"), "the new agent", timeout=WAIT)

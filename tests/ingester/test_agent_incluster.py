@@ -24,8 +24,8 @@ SA_TOKEN = "eyJhbGciOiJSUzI1NiJ9.service-account-token"
 
 
 def test_agent_in_a_pod_uses_the_service_account_over_tls(
-        start_ingester: Callable[..., tuple[Any, Any]], kube_api: Callable[..., Any], redis_url: str,
-        tmp_path: Path) -> None:
+    start_ingester: Callable[..., tuple[Any, Any]], kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     runtime, _recording = start_ingester()
     port = runtime.plugins.plugin("ingester").server.port
     certs = tmp_path / "certs"
@@ -43,14 +43,23 @@ def test_agent_in_a_pod_uses_the_service_account_over_tls(
     home = tmp_path / "home"  # no ~/.kube/config to fall back on
     home.mkdir()
     metrics_port = free_port()
-    config = write_config(tmp_path / "agent.toml", ["cluster", "metricsource", "ingester"],
-                          {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
-                          core={"metrics_bind_address": f"127.0.0.1:{metrics_port}"})
+    config = write_config(
+        tmp_path / "agent.toml",
+        ["cluster", "metricsource", "ingester"],
+        {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
+        core={"metrics_bind_address": f"127.0.0.1:{metrics_port}"},
+    )
     # The ingester fixture talks plaintext (this test is about the agent's own cluster): said explicitly.
-    env = {"CLUSTER_NAME": "edge", "INGESTER_ADDRESS": f"127.0.0.1:{port}", "COLLECTOR_TOKEN": TOKEN + "edge",
-           "INGESTER_TLS_ENABLED": "false",
-           "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(cluster.port),
-           "SERVICE_ACCOUNT_DIR": str(account), "HOME": str(home)}
+    env = {
+        "CLUSTER_NAME": "edge",
+        "INGESTER_ADDRESS": f"127.0.0.1:{port}",
+        "COLLECTOR_TOKEN": TOKEN + "edge",
+        "INGESTER_TLS_ENABLED": "false",
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(cluster.port),
+        "SERVICE_ACCOUNT_DIR": str(account),
+        "HOME": str(home),
+    }
     agent = AgentProcess(config, None, metrics_port, tmp_path / "agent.log", env=env)
     client = redis.Redis.from_url(redis_url)
     try:
@@ -58,7 +67,11 @@ def test_agent_in_a_pod_uses_the_service_account_over_tls(
         metrics = loads(raw)
         assert metrics["nodes"] == 3 and metrics["pods"] == 5
         assert sorted(loads(client.get("cluster:edge:namespaces"))["namespaces"]) == [
-            "app-a", "app-b", "default", "kube-system"]
+            "app-a",
+            "app-b",
+            "default",
+            "kube-system",
+        ]
     finally:
         assert agent.stop() == 0, agent.output()[-3000:]
         client.close()
@@ -75,8 +88,13 @@ def test_agent_without_a_service_account_says_what_is_missing(tmp_path: Path) ->
     config = write_config(tmp_path / "agent.toml", ["cluster", "metricsource", "ingester"], {"ingester": {}})
     home = tmp_path / "home"
     home.mkdir()
-    env = {"CLUSTER_NAME": "edge", "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "1",
-           "SERVICE_ACCOUNT_DIR": str(tmp_path / "nowhere"), "HOME": str(home)}
+    env = {
+        "CLUSTER_NAME": "edge",
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": "1",
+        "SERVICE_ACCOUNT_DIR": str(tmp_path / "nowhere"),
+        "HOME": str(home),
+    }
     agent = AgentProcess(config, None, 0, tmp_path / "agent.log", env=env)
     assert agent.process.wait(30) == 1
     agent.stop()

@@ -39,20 +39,56 @@ LATER = datetime(2025, 3, 1, 12, 0, 5, tzinfo=UTC)
 
 
 def test_round_trip_keeps_what_the_proto_carries() -> None:
-    node = NodeMetrics(name="n1", timestamp=AT, status="Ready", roles=("worker",), cpu_capacity=4.0,
-                       memory_capacity=2**34, pods_total=3, labels={"a": "b"}, internal_ip="10.0.0.1",
-                       conditions=(NodeCondition(type="Ready", status="True"),), external_ip="1.2.3.4")
-    metrics = ClusterMetrics(timestamp=AT, nodes=1, nodes_ready=1, namespaces=2, namespace_list=("a", "b"),
-                             pods=3, cpu_capacity=4.0, memory_capacity=2**34, deployments=1)
+    node = NodeMetrics(
+        name="n1",
+        timestamp=AT,
+        status="Ready",
+        roles=("worker",),
+        cpu_capacity=4.0,
+        memory_capacity=2**34,
+        pods_total=3,
+        labels={"a": "b"},
+        internal_ip="10.0.0.1",
+        conditions=(NodeCondition(type="Ready", status="True"),),
+        external_ip="1.2.3.4",
+    )
+    metrics = ClusterMetrics(
+        timestamp=AT,
+        nodes=1,
+        nodes_ready=1,
+        namespaces=2,
+        namespace_list=("a", "b"),
+        pods=3,
+        cpu_capacity=4.0,
+        memory_capacity=2**34,
+        deployments=1,
+    )
     collection = CustomResourceCollection(
-        source_id="ns/src", cluster_name="c", collected_at=AT, resource_count=1, duration_ms=7,
-        resources=(CollectedResource(id="a/x", name="x", namespace="a", values={"r": 2, "nan": float("nan")}),))
-    pieces = [NodesPiece("c", (node,)), ClusterMetricsPiece("c", metrics), NamespacesPiece("c", ("a", "b")),
-              ClusterInfoPiece("c", {"api_url": "https://hub-side", "version": "v1", "platform": "OpenShift",
-                                     "channel": "stable", "image": "not carried"}),
-              OperatorsPiece("c", (OperatorInfo(name="op", available_in_namespaces=("x", "y")),)),
-              CustomResourcesPiece("c", collection),
-              AggregationsPiece("c", AggregationResults("ns/src", values={"n": 3, "names": ["x"], "flag": True}))]
+        source_id="ns/src",
+        cluster_name="c",
+        collected_at=AT,
+        resource_count=1,
+        duration_ms=7,
+        resources=(CollectedResource(id="a/x", name="x", namespace="a", values={"r": 2, "nan": float("nan")}),),
+    )
+    pieces = [
+        NodesPiece("c", (node,)),
+        ClusterMetricsPiece("c", metrics),
+        NamespacesPiece("c", ("a", "b")),
+        ClusterInfoPiece(
+            "c",
+            {
+                "api_url": "https://hub-side",
+                "version": "v1",
+                "platform": "OpenShift",
+                "channel": "stable",
+                "image": "not carried",
+            },
+        ),
+        OperatorsPiece("c", (OperatorInfo(name="op", available_in_namespaces=("x", "y")),)),
+        CustomResourcesPiece("c", collection),
+        AggregationsPiece("c", AggregationResults("ns/src", values={"n": 3, "names": ["x"], "flag": True})),
+    ]
     batch = batch_from_pieces("c", pieces, AT)
     assert batch.cluster_info.api_url == ""  # the agent never reports an API URL
     assert batch.operators[0].available_count == 2
@@ -60,8 +96,17 @@ def test_round_trip_keeps_what_the_proto_carries() -> None:
 
     back = pieces_from_batch(batch, "c", LATER)
     kinds = [type(p).__name__ for p in back]
-    assert kinds == ["NodesPiece", "ClusterMetricsPiece", "NamespacesPiece", "ClusterInfoPiece", "OperatorsPiece",
-                     "CustomResourcesPiece", "AggregationsPiece", "ClusterStatusPiece", "EventPiece"]
+    assert kinds == [
+        "NodesPiece",
+        "ClusterMetricsPiece",
+        "NamespacesPiece",
+        "ClusterInfoPiece",
+        "OperatorsPiece",
+        "CustomResourcesPiece",
+        "AggregationsPiece",
+        "ClusterStatusPiece",
+        "EventPiece",
+    ]
     nodes = back[0]
     assert isinstance(nodes, NodesPiece)
     got = nodes.nodes[0]
@@ -91,16 +136,26 @@ def test_round_trip_keeps_what_the_proto_carries() -> None:
     assert isinstance(status, ClusterStatusPiece)
     assert (status.status.health, status.status.message) == ("healthy", "Cluster is healthy")
     assert status.status.last_check == LATER
-    assert isinstance(event, EventPiece) and event.data == {"health": "healthy", "source": "collector-push",
-                                                            "nodes": 1, "nodes_ready": 1, "namespaces": 2}
+    assert isinstance(event, EventPiece) and event.data == {
+        "health": "healthy",
+        "source": "collector-push",
+        "nodes": 1,
+        "nodes_ready": 1,
+        "namespaces": 2,
+    }
 
 
 def test_agent_sources_compile_what_they_can_and_skip_the_rest() -> None:
-    program = compile_metric_source({
-        "metadata": {"name": "src", "namespace": "ns"},
-        "spec": {"source": {"apiVersion": "v1", "kind": "ConfigMap", "namespaces": {"exclude": ["kube-*"]}},
-                 "fields": [{"name": "n", "path": ".data.n", "type": "integer"}],
-                 "computed": [{"name": "twice", "expression": "n * 2"}]}})
+    program = compile_metric_source(
+        {
+            "metadata": {"name": "src", "namespace": "ns"},
+            "spec": {
+                "source": {"apiVersion": "v1", "kind": "ConfigMap", "namespaces": {"exclude": ["kube-*"]}},
+                "fields": [{"name": "n", "path": ".data.n", "type": "integer"}],
+                "computed": [{"name": "twice", "expression": "n * 2"}],
+            },
+        }
+    )
     sources = AgentSources()
     problems = sources.replace([b"{not json", dumps(program.compiled), b'{"name": "x"}'], builtin_catalog())
     assert sources.source_ids == ["ns/src"]
@@ -119,16 +174,22 @@ def test_every_node_field_the_proto_carries_lands_in_its_own_model_field() -> No
     for number, field in enumerate(pb.NodeMetrics.DESCRIPTOR.fields, start=1):
         if field.name in ("name", "status", "roles", "labels"):
             continue
-        value = (f"s{number}" if field.type == field.TYPE_STRING
-                 else number + 0.5 if field.type == field.TYPE_DOUBLE else number * 1000)
+        value = (
+            f"s{number}"
+            if field.type == field.TYPE_STRING
+            else number + 0.5
+            if field.type == field.TYPE_DOUBLE
+            else number * 1000
+        )
         setattr(proto, field.name, value)
         values[field.name] = value
     batch = pb.MetricsBatch(cluster_name="c")
     batch.node_metrics.append(proto)
     batch.collected_at.FromDatetime(AT)
     [nodes_piece] = [p for p in pieces_from_batch(batch, "c", LATER) if isinstance(p, NodesPiece)]
-    expected = NodeMetrics(name="n1", timestamp=AT, status="Ready", roles=("worker", "infra"),
-                           labels={"k": "v", "z": ""}, **values)  # type: ignore[arg-type]
+    expected = NodeMetrics(
+        name="n1", timestamp=AT, status="Ready", roles=("worker", "infra"), labels={"k": "v", "z": ""}, **values
+    )  # type: ignore[arg-type]
     assert nodes_piece.nodes == (expected,)
     assert len(values) == 24  # every proto field but name, status, roles and labels
 
@@ -136,19 +197,51 @@ def test_every_node_field_the_proto_carries_lands_in_its_own_model_field() -> No
 def test_pushed_cluster_totals_are_the_pull_formula() -> None:
     # cluster_metrics_of sums in one pass; the reference is the core's cluster_metrics (pull mode)
     # with the proto's own totals winning.
-    nodes = tuple(NodeMetrics(name=f"n{i}", timestamp=AT, status=("Ready", "NotReady", "Unknown")[i % 3],
-                              cpu_capacity=8.0, cpu_allocatable=7.5 - i / 10, cpu_requested=1.25 * i,
-                              memory_capacity=2**35, memory_allocatable=2**34 + i, memory_requested=2**30 * i,
-                              storage_capacity=10**11 + i, pods_pending=i % 2, pods_failed=i // 3, pods_total=9)
-                  for i in range(7))
-    proto = pb.ClusterMetrics(nodes=7, nodes_ready=3, namespaces=2, namespace_list=["a", "b"], pods=70,
-                              pods_running=60, cpu_capacity=56.0, memory_capacity=7 * 2**35, deployments=4)
+    nodes = tuple(
+        NodeMetrics(
+            name=f"n{i}",
+            timestamp=AT,
+            status=("Ready", "NotReady", "Unknown")[i % 3],
+            cpu_capacity=8.0,
+            cpu_allocatable=7.5 - i / 10,
+            cpu_requested=1.25 * i,
+            memory_capacity=2**35,
+            memory_allocatable=2**34 + i,
+            memory_requested=2**30 * i,
+            storage_capacity=10**11 + i,
+            pods_pending=i % 2,
+            pods_failed=i // 3,
+            pods_total=9,
+        )
+        for i in range(7)
+    )
+    proto = pb.ClusterMetrics(
+        nodes=7,
+        nodes_ready=3,
+        namespaces=2,
+        namespace_list=["a", "b"],
+        pods=70,
+        pods_running=60,
+        cpu_capacity=56.0,
+        memory_capacity=7 * 2**35,
+        deployments=4,
+    )
     for batch_nodes in (nodes, ()):
-        pods = PodPhaseCounts(total=70, running=60, pending=sum(n.pods_pending for n in batch_nodes),
-                              failed=sum(n.pods_failed for n in batch_nodes))
-        reference = attrs.evolve(cluster_metrics(batch_nodes, ("a", "b"), AT, pods, ObjectCounts(deployments=4)),
-                                 nodes=7, nodes_ready=3, nodes_not_ready=4, namespaces=2, cpu_capacity=56.0,
-                                 memory_capacity=7 * 2**35)
+        pods = PodPhaseCounts(
+            total=70,
+            running=60,
+            pending=sum(n.pods_pending for n in batch_nodes),
+            failed=sum(n.pods_failed for n in batch_nodes),
+        )
+        reference = attrs.evolve(
+            cluster_metrics(batch_nodes, ("a", "b"), AT, pods, ObjectCounts(deployments=4)),
+            nodes=7,
+            nodes_ready=3,
+            nodes_not_ready=4,
+            namespaces=2,
+            cpu_capacity=56.0,
+            memory_capacity=7 * 2**35,
+        )
         got = cluster_metrics_of(proto, batch_nodes, AT)
         assert got == reference
         assert [type(v) for v in attrs.astuple(got)] == [type(v) for v in attrs.astuple(reference)]

@@ -32,8 +32,14 @@ from clusterpulse_core.context import Runtime
 
 CLIENT = Path(__file__).with_name("hostile_client.py")
 #: The limits under test (small, so the attacks cross them many times over).
-LIMITS = {"register_timeout": 1.0, "max_register_bytes": 16 * 1024, "max_unregistered_streams": 64,
-          "max_streams_per_peer": 32, "auth_failures_before_backoff": 5, "auth_backoff_max": 2.0}
+LIMITS = {
+    "register_timeout": 1.0,
+    "max_register_bytes": 16 * 1024,
+    "max_unregistered_streams": 64,
+    "max_streams_per_peer": 32,
+    "auth_failures_before_backoff": 5,
+    "auth_backoff_max": 2.0,
+}
 #: What one stream may cost the ingester while gRPC and the ingester refuse it, beyond its first
 #: message (gRPC call state, the stream's task); docs/push-mode.md#bounds-before-authentication.
 STREAM_OVERHEAD = 32 * 1024
@@ -70,9 +76,14 @@ def _peak_rss() -> Iterator[list[int]]:
 
 def _attack(port: int, mode: str, count: int, size: int = 0) -> dict[str, int]:
     timeout = LIMITS["register_timeout"] + WAIT
-    result = subprocess.run([sys.executable, str(CLIENT), str(port), mode, str(count), str(size), str(timeout)],
-                            capture_output=True, text=True, timeout=timeout * (count if mode == "bad_token" else 1)
-                            + WAIT, check=True, cwd=CLIENT.parent)
+    result = subprocess.run(
+        [sys.executable, str(CLIENT), str(port), mode, str(count), str(size), str(timeout)],
+        capture_output=True,
+        text=True,
+        timeout=timeout * (count if mode == "bad_token" else 1) + WAIT,
+        check=True,
+        cwd=CLIENT.parent,
+    )
     return dict(json.loads(result.stdout))
 
 
@@ -121,8 +132,7 @@ def test_two_thousand_unregistered_streams(guarded: tuple[Runtime, Any, Stream],
         outcome: dict[str, int] = {}
         attack = threading.Thread(target=lambda: outcome.update(_attack(_port(runtime), "silent", 2000)))
         attack.start()
-        eventually(lambda: _rejected(runtime, "too_many_from_peer") > 0, "the per-peer limit to refuse streams",
-                   WAIT)
+        eventually(lambda: _rejected(runtime, "too_many_from_peer") > 0, "the per-peer limit to refuse streams", WAIT)
         _acks(agent, "during-silent")
         while attack.is_alive():
             waiting[0] = max(waiting[0], int(_gauge(runtime)))
@@ -132,7 +142,9 @@ def test_two_thousand_unregistered_streams(guarded: tuple[Runtime, Any, Stream],
     assert sum(outcome.values()) == 2000 and set(outcome) <= {"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "CANCELLED"}
     assert outcome["DEADLINE_EXCEEDED"] >= LIMITS["max_streams_per_peer"]
     assert (_rejected(runtime, "too_many_from_peer"), _rejected(runtime, "register_timeout")) == (
-        outcome["RESOURCE_EXHAUSTED"], outcome["DEADLINE_EXCEEDED"])
+        outcome["RESOURCE_EXHAUSTED"],
+        outcome["DEADLINE_EXCEEDED"],
+    )
     assert waiting[0] <= LIMITS["max_streams_per_peer"]
     bound = 2000 * STREAM_OVERHEAD + LIMITS["max_streams_per_peer"] * 2 * LIMITS["max_register_bytes"]
     growth = memory[1] - memory[0]
@@ -144,7 +156,8 @@ def test_two_thousand_unregistered_streams(guarded: tuple[Runtime, Any, Stream],
 
 
 def test_oversized_messages_before_registration_are_refused_unparsed(
-        guarded: tuple[Runtime, Any, Stream], hub: Any) -> None:
+    guarded: tuple[Runtime, Any, Stream], hub: Any
+) -> None:
     runtime, recording, agent = guarded
     stored, calls = len(recording.pieces), len(hub.requests)
     size = IngesterSettings().max_message_bytes - MIB  # under gRPC's own limit: only the pre-registration one stops it
@@ -160,8 +173,10 @@ def test_oversized_messages_before_registration_are_refused_unparsed(
     # admitted stream may cost twice max_message_bytes (docs/push-mode.md#bounds-before-authentication).
     bound = count * (2 * IngesterSettings().max_message_bytes + STREAM_OVERHEAD)
     growth = memory[1] - memory[0]
-    print(f"{count} x {size / MIB:.0f} MiB pre-registration messages: ingester RSS +{growth / MIB:.1f} MiB "
-          f"(bound {bound / MIB:.0f} MiB)")
+    print(
+        f"{count} x {size / MIB:.0f} MiB pre-registration messages: ingester RSS +{growth / MIB:.1f} MiB "
+        f"(bound {bound / MIB:.0f} MiB)"
+    )
     assert growth <= bound
     assert _hub_calls(hub, calls) == [] and len(recording.pieces) == stored
     _acks(agent, "after-oversized")
@@ -177,8 +192,11 @@ def test_a_burst_of_bad_tokens_costs_no_hub_call_and_backs_off(guarded: tuple[Ru
     # and only one attempt per wait is checked again.
     checked = outcome.get("UNAUTHENTICATED", 0)
     assert checked + outcome.get("UNAVAILABLE", 0) == 200, outcome
-    assert LIMITS["auth_failures_before_backoff"] <= checked <= (
-        LIMITS["auth_failures_before_backoff"] + 1 + elapsed / FIRST_BACKOFF), outcome
+    assert (
+        LIMITS["auth_failures_before_backoff"]
+        <= checked
+        <= (LIMITS["auth_failures_before_backoff"] + 1 + elapsed / FIRST_BACKOFF)
+    ), outcome
     assert _rejected(runtime, "bad_token") == checked and _rejected(runtime, "backoff") == 200 - checked
     assert _hub_calls(hub, calls) == []
     assert len(recording.pieces) == stored
@@ -215,8 +233,9 @@ def test_slow_loris(guarded: tuple[Runtime, Any, Stream]) -> None:
                 return True
 
         sock.settimeout(0.05)
-        eventually(lambda: _trickle(closed), "the server to close the slow connection",
-                   LIMITS["register_timeout"] + WAIT)
+        eventually(
+            lambda: _trickle(closed), "the server to close the slow connection", LIMITS["register_timeout"] + WAIT
+        )
     _acks(agent, "after-slow-loris")
 
 

@@ -16,13 +16,17 @@ from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugi
 
 
 def test_without_the_cluster_plugin_the_ingester_says_what_to_enable(hub: Any, tmp_path: Path) -> None:
-    config_file = write_config(tmp_path / "hub.toml", ["ingester"],
-                               {"ingester": {"bind_address": "127.0.0.1", "port": free_port()}})
+    config_file = write_config(
+        tmp_path / "hub.toml", ["ingester"], {"ingester": {"bind_address": "127.0.0.1", "port": free_port()}}
+    )
     config, host = load(str(config_file), env={})
     assert host.hook("clusterpulse_fleet") is None
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
     # A failed start stops what had started and closes the store and pool by itself.
-    with pytest.raises(PluginError, match=r"plugin 'ingester' failed to start: StartError: the ingester signs "
-                                          r"agents in against their ClusterConnections, which no loaded plugin "
-                                          r"offers \(clusterpulse_fleet\): enable the cluster plugin"):
+    with pytest.raises(
+        PluginError,
+        match=r"plugin 'ingester' failed to start: StartError: the ingester signs "
+        r"agents in against their ClusterConnections, which no loaded plugin "
+        r"offers \(clusterpulse_fleet\): enable the cluster plugin",
+    ):
         start_plugins(runtime)

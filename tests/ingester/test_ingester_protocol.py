@@ -28,20 +28,44 @@ from clusterpulse_core.runtime.sharding import HashRing, ShardMember, object_key
 from clusterpulse_core.serde import loads
 
 
-def batch(cluster: str, batch_id: str = "b-1", nodes: int = 2, values_json: bytes = b'{"replicas": 3}',
-          collected_at: datetime | None = None) -> pb.MetricsBatch:
+def batch(
+    cluster: str,
+    batch_id: str = "b-1",
+    nodes: int = 2,
+    values_json: bytes = b'{"replicas": 3}',
+    collected_at: datetime | None = None,
+) -> pb.MetricsBatch:
     out = pb.MetricsBatch(cluster_name=cluster, batch_id=batch_id)
     out.collected_at.CopyFrom(timestamp_of(collected_at or datetime.now(UTC)))
-    out.cluster_metrics.CopyFrom(pb.ClusterMetrics(nodes=nodes, nodes_ready=nodes, namespaces=2,
-                                                   namespace_list=["default", "app"], pods=5, pods_running=4,
-                                                   cpu_capacity=8.0, memory_capacity=2**34, deployments=3))
-    out.node_metrics.extend(pb.NodeMetrics(name=f"n{i}", status="Ready", cpu_capacity=4.0, cpu_allocatable=3.5,
-                                           cpu_requested=0.5, pods_total=2) for i in range(nodes))
+    out.cluster_metrics.CopyFrom(
+        pb.ClusterMetrics(
+            nodes=nodes,
+            nodes_ready=nodes,
+            namespaces=2,
+            namespace_list=["default", "app"],
+            pods=5,
+            pods_running=4,
+            cpu_capacity=8.0,
+            memory_capacity=2**34,
+            deployments=3,
+        )
+    )
+    out.node_metrics.extend(
+        pb.NodeMetrics(
+            name=f"n{i}", status="Ready", cpu_capacity=4.0, cpu_allocatable=3.5, cpu_requested=0.5, pods_total=2
+        )
+        for i in range(nodes)
+    )
     out.cluster_info.CopyFrom(pb.ClusterInfo(version="v1.29.1", platform="linux/amd64"))
-    out.custom_resources.append(pb.CustomResourceBatch(
-        source_id="clusterpulse/deploys", resource_count=1, duration_ms=3,
-        resources=[pb.CustomCollectedResource(id="app/web", namespace="app", name="web", values_json=values_json)],
-        aggregation_values={"total": 3.0}))
+    out.custom_resources.append(
+        pb.CustomResourceBatch(
+            source_id="clusterpulse/deploys",
+            resource_count=1,
+            duration_ms=3,
+            resources=[pb.CustomCollectedResource(id="app/web", namespace="app", name="web", values_json=values_json)],
+            aggregation_values={"total": 3.0},
+        )
+    )
     return out
 
 
@@ -68,15 +92,18 @@ def _sample(runtime: Runtime, name: str, **labels: str) -> float:
     return runtime.metrics.get_sample_value(name, labels) or 0.0
 
 
-@pytest.mark.parametrize(("metadata_token", "register_token", "reason"), [
-    ("wrong", "wrong", "bad_token"),
-    (None, "", "missing_token"),
-    (TOKEN + "edge", "wrong", "bad_token"),       # both are checked when both are sent
-    (None, TOKEN + "other", "bad_token"),          # another cluster's token
-])
+@pytest.mark.parametrize(
+    ("metadata_token", "register_token", "reason"),
+    [
+        ("wrong", "wrong", "bad_token"),
+        (None, "", "missing_token"),
+        (TOKEN + "edge", "wrong", "bad_token"),  # both are checked when both are sent
+        (None, TOKEN + "other", "bad_token"),  # another cluster's token
+    ],
+)
 def test_wrong_or_missing_token_is_unauthenticated_and_stores_nothing(
-        ingester: tuple[Runtime, Any], redis_url: str, metadata_token: str | None, register_token: str,
-        reason: str) -> None:
+    ingester: tuple[Runtime, Any], redis_url: str, metadata_token: str | None, register_token: str, reason: str
+) -> None:
     runtime, recording = ingester
     stream = Stream(_port(runtime), metadata_token)
     stream.send(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=register_token)))
@@ -90,8 +117,9 @@ def test_wrong_or_missing_token_is_unauthenticated_and_stores_nothing(
     assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason=reason) == 1
 
 
-def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any], redis_url: str,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_unknown_cluster_and_bad_names_are_refused(
+    ingester: tuple[Runtime, Any], redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     runtime, _ = ingester
     for name, detail in (("ghost", "unknown cluster 'ghost'"), ("Bad/Name", "not a valid ClusterConnection name")):
         stream = Stream(_port(runtime), TOKEN)
@@ -105,8 +133,9 @@ def test_unknown_cluster_and_bad_names_are_refused(ingester: tuple[Runtime, Any]
     assert _keys(redis_url, "*ghost*") == []
 
 
-def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any],
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_a_standby_replica_sends_agents_elsewhere(
+    ingester: tuple[Runtime, Any], caplog: pytest.LogCaptureFixture
+) -> None:
     runtime, recording = ingester
     runtime.fence.require_lease()  # leader election, Lease not held: this replica may not store
     stream = Stream(_port(runtime), TOKEN + "edge")
@@ -127,11 +156,13 @@ def test_a_standby_replica_sends_agents_elsewhere(ingester: tuple[Runtime, Any],
 
 
 def test_with_sharding_only_the_replica_holding_the_cluster_takes_its_agent(
-        ingester: tuple[Runtime, Any], hub: Any) -> None:
+    ingester: tuple[Runtime, Any], hub: Any
+) -> None:
     runtime, recording = ingester
     cluster = ObjectRef("ClusterConnection", HUB_NAMESPACE, "edge")
-    member = ShardMember(runtime.hub, HUB_NAMESPACE, "a", {}, lease_duration=30.0, renew_deadline=20.0,
-                         retry_period=1.0)
+    member = ShardMember(
+        runtime.hub, HUB_NAMESPACE, "a", {}, lease_duration=30.0, renew_deadline=20.0, retry_period=1.0
+    )
     runtime.shard = member
     member.round()  # alone on the ring: owns every cluster
     assert not member.holds(cluster)  # not yet admitted by its reconcile: the agent goes elsewhere
@@ -146,12 +177,19 @@ def test_with_sharding_only_the_replica_holding_the_cluster_takes_its_agent(
     assert stream.recv().ack.success
 
     # A second member joins and the ring gives it "edge": the stream is cut, the batch not stored.
-    other = next(f"m{i}" for i in range(200)
-                 if HashRing(["a", f"m{i}"]).owner(object_key(cluster)) == f"m{i}")
-    hub.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": f"clusterpulse-shard-{other}", "namespace": HUB_NAMESPACE},
-                "spec": {"holderIdentity": other, "leaseDurationSeconds": 30,
-                         "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}})
+    other = next(f"m{i}" for i in range(200) if HashRing(["a", f"m{i}"]).owner(object_key(cluster)) == f"m{i}")
+    hub.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": f"clusterpulse-shard-{other}", "namespace": HUB_NAMESPACE},
+            "spec": {
+                "holderIdentity": other,
+                "leaseDurationSeconds": 30,
+                "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            },
+        }
+    )
     member.round()
     assert member.members == tuple(sorted(("a", other))) and not member.holds(cluster)
     stored = len(recording.pieces)
@@ -190,7 +228,8 @@ class GatedBackend:
 
 
 def test_a_batch_resent_while_its_first_copy_is_stored_is_stored_once(
-        start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]],
+) -> None:
     # The agent gave up on its ack (ack timeout, stream cut) and resent the batch on a new stream
     # while the ingester was still storing the first copy: one store, both copies acked.
     gated = GatedBackend()
@@ -214,17 +253,30 @@ def test_a_batch_resent_while_its_first_copy_is_stored_is_stored_once(
     assert len(recording.of(ClusterMetricsPiece)) == 1
 
 
-@pytest.mark.parametrize(("first", "code", "message"), [
-    (pb.ConnectRequest(metrics=pb.MetricsBatch(cluster_name="edge", batch_id="x")),
-     grpc.StatusCode.FAILED_PRECONDITION, "metrics received before registration"),
-    (pb.ConnectRequest(health=pb.HealthReport(cluster_name="edge")),
-     grpc.StatusCode.FAILED_PRECONDITION, "health received before registration"),
-    (pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="", token=TOKEN)),
-     grpc.StatusCode.INVALID_ARGUMENT, "register: cluster_name is required"),
-    (pb.ConnectRequest(), grpc.StatusCode.INVALID_ARGUMENT, "ConnectRequest without a payload"),
-])
+@pytest.mark.parametrize(
+    ("first", "code", "message"),
+    [
+        (
+            pb.ConnectRequest(metrics=pb.MetricsBatch(cluster_name="edge", batch_id="x")),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "metrics received before registration",
+        ),
+        (
+            pb.ConnectRequest(health=pb.HealthReport(cluster_name="edge")),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "health received before registration",
+        ),
+        (
+            pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="", token=TOKEN)),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "register: cluster_name is required",
+        ),
+        (pb.ConnectRequest(), grpc.StatusCode.INVALID_ARGUMENT, "ConnectRequest without a payload"),
+    ],
+)
 def test_protocol_errors_end_the_stream_with_the_spec_messages(
-        ingester: tuple[Runtime, Any], first: pb.ConnectRequest, code: grpc.StatusCode, message: str) -> None:
+    ingester: tuple[Runtime, Any], first: pb.ConnectRequest, code: grpc.StatusCode, message: str
+) -> None:
     runtime, recording = ingester
     stream = Stream(_port(runtime), TOKEN + "edge")
     stream.send(first)
@@ -251,12 +303,19 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
     try:
         metrics = loads(client.get("cluster:edge:metrics"))
         assert (metrics["nodes"], metrics["deployments"], metrics["timestamp"]) == (
-            2, 3, collected.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            2,
+            3,
+            collected.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
         status = loads(client.get("cluster:edge:status"))
         assert (status["health"], status["message"]) == ("healthy", "Cluster is healthy")
         # No status.agent on the ClusterConnection: an agent the hub did not install, its own version.
-        assert status["agent"] == {"deployed": False, "version": "v9.9", "connected": True,
-                                   "last_heartbeat": status["last_check"]}
+        assert status["agent"] == {
+            "deployed": False,
+            "version": "v9.9",
+            "connected": True,
+            "last_heartbeat": status["last_check"],
+        }
         assert loads(client.get("cluster:edge:info"))["version"] == "v1.29.1"
     finally:
         client.close()
@@ -269,8 +328,11 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
 
     before = connection.last_heartbeat
     stream.send(pb.ConnectRequest(health=pb.HealthReport(cluster_name="edge", buffered_batches=4)))
-    later = eventually(lambda: (c := agent_connection(runtime.plugins, "edge")) and c.buffered_batches == 4 and c,
-                       "the heartbeat", timeout=WAIT)
+    later = eventually(
+        lambda: (c := agent_connection(runtime.plugins, "edge")) and c.buffered_batches == 4 and c,
+        "the heartbeat",
+        timeout=WAIT,
+    )
     assert later.last_heartbeat >= before
 
     # The same batch again (its ack was lost, the agent resends it): acked, not stored twice.
@@ -291,8 +353,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
     assert _sample(runtime, "clusterpulse_ingester_bytes_received_total") > 100
 
 
-def test_malformed_batches_get_a_false_ack_and_lose_nothing_else(
-        ingester: tuple[Runtime, Any], redis_url: str) -> None:
+def test_malformed_batches_get_a_false_ack_and_lose_nothing_else(ingester: tuple[Runtime, Any], redis_url: str) -> None:
     runtime, _ = ingester
     other = Stream(_port(runtime), TOKEN + "other")
     other.register("other", TOKEN + "other")
@@ -317,7 +378,8 @@ def test_malformed_batches_get_a_false_ack_and_lose_nothing_else(
 
 
 def test_oversized_message_is_refused_and_the_server_keeps_serving(
-        start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]],
+) -> None:
     runtime, recording = start_ingester(max_message_bytes=64 * 1024)
     big = Stream(_port(runtime), TOKEN + "edge")
     big.register("edge", TOKEN + "edge")
@@ -354,8 +416,7 @@ def test_metricsource_changes_reach_connected_agents(ingester: tuple[Runtime, An
     runtime, _ = ingester
     stream = Stream(_port(runtime), TOKEN + "edge")
     assert list(stream.register("edge", TOKEN + "edge").config.metric_sources_json) == []
-    piece = MetricSourcePiece(namespace="clusterpulse", name="deploys", compiled=ClusterMetrics(nodes=1),
-                              hash="h1")
+    piece = MetricSourcePiece(namespace="clusterpulse", name="deploys", compiled=ClusterMetrics(nodes=1), hash="h1")
     runtime.store.put(piece)
     update = stream.recv().config
     assert [loads(doc)["nodes"] for doc in update.metric_sources_json] == [1]
@@ -366,7 +427,8 @@ def test_metricsource_changes_reach_connected_agents(ingester: tuple[Runtime, An
 
 
 def test_tls_with_a_private_ca_and_a_server_name_override(
-        start_ingester: Callable[..., tuple[Runtime, Any]], tmp_path: Path) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]], tmp_path: Path
+) -> None:
     from clusterpulse_ingester.agent.runner import open_channel
     from clusterpulse_ingester.settings import IngesterSettings
     from clusterpulse_testing.tls import make_certificates
@@ -382,7 +444,8 @@ def test_tls_with_a_private_ca_and_a_server_name_override(
     async def register(settings: IngesterSettings) -> pb.ConnectResponse:
         async with open_channel(settings) as channel:
             call = pb_grpc.CollectorServiceStub(channel).Connect(
-                metadata=(("authorization", f"Bearer {TOKEN}edge"),), timeout=10)
+                metadata=(("authorization", f"Bearer {TOKEN}edge"),), timeout=10
+            )
             await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
             response = await call.read()
             call.cancel()
@@ -390,12 +453,22 @@ def test_tls_with_a_private_ca_and_a_server_name_override(
 
     import asyncio
 
-    good = IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=True, tls_ca=str(ca),
-                            tls_server_name="clusterpulse-ingester.clusterpulse.svc")
+    good = IngesterSettings(
+        ingester_address=f"127.0.0.1:{port}",
+        tls_enabled=True,
+        tls_ca=str(ca),
+        tls_server_name="clusterpulse-ingester.clusterpulse.svc",
+    )
     assert asyncio.run(register(good)).WhichOneof("payload") == "config"
-    for bad in (IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=True, tls_ca=str(ca),
-                                 tls_server_name="someone-else.example"),
-                IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=False)):
+    for bad in (
+        IngesterSettings(
+            ingester_address=f"127.0.0.1:{port}",
+            tls_enabled=True,
+            tls_ca=str(ca),
+            tls_server_name="someone-else.example",
+        ),
+        IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=False),
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as info:
             asyncio.run(register(bad))
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -420,8 +493,7 @@ class SlowBackend:
         pass
 
 
-def test_stop_acks_the_batch_in_flight_then_closes_streams(
-        start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
+def test_stop_acks_the_batch_in_flight_then_closes_streams(start_ingester: Callable[..., tuple[Runtime, Any]]) -> None:
     slow = SlowBackend()
     runtime, recording = start_ingester(slow)
     plugin = runtime.plugins.plugin("ingester")
@@ -441,28 +513,45 @@ def test_stop_acks_the_batch_in_flight_then_closes_streams(
     assert len(recording.of(ClusterMetricsPiece)) == 1
 
 
-@pytest.mark.parametrize(("not_ready", "cpu_requested", "cordoned", "health", "message"), [
-    (0, 0.5, "", "healthy", "Cluster is healthy"),
-    (1, 0.5, "", "degraded", "Issues: 1 nodes not ready"),
-    (2, 0.5, "", "unhealthy", "Issues: 2 nodes not ready"),
-    (0, 3.2, "", "degraded", "Issues: High CPU usage: 91.43%"),
-    # docs/compatibility.md#r8: a cordoned node (SchedulingDisabled) is Ready unless its Ready condition,
-    # sent in the protocol extension, says otherwise; a Go agent's batch has the status alone.
-    (1, 0.5, "go-agent", "degraded", "Issues: 1 nodes not ready"),
-    (1, 0.5, "ready", "degraded", "Issues: 1 nodes not ready"),
-    (1, 0.5, "not-ready", "unhealthy", "Issues: 2 nodes not ready"),
-], ids=["all-ready", "one-not-ready", "half-not-ready", "cpu-critical", "cordoned-go-agent", "cordoned-ready",
-        "cordoned-not-ready"])
-def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, Any], redis_url: str,
-                                                      not_ready: int, cpu_requested: float, cordoned: str,
-                                                      health: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("not_ready", "cpu_requested", "cordoned", "health", "message"),
+    [
+        (0, 0.5, "", "healthy", "Cluster is healthy"),
+        (1, 0.5, "", "degraded", "Issues: 1 nodes not ready"),
+        (2, 0.5, "", "unhealthy", "Issues: 2 nodes not ready"),
+        (0, 3.2, "", "degraded", "Issues: High CPU usage: 91.43%"),
+        # docs/compatibility.md#r8: a cordoned node (SchedulingDisabled) is Ready unless its Ready condition,
+        # sent in the protocol extension, says otherwise; a Go agent's batch has the status alone.
+        (1, 0.5, "go-agent", "degraded", "Issues: 1 nodes not ready"),
+        (1, 0.5, "ready", "degraded", "Issues: 1 nodes not ready"),
+        (1, 0.5, "not-ready", "unhealthy", "Issues: 2 nodes not ready"),
+    ],
+    ids=[
+        "all-ready",
+        "one-not-ready",
+        "half-not-ready",
+        "cpu-critical",
+        "cordoned-go-agent",
+        "cordoned-ready",
+        "cordoned-not-ready",
+    ],
+)
+def test_a_pushed_batch_gets_the_health_a_pull_gives(
+    ingester: tuple[Runtime, Any],
+    redis_url: str,
+    not_ready: int,
+    cpu_requested: float,
+    cordoned: str,
+    health: str,
+    message: str,
+) -> None:
     """docs/readers.md#r7-health for push: the cluster plugin's thresholds, through the health hook."""
     runtime, _ = ingester
     stream = Stream(_port(runtime), TOKEN + "edge")
     stream.register("edge", TOKEN + "edge")
     sent = batch("edge", "b-health", nodes=4)
     sent.cluster_metrics.nodes_ready = 4 - not_ready
-    for node in sent.node_metrics[4 - not_ready:]:
+    for node in sent.node_metrics[4 - not_ready :]:
         node.status = "NotReady"
     for node in sent.node_metrics:
         node.cpu_requested = cpu_requested
@@ -471,8 +560,14 @@ def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, An
         first.status = "SchedulingDisabled"
         sent.cluster_metrics.nodes_ready -= 1
         if cordoned != "go-agent":
-            sent.clusterpulse.nodes.append(pb.ExtensionNode(name=first.name, conditions=[pb.ExtensionNodeCondition(
-                type="Ready", status="True" if cordoned == "ready" else "False")]))
+            sent.clusterpulse.nodes.append(
+                pb.ExtensionNode(
+                    name=first.name,
+                    conditions=[
+                        pb.ExtensionNodeCondition(type="Ready", status="True" if cordoned == "ready" else "False")
+                    ],
+                )
+            )
     stream.send(pb.ConnectRequest(metrics=sent))
     assert stream.recv().ack.success
     # What the hub's reconcile of the pushed cluster patches into its ClusterConnection.
@@ -485,14 +580,20 @@ def test_a_pushed_batch_gets_the_health_a_pull_gives(ingester: tuple[Runtime, An
         assert (status["health"], status["message"]) == (health, message)
         event = loads(client.lindex("events:edge", 0))
         assert event["type"] == "cluster.reconciled"
-        assert event["data"] == {"health": health, "source": "collector-push", "nodes": 4,
-                                 "nodes_ready": 4 - not_ready - bool(cordoned), "namespaces": 2}
+        assert event["data"] == {
+            "health": health,
+            "source": "collector-push",
+            "nodes": 4,
+            "nodes_ready": 4 - not_ready - bool(cordoned),
+            "namespaces": 2,
+        }
     finally:
         client.close()
 
 
 def test_a_batch_over_the_count_bounds_is_stored_truncated_and_says_so(
-        start_ingester: Callable[..., tuple[Runtime, Any]], redis_url: str) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]], redis_url: str
+) -> None:
     """``max_batch_nodes`` 50 and ``max_batch_objects`` 10 against a batch of 60 nodes (2 with invalid names),
     13 namespaces and 12 MetricSource resources: stored truncated, counted as stored, reported."""
     runtime, _ = start_ingester(max_batch_nodes=50, max_batch_objects=10)
@@ -502,8 +603,10 @@ def test_a_batch_over_the_count_bounds_is_stored_truncated_and_says_so(
     sent.cluster_metrics.namespace_list.extend(f"ns-{i}" for i in range(11))
     sent.cluster_metrics.namespaces = 13
     resources = sent.custom_resources[0]
-    resources.resources.extend(pb.CustomCollectedResource(id=f"app/r{i}", namespace="app", name=f"r{i}",
-                                                          values_json=b'{"replicas": 1}') for i in range(11))
+    resources.resources.extend(
+        pb.CustomCollectedResource(id=f"app/r{i}", namespace="app", name=f"r{i}", values_json=b'{"replicas": 1}')
+        for i in range(11)
+    )
     resources.resource_count = 12
     stream = Stream(_port(runtime), TOKEN + "edge")
     stream.register("edge", TOKEN + "edge")
@@ -522,16 +625,19 @@ def test_a_batch_over_the_count_bounds_is_stored_truncated_and_says_so(
     print(f"\nack {ack.success}; nodes stored {len(members)}; status {status['message']!r}")
 
     def skipped(what: str, reason: str) -> float | None:
-        return runtime.metrics.get_sample_value("clusterpulse_collection_skipped",
-                                                {"cluster": "edge", "what": what, "reason": reason})
+        return runtime.metrics.get_sample_value(
+            "clusterpulse_collection_skipped", {"cluster": "edge", "what": what, "reason": reason}
+        )
 
     assert ack.success
     assert len(members) == 50 and "edge:metrics" not in members and "n59" not in members
     assert (metrics["nodes"], metrics["nodes_ready"], metrics["namespaces"]) == (50, 50, 10)
     assert namespaces == ["default", "app", *(f"ns-{i}" for i in range(8))]
-    for phrase in ("stored 50 of 60 nodes (2 skipped: invalid name, 8 skipped: over max_batch_nodes (50))",
-                   "stored 10 of 13 namespaces (3 skipped: over max_batch_objects (10))",
-                   "stored 10 of 12 resources of clusterpulse/deploys (2 skipped: over max_batch_objects (10))"):
+    for phrase in (
+        "stored 50 of 60 nodes (2 skipped: invalid name, 8 skipped: over max_batch_nodes (50))",
+        "stored 10 of 13 namespaces (3 skipped: over max_batch_objects (10))",
+        "stored 10 of 12 resources of clusterpulse/deploys (2 skipped: over max_batch_objects (10))",
+    ):
         assert phrase in status["message"]
     assert skipped("nodes", "over max_batch_nodes (50)") == 8
     assert skipped("nodes", "invalid name") == 2
@@ -540,13 +646,21 @@ def test_a_batch_over_the_count_bounds_is_stored_truncated_and_says_so(
 
 
 def test_pushed_olm_operators_are_written_again_when_redis_loses_its_data(
-        start_ingester: Callable[..., tuple[Runtime, Any]], redis_url: str) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]], redis_url: str
+) -> None:
     """The agent sends operators only when it scans (minutes apart): after Redis comes back
     empty, the ingester writes the last ones again at once, not at the agent's next scan."""
     runtime, _ = start_ingester()
     sent = batch("edge", "olm")
-    sent.operators.append(pb.OperatorInfo(name="cert-manager", display_name="cert-manager", version="1.0.0",
-                                          status="Succeeded", installed_namespace="cert-manager"))
+    sent.operators.append(
+        pb.OperatorInfo(
+            name="cert-manager",
+            display_name="cert-manager",
+            version="1.0.0",
+            status="Succeeded",
+            installed_namespace="cert-manager",
+        )
+    )
     stream = Stream(_port(runtime), TOKEN + "edge")
     stream.register("edge", TOKEN + "edge")
     stream.send(pb.ConnectRequest(metrics=sent))
@@ -557,8 +671,11 @@ def test_pushed_olm_operators_are_written_again_when_redis_loses_its_data(
         client.flushall()
         # What the Redis plugin's restart watcher calls once it notices (tested in tests/faults).
         runtime.storage_lost("redis flushed by the test")
-        eventually(lambda: client.exists("cluster:edge:operators", "cluster:edge:operators_summary") == 2,
-                   "the operators written again after the flush", timeout=WAIT)
+        eventually(
+            lambda: client.exists("cluster:edge:operators", "cluster:edge:operators_summary") == 2,
+            "the operators written again after the flush",
+            timeout=WAIT,
+        )
         assert loads(client.get("cluster:edge:operators"))[0]["name"] == "cert-manager"
     finally:
         client.close()

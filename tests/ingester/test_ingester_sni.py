@@ -35,7 +35,8 @@ ROUTE_HOST = "localhost"
 async def _register(settings: IngesterSettings, cluster: str = "edge") -> pb.ConnectResponse:
     async with open_channel(settings) as channel:
         call = pb_grpc.CollectorServiceStub(channel).Connect(
-            metadata=(("authorization", f"Bearer {TOKEN}{cluster}"),), timeout=10)
+            metadata=(("authorization", f"Bearer {TOKEN}{cluster}"),), timeout=10
+        )
         await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=TOKEN + cluster)))
         response = await call.read()
         call.cancel()
@@ -49,15 +50,17 @@ def _port(runtime: Runtime) -> int:
 
 
 @pytest.fixture
-def passthrough(start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any,
-                tmp_path: Path) -> Iterator[tuple[int, Path]]:
+def passthrough(
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path
+) -> Iterator[tuple[int, Path]]:
     """An ingester with the hub's own certificate behind HAProxy routing SNI ``localhost`` to it:
     ``(HAProxy port, CA file)``."""
     runtime, _ = start_ingester(tls_enabled=None, tls_certificates="hub")
     ca = tmp_path / "ca.crt"
     ca.write_text(hub_ca(hub))
-    proxy = haproxy_sni_process(require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]),
-                                {ROUTE_HOST: _port(runtime)})
+    proxy = haproxy_sni_process(
+        require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]), {ROUTE_HOST: _port(runtime)}
+    )
     proxy.start()
     try:
         yield proxy.port, ca
@@ -72,10 +75,12 @@ def test_the_agent_reaches_the_ingester_through_an_sni_passthrough(passthrough: 
 
     # Verification stays on: another CA, or a name the certificate does not hold, is refused.
     other_ca = make_certificates(ca.parent / "other", SERVER_NAME).ca_file
-    for bad in (IngesterSettings(ingester_address=f"{ROUTE_HOST}:{port}", tls_ca=str(other_ca),
-                                 tls_server_name=SERVER_NAME),
-                IngesterSettings(ingester_address=f"{ROUTE_HOST}:{port}", tls_ca=str(ca),
-                                 tls_server_name="someone-else.example")):
+    for bad in (
+        IngesterSettings(ingester_address=f"{ROUTE_HOST}:{port}", tls_ca=str(other_ca), tls_server_name=SERVER_NAME),
+        IngesterSettings(
+            ingester_address=f"{ROUTE_HOST}:{port}", tls_ca=str(ca), tls_server_name="someone-else.example"
+        ),
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as info:
             asyncio.run(_register(bad))
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -87,8 +92,9 @@ def test_with_grpcs_name_override_the_passthrough_is_not_reached(passthrough: tu
 
     async def register() -> None:
         credentials = grpc.ssl_channel_credentials(ca.read_bytes())
-        async with grpc.aio.secure_channel(f"{ROUTE_HOST}:{port}", credentials,
-                                           options=[("grpc.ssl_target_name_override", SERVER_NAME)]) as channel:
+        async with grpc.aio.secure_channel(
+            f"{ROUTE_HOST}:{port}", credentials, options=[("grpc.ssl_target_name_override", SERVER_NAME)]
+        ) as channel:
             call = pb_grpc.CollectorServiceStub(channel).Connect(timeout=10)
             await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN + "edge")))
             await call.read()
@@ -135,17 +141,20 @@ def test_grpcio_options_that_change_the_verified_name_change_the_sni_too(option:
     made = make_certificates(tmp_path, SERVER_NAME)
     recorder = SniRecorder(made.cert_file, made.key_file)
     try:
-        channel = grpc.secure_channel(f"{ROUTE_HOST}:{recorder.port}",
-                                      grpc.ssl_channel_credentials(made.ca_file.read_bytes()),
-                                      options=[(option, SERVER_NAME)])
+        channel = grpc.secure_channel(
+            f"{ROUTE_HOST}:{recorder.port}",
+            grpc.ssl_channel_credentials(made.ca_file.read_bytes()),
+            options=[(option, SERVER_NAME)],
+        )
         with pytest.raises(grpc.FutureTimeoutError):
             grpc.channel_ready_future(channel).result(timeout=2)  # the recorder completes no HTTP/2
         channel.close()
         assert recorder.seen and set(recorder.seen) == {SERVER_NAME}  # not the dialled host
 
         recorder.seen.clear()
-        agent = IngesterSettings(ingester_address=f"{ROUTE_HOST}:{recorder.port}", tls_ca=str(made.ca_file),
-                                 tls_server_name=SERVER_NAME)
+        agent = IngesterSettings(
+            ingester_address=f"{ROUTE_HOST}:{recorder.port}", tls_ca=str(made.ca_file), tls_server_name=SERVER_NAME
+        )
         with pytest.raises(grpc.aio.AioRpcError):
             asyncio.run(_register(agent))
         assert recorder.seen and set(recorder.seen) == {ROUTE_HOST}  # the agent: the dialled host
@@ -153,17 +162,20 @@ def test_grpcio_options_that_change_the_verified_name_change_the_sni_too(option:
         recorder.close()
 
 
-@pytest.mark.parametrize(("names", "name", "matches"), [
-    (["ingester.example.com"], "ingester.example.com", True),
-    (["INGESTER.example.com"], "ingester.example.COM.", True),
-    (["*.example.com"], "ingester.example.com", True),
-    (["*.example.com"], "a.b.example.com", False),
-    (["*.com"], "example.com", False),
-    (["ingester.example.com"], "other.example.com", False),
-    (["192.0.2.7"], "192.0.2.7", True),
-    (["192.0.2.7"], "192.0.2.8", False),
-    (["192.0.2.7"], "ingester.example.com", False),
-])
+@pytest.mark.parametrize(
+    ("names", "name", "matches"),
+    [
+        (["ingester.example.com"], "ingester.example.com", True),
+        (["INGESTER.example.com"], "ingester.example.COM.", True),
+        (["*.example.com"], "ingester.example.com", True),
+        (["*.example.com"], "a.b.example.com", False),
+        (["*.com"], "example.com", False),
+        (["ingester.example.com"], "other.example.com", False),
+        (["192.0.2.7"], "192.0.2.7", True),
+        (["192.0.2.7"], "192.0.2.8", False),
+        (["192.0.2.7"], "ingester.example.com", False),
+    ],
+)
 def test_the_certificate_name_check(names: list[str], name: str, matches: bool, tmp_path: Path) -> None:
     import datetime as dt
 
@@ -181,11 +193,14 @@ def test_the_haproxy_route_is_real(passthrough: tuple[int, Path]) -> None:
     port, ca = passthrough
     context = ssl.create_default_context(cafile=str(ca))
     context.check_hostname = False
-    with (socket.create_connection(("127.0.0.1", port), timeout=5) as raw, pytest.raises((ssl.SSLError, OSError)),
-          context.wrap_socket(raw, server_hostname="unrouted.example")):
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        pytest.raises((ssl.SSLError, OSError)),
+        context.wrap_socket(raw, server_hostname="unrouted.example"),
+    ):
         pass
-    with (socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
-          context.wrap_socket(raw, server_hostname=ROUTE_HOST) as tls):
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=ROUTE_HOST) as tls,
+    ):
         assert tls.version() in ("TLSv1.2", "TLSv1.3")
-
-

@@ -46,8 +46,14 @@ def _certs(bundle: str) -> list[x509.Certificate]:
 
 def test_the_hub_makes_its_ca_and_certificate_and_renews_them_before_they_expire(hub: Any) -> None:
     names = [*service_names("clusterpulse-ingester", HUB_NAMESPACE), "ingester.example.com", "192.0.2.7"]
-    keeper = CertificateKeeper(KubeClient(hub.api_client()), HUB_NAMESPACE, names, CA_LIFE, CERT_LIFE,
-                               (HUB_NAMESPACE, "ingester-ca", "service-ca.crt"))
+    keeper = CertificateKeeper(
+        KubeClient(hub.api_client()),
+        HUB_NAMESPACE,
+        names,
+        CA_LIFE,
+        CERT_LIFE,
+        (HUB_NAMESPACE, "ingester-ca", "service-ca.crt"),
+    )
     first = keeper.ensure(T0)
     ca = _data(hub, "secrets", certs.CA_SECRET)
     served = _data(hub, "secrets", certs.SERVER_SECRET)
@@ -93,19 +99,32 @@ def test_the_hub_makes_its_ca_and_certificate_and_renews_them_before_they_expire
 
 
 def test_a_ca_configmap_the_hub_did_not_make_is_not_overwritten(hub: Any) -> None:
-    hub.create({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-                "data": {"service-ca.crt": "someone else's CA"}})
-    keeper = CertificateKeeper(KubeClient(hub.api_client()), HUB_NAMESPACE, ["ingester"], CA_LIFE, CERT_LIFE,
-                               (HUB_NAMESPACE, "ingester-ca", "service-ca.crt"))
+    hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+            "data": {"service-ca.crt": "someone else's CA"},
+        }
+    )
+    keeper = CertificateKeeper(
+        KubeClient(hub.api_client()),
+        HUB_NAMESPACE,
+        ["ingester"],
+        CA_LIFE,
+        CERT_LIFE,
+        (HUB_NAMESPACE, "ingester-ca", "service-ca.crt"),
+    )
     with pytest.raises(CertificateError, match=f"ConfigMap {HUB_NAMESPACE}/ingester-ca exists and was not made"):
         keeper.ensure(T0)
     assert _data(hub, "configmaps", "ingester-ca") == {"service-ca.crt": "someone else's CA"}
 
 
 def test_two_replicas_share_one_ca(hub: Any) -> None:
-    keepers = [CertificateKeeper(KubeClient(hub.api_client()), HUB_NAMESPACE, ["ingester"], CA_LIFE, CERT_LIFE)
-               for _ in range(2)]
+    keepers = [
+        CertificateKeeper(KubeClient(hub.api_client()), HUB_NAMESPACE, ["ingester"], CA_LIFE, CERT_LIFE)
+        for _ in range(2)
+    ]
     one, two = (keeper.ensure(T0) for keeper in keepers)
     assert one == two
 
@@ -113,7 +132,8 @@ def test_two_replicas_share_one_ca(hub: Any) -> None:
 async def _register(settings: IngesterSettings, cluster: str = "edge") -> pb.ConnectResponse:
     async with open_channel(settings) as channel:
         call = pb_grpc.CollectorServiceStub(channel).Connect(
-            metadata=(("authorization", f"Bearer {TOKEN}{cluster}"),), timeout=10)
+            metadata=(("authorization", f"Bearer {TOKEN}{cluster}"),), timeout=10
+        )
         await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=TOKEN + cluster)))
         response = await call.read()
         call.cancel()
@@ -127,7 +147,8 @@ def _port(runtime: Runtime) -> int:
 
 
 def test_tls_is_on_by_default_with_the_hubs_own_ca(
-        start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path
+) -> None:
     assert IngesterSettings().tls_enabled is True
     # No INGESTER_TLS_CERT file: the hub makes its own certificate.
     runtime, _ = start_ingester(tls_enabled=None, tls_cert=str(tmp_path / "absent.crt"))
@@ -148,7 +169,8 @@ def test_tls_is_on_by_default_with_the_hubs_own_ca(
 
 
 def test_a_renewed_certificate_is_served_without_a_restart(
-        start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path
+) -> None:
     runtime, _ = start_ingester(tls_enabled=None, tls_certificates="hub", tls_renew_check_interval=0.2)
     port = _port(runtime)
     ca = tmp_path / "ca.crt"
@@ -158,8 +180,11 @@ def test_a_renewed_certificate_is_served_without_a_restart(
     # Another replica renews the certificate (here: its Secret is deleted, so it is issued again).
     before = _data(hub, "secrets", certs.SERVER_SECRET)["tls.crt"]
     hub.delete("v1", "secrets", certs.SERVER_SECRET, HUB_NAMESPACE)
-    after = eventually(lambda: (hub.get("v1", "secrets", certs.SERVER_SECRET, HUB_NAMESPACE) or {}).get("data"),
-                       "the server certificate to be issued again", timeout=WAIT)
+    after = eventually(
+        lambda: (hub.get("v1", "secrets", certs.SERVER_SECRET, HUB_NAMESPACE) or {}).get("data"),
+        "the server certificate to be issued again",
+        timeout=WAIT,
+    )
     assert base64.b64decode(after["tls.crt"]).decode() != before
 
     def presented() -> str:
@@ -167,6 +192,12 @@ def test_a_renewed_certificate_is_served_without_a_restart(
 
         return ssl.get_server_certificate(("127.0.0.1", port))
 
-    eventually(lambda: x509.load_pem_x509_certificate(presented().encode()) == x509.load_pem_x509_certificate(
-        base64.b64decode(after["tls.crt"])), "the ingester to present the new certificate", timeout=WAIT)
+    eventually(
+        lambda: (
+            x509.load_pem_x509_certificate(presented().encode())
+            == x509.load_pem_x509_certificate(base64.b64decode(after["tls.crt"]))
+        ),
+        "the ingester to present the new certificate",
+        timeout=WAIT,
+    )
     assert asyncio.run(_register(settings)).WhichOneof("payload") == "config"

@@ -67,8 +67,9 @@ def test_olm_operator_on_the_agent(case: dict[str, Any]) -> None:
         assert info is None
         return
     assert info is not None
-    sent = MessageToDict(operator_proto(info), preserving_proto_field_name=True,
-                         always_print_fields_with_no_presence=True)
+    sent = MessageToDict(
+        operator_proto(info), preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
     for key, want in case["out"].items():
         if key == "note":
             continue

@@ -25,7 +25,8 @@ def test_stubs_match_the_proto() -> None:
     for name, text in generated.items():
         committed = (protogen.PACKAGE_DIR / name).read_text()
         assert protogen.comparable(committed) == protogen.comparable(text), (
-            f"{name} drifted from proto/{protogen.PROTO_FILE}: run python -m clusterpulse_ingester.protogen")
+            f"{name} drifted from proto/{protogen.PROTO_FILE}: run python -m clusterpulse_ingester.protogen"
+        )
 
 
 def test_proto_is_the_spec_listing() -> None:
@@ -40,8 +41,9 @@ def test_proto_is_the_spec_listing() -> None:
 
 def test_the_extension_uses_its_own_numbers_and_names() -> None:
     """The one field added to an upstream message is in the extension range, not reserved, not upstream's."""
-    upstream = {name for name in pb.DESCRIPTOR.message_types_by_name if not name.startswith(("ClusterPulse",
-                                                                                               "Extension"))}
+    upstream = {
+        name for name in pb.DESCRIPTOR.message_types_by_name if not name.startswith(("ClusterPulse", "Extension"))
+    }
     added = [f for f in pb.MetricsBatch.DESCRIPTOR.fields if f.number not in range(1, 100)]
     assert [(f.name, f.number) for f in added] == [("clusterpulse", 1000)]
     assert all(f.number in protogen.EXTENSION_NUMBERS for f in added)

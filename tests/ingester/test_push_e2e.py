@@ -77,19 +77,31 @@ class PushWorld:
         assert isinstance(plugin, IngesterPlugin)
         return plugin
 
-    def start_agent(self, cluster: str = "edge", token: str = TOKEN + "edge", managed: Any = None,
-                    **settings: Any) -> AgentProcess:
-        kubeconfig = (managed or self.managed).write_kubeconfig(self.tmp / f"{cluster}.kubeconfig",
-                                                                token=MANAGED_TOKEN)
+    def start_agent(
+        self, cluster: str = "edge", token: str = TOKEN + "edge", managed: Any = None, **settings: Any
+    ) -> AgentProcess:
+        kubeconfig = (managed or self.managed).write_kubeconfig(self.tmp / f"{cluster}.kubeconfig", token=MANAGED_TOKEN)
         metrics_port = free_port()
         ca_file = self.tmp / "ingester-ca.crt"
         ca_file.write_text(hub_ca(self.hub))
-        section = {"cluster_name": cluster, "ingester_address": f"127.0.0.1:{self.port}", "collector_token": token,
-                   "tls_ca": str(ca_file), "tls_server_name": SERVER_NAME,
-                   "collect_interval": INTERVAL, "heartbeat_interval": 1.0, "ack_timeout": 10.0,
-                   "flush_timeout": 5.0, **settings}
-        config = write_config(self.tmp / f"agent-{len(self.agents)}.toml", ["cluster", "metricsource", "ingester"],
-                              {"ingester": section}, core={"metrics_bind_address": f"127.0.0.1:{metrics_port}"})
+        section = {
+            "cluster_name": cluster,
+            "ingester_address": f"127.0.0.1:{self.port}",
+            "collector_token": token,
+            "tls_ca": str(ca_file),
+            "tls_server_name": SERVER_NAME,
+            "collect_interval": INTERVAL,
+            "heartbeat_interval": 1.0,
+            "ack_timeout": 10.0,
+            "flush_timeout": 5.0,
+            **settings,
+        }
+        config = write_config(
+            self.tmp / f"agent-{len(self.agents)}.toml",
+            ["cluster", "metricsource", "ingester"],
+            {"ingester": section},
+            core={"metrics_bind_address": f"127.0.0.1:{metrics_port}"},
+        )
         agent = AgentProcess(config, kubeconfig, metrics_port, self.tmp / f"agent-{len(self.agents)}.log")
         self.agents.append(agent)
         return agent
@@ -105,17 +117,23 @@ class PushWorld:
 
 
 @pytest.fixture
-def world(hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path,
-          request: pytest.FixtureRequest) -> Iterator[PushWorld]:
+def world(
+    hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[PushWorld]:
     """``@pytest.mark.parametrize("world", [{...}], indirect=True)`` adds settings to ``[plugins.redis]``."""
     managed = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
     hub.create(secret("pulled-token", MANAGED_TOKEN))
     hub.create(cluster_connection("pulled", managed.url))
     port = free_port()
     config_file = write_config(
-        tmp_path / "hub.toml", ["redis", "cluster", "metricsource", "ingester"],
-        {"redis": {"url": redis_url, **getattr(request, "param", {})}, "cluster": {"agent_silence_limit": 5.0},
-         "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0}})
+        tmp_path / "hub.toml",
+        ["redis", "cluster", "metricsource", "ingester"],
+        {
+            "redis": {"url": redis_url, **getattr(request, "param", {})},
+            "cluster": {"agent_silence_limit": 5.0},
+            "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0},
+        },
+    )
     recording = RecordingBackend()
     config, host = load(str(config_file), env={}, extra_plugins={"recording": BackendPlugin(recording)})
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
@@ -134,9 +152,22 @@ def world(hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
 def _normalise(value: Any, cluster: str) -> Any:
     """Drop what legitimately differs between two collections of one cluster: times and the name."""
     if isinstance(value, dict):
-        return {k: _normalise(v, cluster) for k, v in value.items()
-                if k not in {"timestamp", "last_check", "collectedAt", "collected_at", "computedAt", "last_update",
-                             "collection_time_ms", "lastCollectionTime", "durationMs"}}
+        return {
+            k: _normalise(v, cluster)
+            for k, v in value.items()
+            if k
+            not in {
+                "timestamp",
+                "last_check",
+                "collectedAt",
+                "collected_at",
+                "computedAt",
+                "last_update",
+                "collection_time_ms",
+                "lastCollectionTime",
+                "durationMs",
+            }
+        }
     if isinstance(value, list):
         return [_normalise(v, cluster) for v in value]
     if isinstance(value, str):
@@ -205,8 +236,10 @@ def _differences(world: PushWorld, pushed: str, pulled: str) -> dict[str, set[st
     keys_pushed, keys_pulled = _cluster_keys(world, pushed) - {"labels"}, _cluster_keys(world, pulled) - {"labels"}
     out: dict[str, set[str]] = {k: {"<absent>"} for k in keys_pushed ^ keys_pulled}
     for suffix in sorted((keys_pushed & keys_pulled) - {"spec", "status"}):
-        fields = _fields_differing(_comparable(suffix, _value(world, f"cluster:{pushed}:{suffix}")),
-                                   _comparable(suffix, _value(world, f"cluster:{pulled}:{suffix}")))
+        fields = _fields_differing(
+            _comparable(suffix, _value(world, f"cluster:{pushed}:{suffix}")),
+            _comparable(suffix, _value(world, f"cluster:{pulled}:{suffix}")),
+        )
         if fields:
             out[suffix] = fields
     a, b = world.json(f"cluster:{pushed}:status"), world.json(f"cluster:{pulled}:status")
@@ -222,16 +255,17 @@ def _node_names() -> list[str]:
 #: What the readers see differently for a Go agent's push cluster than for the same cluster pulled: exactly
 #: docs/compatibility.md#w3 (a Go agent's batch has upstream fields only; the rest is the same).
 GO_AGENT_DIFFERENCES: dict[str, set[str]] = {
-    **{key: {"<absent>"} for key in ("pods", "deployments", "services", "statefulsets", "daemonsets",
-                                     "resource_metadata")},  # R3 lists: not in the upstream messages
+    **{
+        key: {"<absent>"}
+        for key in ("pods", "deployments", "services", "statefulsets", "daemonsets", "resource_metadata")
+    },  # R3 lists: not in the upstream messages
     "metrics": {"services", "statefulsets", "daemonsets", "pvcs"},  # R1 counts the upstream proto reserved
     **{f"node:{n}:conditions": {"<absent>"} for n in _node_names()},  # R2
     **{f"node:{n}": {"current.conditions", "current.creation_timestamp"} for n in _node_names()},  # R2, R6
 }
 
 
-def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_follow_edits(
-        world: PushWorld) -> None:
+def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_follow_edits(world: PushWorld) -> None:
     agent = world.start_agent()
     eventually(lambda: world.json("cluster:edge:metrics"), "a pushed batch", timeout=30)
     eventually(lambda: world.json("cluster:pulled:metrics"), "the pull reconcile", timeout=30)
@@ -246,8 +280,10 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
     assert _differences(world, "edge", "pulled") == {}
     # Conditions and the real age arrive through the extension.
     node = _value(world, "cluster:edge:node:worker-2")["current"]
-    assert node["conditions"] and node["creation_timestamp"] == _value(
-        world, "cluster:pulled:node:worker-2")["current"]["creation_timestamp"]
+    assert (
+        node["conditions"]
+        and node["creation_timestamp"] == _value(world, "cluster:pulled:node:worker-2")["current"]["creation_timestamp"]
+    )
     # The agent sends no API URL: the hub stores the ClusterConnection's endpoint, as pull does.
     assert world.json("cluster:edge:info")["api_url"] == world.cr("edge")["spec"]["endpoint"]
 
@@ -261,8 +297,9 @@ def test_pull_and_push_of_one_cluster_store_the_same_state_and_metricsources_fol
         stored = (world.json(resources_key) or {}).get("resources") or []
         return {r["_name"]: r["values"] for r in stored}
 
-    eventually(lambda: values().get("web", {}).get("doubled") == 4,
-               "the agent's first MetricSource values", timeout=WAIT)
+    eventually(
+        lambda: values().get("web", {}).get("doubled") == 4, "the agent's first MetricSource values", timeout=WAIT
+    )
     # Namespace patterns are applied by the agent: only app-* Deployments.
     assert values() == {"web": {"replicas": 2, "doubled": 4}, "api": {"replicas": 3, "doubled": 6}}
     source = world.hub.get(CC_API, "metricsources", "deploys", HUB_NAMESPACE)
@@ -289,19 +326,27 @@ def _totals(agent: AgentProcess) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(("buffer_size", "outage_cycles"), [(10, 4), (2, 6)])
-def test_batches_collected_while_the_ingester_is_away(world: PushWorld, buffer_size: int,
-                                                      outage_cycles: int) -> None:
+def test_batches_collected_while_the_ingester_is_away(world: PushWorld, buffer_size: int, outage_cycles: int) -> None:
     agent = world.start_agent(buffer_size=buffer_size)
     eventually(lambda: len(_received(world)) >= 2, "the first batches", timeout=WAIT)
     server = world.ingester.server
     assert server is not None
     server.stop()
     collected = agent.metric("clusterpulse_agent_batches_collected_total")
-    eventually(lambda: agent.metric("clusterpulse_agent_batches_collected_total") >= collected + outage_cycles,
-               f"{outage_cycles} collections during the outage", timeout=30)
+    eventually(
+        lambda: agent.metric("clusterpulse_agent_batches_collected_total") >= collected + outage_cycles,
+        f"{outage_cycles} collections during the outage",
+        timeout=30,
+    )
     server.start()
-    eventually(lambda: agent.metric("clusterpulse_agent_registered") == 1
-               and agent.metric("clusterpulse_agent_buffered_batches") == 0, "the buffer to drain", timeout=30)
+    eventually(
+        lambda: (
+            agent.metric("clusterpulse_agent_registered") == 1
+            and agent.metric("clusterpulse_agent_buffered_batches") == 0
+        ),
+        "the buffer to drain",
+        timeout=30,
+    )
     assert agent.stop() == 0
     totals = _totals(agent)
     received = _received(world)
@@ -332,13 +377,17 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
     world.hub.create(secret("fallback-token", MANAGED_TOKEN))
     world.hub.create(collector_secret("fallback", TOKEN + "fallback"))
     world.hub.create(cluster_connection("fallback", world.managed.url, push=True, ingester=f"127.0.0.1:{world.port}"))
-    eventually(lambda: "push agent not connected" in (world.cr("fallback").get("status") or {}).get("message", ""),
-               "the pull fallback without an agent", timeout=WAIT)
+    eventually(
+        lambda: "push agent not connected" in (world.cr("fallback").get("status") or {}).get("message", ""),
+        "the pull fallback without an agent",
+        timeout=WAIT,
+    )
     assert world.cr("fallback")["status"]["collectorStatus"] == {"connected": False}
 
     agent = world.start_agent("fallback", token=TOKEN + "fallback")
-    eventually(lambda: agent_connection(world.manager.runtime.plugins, "fallback"),
-               "the agent to register", timeout=WAIT)
+    eventually(
+        lambda: agent_connection(world.manager.runtime.plugins, "fallback"), "the agent to register", timeout=WAIT
+    )
 
     def touch() -> None:  # a spec change makes the manager reconcile now instead of in 30 s
         obj = world.cr("fallback")
@@ -346,16 +395,23 @@ def test_push_status_and_fallback_to_pull(world: PushWorld) -> None:
         world.hub.update(obj)
 
     # No touch: the registration itself queues the cluster (its interval is 30 s, the wait 15 s).
-    status = eventually(lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get(
-        "connected") and s, "push active in the status, soon after the registration", timeout=15)
+    status = eventually(
+        lambda: (s := world.cr("fallback").get("status") or {}).get("collectorStatus", {}).get("connected") and s,
+        "push active in the status, soon after the registration",
+        timeout=15,
+    )
     assert status["message"].startswith("Collector push active (agent ")
     assert status["collectorStatus"]["version"] and status["collectorStatus"]["lastHeartbeat"]
     assert agent.stop() == 0
-    eventually(lambda: agent_connection(world.manager.runtime.plugins, "fallback") is None,
-               "the stream to close", timeout=WAIT)
+    eventually(
+        lambda: agent_connection(world.manager.runtime.plugins, "fallback") is None, "the stream to close", timeout=WAIT
+    )
     touch()
-    status = eventually(lambda: "collecting by pull" in (s := world.cr("fallback").get("status") or {}).get(
-        "message", "") and s, "the fallback in the status", timeout=WAIT)
+    status = eventually(
+        lambda: "collecting by pull" in (s := world.cr("fallback").get("status") or {}).get("message", "") and s,
+        "the fallback in the status",
+        timeout=WAIT,
+    )
     assert status["phase"] == "Connected"
     assert "push agent not connected: collecting by pull" in status["message"]
     assert status["collectorStatus"]["connected"] is False
@@ -368,9 +424,14 @@ def test_sigterm_makes_one_bounded_flush_attempt_and_exits_zero(world: PushWorld
     assert server is not None
     server.stop()
     collected = agent.metric("clusterpulse_agent_batches_collected_total")
-    eventually(lambda: agent.metric("clusterpulse_agent_buffered_batches") >= 2
-               and agent.metric("clusterpulse_agent_batches_collected_total") >= collected + 2,
-               "buffered batches", timeout=WAIT)
+    eventually(
+        lambda: (
+            agent.metric("clusterpulse_agent_buffered_batches") >= 2
+            and agent.metric("clusterpulse_agent_batches_collected_total") >= collected + 2
+        ),
+        "buffered batches",
+        timeout=WAIT,
+    )
     started = time.monotonic()
     assert agent.stop() == 0
     assert time.monotonic() - started < 2.0 + 8.0  # flush_timeout plus generous process start/stop slack
@@ -399,13 +460,17 @@ def _status(world: PushWorld, name: str) -> dict[str, Any]:
 
 
 def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
-        world: PushWorld, kube_api: Callable[..., Any]) -> None:
+    world: PushWorld, kube_api: Callable[..., Any]
+) -> None:
     """A real agent frozen with SIGSTOP: its stream stays open but says nothing (DECISIONS C3)."""
     cluster = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
 
     def pulls() -> int:  # the hub's own node listings (the agent's reads carry its User-Agent)
-        return sum(1 for r in cluster.callers
-                   if r.path == "/api/v1/nodes" and not r.user_agent.startswith("clusterpulse-agent/"))
+        return sum(
+            1
+            for r in cluster.callers
+            if r.path == "/api/v1/nodes" and not r.user_agent.startswith("clusterpulse-agent/")
+        )
 
     def reconciles() -> int:
         return sum(1 for p in world.recording.of(ClusterSpecPiece) if p.cluster == "quiet")
@@ -413,16 +478,20 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     world.hub.create(secret("quiet-token", MANAGED_TOKEN))
     world.hub.create(collector_secret("quiet", TOKEN + "quiet"))
     world.hub.create(cluster_connection("quiet", cluster.url, push=True, ingester=f"127.0.0.1:{world.port}"))
-    eventually(lambda: "push agent not connected" in _status(world, "quiet").get("message", ""),
-               "the first pull", timeout=WAIT)
+    eventually(
+        lambda: "push agent not connected" in _status(world, "quiet").get("message", ""), "the first pull", timeout=WAIT
+    )
     agent = world.start_agent("quiet", token=TOKEN + "quiet", managed=cluster, ack_timeout=60.0)
     eventually(lambda: agent_connection(world.manager.runtime.plugins, "quiet"), "the agent to register", timeout=WAIT)
 
     # Streaming: reconciles find the agent live and leave the cluster alone.
     cluster.clear_requests()
     _touch(world, "quiet")
-    status = eventually(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
-                        "push active in the status", timeout=WAIT)
+    status = eventually(
+        lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
+        "push active in the status",
+        timeout=WAIT,
+    )
     assert re.fullmatch(r"Collector push active \(agent \S+, last heartbeat \S+Z\)", status["message"])
     # Its health is the verdict of the agent's batches (managed_objects' NotReady worker-2: degraded).
     assert status["phase"] == "Connected" and status["health"] == "degraded"
@@ -430,43 +499,60 @@ def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     eventually(lambda: reconciles() > before, "a reconcile while the agent streams (silence limit 5 s)", timeout=20)
     assert pulls() == 0
     # Redis says what the status says, agent included, from the ingester's writes.
-    stored = eventually(lambda: (v := world.json("cluster:quiet:status")) and v.get("agent", {}).get("connected")
-                        and v, "an ingester status write with the agent", timeout=WAIT)
+    stored = eventually(
+        lambda: (v := world.json("cluster:quiet:status")) and v.get("agent", {}).get("connected") and v,
+        "an ingester status write with the agent",
+        timeout=WAIT,
+    )
     crd_agent = _status(world, "quiet")["agent"]
     assert crd_agent["deployed"] is True  # installed by the hub while no agent was connected
     assert HEALTH_MESSAGE.fullmatch(stored["message"])
     assert {k: stored["agent"][k] for k in ("deployed", "version", "connected")} == {
-        k: crd_agent[k] for k in ("deployed", "version", "connected")}
+        k: crd_agent[k] for k in ("deployed", "version", "connected")
+    }
     assert stored["agent"]["last_heartbeat"] >= status["collectorStatus"]["lastHeartbeat"]
 
     # Frozen: the TCP stream stays open, nothing arrives; past the limit the hub pulls.
     os.kill(agent.process.pid, signal.SIGSTOP)
     try:
-        status = eventually(lambda: "silent since" in (s := _status(world, "quiet")).get("message", "") and s,
-                            "the fallback to pull", timeout=30)
+        status = eventually(
+            lambda: "silent since" in (s := _status(world, "quiet")).get("message", "") and s,
+            "the fallback to pull",
+            timeout=30,
+        )
         assert agent_connection(world.manager.runtime.plugins, "quiet") is not None  # still connected, silent
         assert status["phase"] == "Connected"
-        assert re.fullmatch(HEALTH_MESSAGE.pattern + r" \(push agent \S+ silent since \S+Z: collecting by pull\)",
-                            status["message"])
+        assert re.fullmatch(
+            HEALTH_MESSAGE.pattern + r" \(push agent \S+ silent since \S+Z: collecting by pull\)", status["message"]
+        )
         assert status["collectorStatus"]["connected"] is False
         eventually(lambda: pulls() > 0, "the hub's own node listing", timeout=WAIT)
-        fallback = eventually(lambda: (v := world.json("cluster:quiet:status")) and
-                              v.get("agent", {}).get("connected") is False and v, "the pull's Redis status",
-                              timeout=WAIT)
+        fallback = eventually(
+            lambda: (v := world.json("cluster:quiet:status")) and v.get("agent", {}).get("connected") is False and v,
+            "the pull's Redis status",
+            timeout=WAIT,
+        )
         assert fallback["agent"]["connected"] is False
     finally:
         os.kill(agent.process.pid, signal.SIGCONT)
 
     # Thawed: batches flow on the same stream, the status says push again and pulls stop.
-    eventually(lambda: (v := world.json("cluster:quiet:status")) and v["agent"]["connected"],
-               "the ingester's status after the thaw", timeout=WAIT)
+    eventually(
+        lambda: (v := world.json("cluster:quiet:status")) and v["agent"]["connected"],
+        "the ingester's status after the thaw",
+        timeout=WAIT,
+    )
     _touch(world, "quiet")
-    status = eventually(lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
-                        "push active again", timeout=WAIT)
+    status = eventually(
+        lambda: (s := _status(world, "quiet")).get("collectorStatus", {}).get("connected") and s,
+        "push active again",
+        timeout=WAIT,
+    )
     assert status["message"].startswith("Collector push active (agent ")
     stored = world.json("cluster:quiet:status")
     assert {k: stored["agent"][k] for k in ("deployed", "version", "connected")} == {
-        k: status["agent"][k] for k in ("deployed", "version", "connected")}
+        k: status["agent"][k] for k in ("deployed", "version", "connected")
+    }
     assert agent.output().count("Registered with ingester") == 1
     assert agent.stop() == 0
 
@@ -476,26 +562,39 @@ def _grouped_source() -> dict[str, Any]:
     source = metric_source("deploys", "replicas * 2")
     spec = source["spec"]
     spec["fields"].append({"name": "ns", "path": ".metadata.namespace", "type": "string"})
-    spec["aggregations"] += [{"name": "by_ns", "field": "replicas", "function": "sum", "groupBy": "ns"},
-                             {"name": "mean", "field": "doubled", "function": "avg"}]
+    spec["aggregations"] += [
+        {"name": "by_ns", "field": "replicas", "function": "sum", "groupBy": "ns"},
+        {"name": "mean", "field": "doubled", "function": "avg"},
+    ]
     return source
 
 
 def test_the_hub_aggregates_pushed_resources_with_the_pull_code(world: PushWorld) -> None:
     """A batch with resources gets the hub's aggregations (grouped too); without them, the agent's numbers."""
     world.hub.create(_grouped_source())
-    eventually(lambda: world.redis.exists("metricsource:clusterpulse:deploys"), "the hub's compiled MetricSource",
-               timeout=WAIT)
+    eventually(
+        lambda: world.redis.exists("metricsource:clusterpulse:deploys"), "the hub's compiled MetricSource", timeout=WAIT
+    )
     stream = Stream(world.port, TOKEN + "edge", hub_tls_channel(world.hub, world.port))
     try:
         stream.register("edge", TOKEN + "edge")
         batch = pb.MetricsBatch(cluster_name="edge", batch_id="with-resources")
-        batch.custom_resources.append(pb.CustomResourceBatch(
-            source_id="clusterpulse/deploys", resource_count=2,
-            resources=[pb.CustomCollectedResource(id=f"{ns}/{name}", namespace=ns, name=name,
-                                                  values_json=dumps({"replicas": n, "doubled": 2 * n, "ns": ns}))
-                       for ns, name, n in (("app-a", "web", 2), ("app-b", "api", 3))],
-            aggregation_values={"total": 999.0}))  # what an agent computed is not what is stored
+        batch.custom_resources.append(
+            pb.CustomResourceBatch(
+                source_id="clusterpulse/deploys",
+                resource_count=2,
+                resources=[
+                    pb.CustomCollectedResource(
+                        id=f"{ns}/{name}",
+                        namespace=ns,
+                        name=name,
+                        values_json=dumps({"replicas": n, "doubled": 2 * n, "ns": ns}),
+                    )
+                    for ns, name, n in (("app-a", "web", 2), ("app-b", "api", 3))
+                ],
+                aggregation_values={"total": 999.0},
+            )
+        )  # what an agent computed is not what is stored
         stream.send(pb.ConnectRequest(metrics=batch))
         assert stream.recv().ack.success
         key = "cluster:edge:custom:clusterpulse/deploys:aggregations"
@@ -503,8 +602,11 @@ def test_the_hub_aggregates_pushed_resources_with_the_pull_code(world: PushWorld
 
         # Resources not sent (a count only): the agent's numeric results are all there is.
         batch = pb.MetricsBatch(cluster_name="edge", batch_id="counts-only")
-        batch.custom_resources.append(pb.CustomResourceBatch(source_id="clusterpulse/deploys", resource_count=5,
-                                                             aggregation_values={"total": 7.0}))
+        batch.custom_resources.append(
+            pb.CustomResourceBatch(
+                source_id="clusterpulse/deploys", resource_count=5, aggregation_values={"total": 7.0}
+            )
+        )
         stream.send(pb.ConnectRequest(metrics=batch))
         assert stream.recv().ack.success
         assert world.json(key)["values"] == {"total": 7.0}
@@ -521,19 +623,31 @@ def _pulled_with_workloads(world: PushWorld) -> None:
     eventually(lambda: _status(world, "pulled").get("phase") == "Connected", "the first pull", timeout=WAIT)
     world.hub.create(_grouped_source())
     _touch(world, "pulled")
-    eventually(lambda: (world.json("cluster:pulled:metrics") or {}).get("pvcs") == 1
-               and world.json("cluster:pulled:daemonsets")
-               and world.json("cluster:pulled:custom:clusterpulse/deploys:aggregations"),
-               "the pull of the cluster with its workloads and the MetricSource", timeout=WAIT)
+    eventually(
+        lambda: (
+            (world.json("cluster:pulled:metrics") or {}).get("pvcs") == 1
+            and world.json("cluster:pulled:daemonsets")
+            and world.json("cluster:pulled:custom:clusterpulse/deploys:aggregations")
+        ),
+        "the pull of the cluster with its workloads and the MetricSource",
+        timeout=WAIT,
+    )
 
 
-def test_a_go_agents_push_cluster_differs_from_the_pulled_one_only_as_documented(world: PushWorld,
-                                                                                  tmp_path: Path) -> None:
+def test_a_go_agents_push_cluster_differs_from_the_pulled_one_only_as_documented(
+    world: PushWorld, tmp_path: Path
+) -> None:
     """Issue: the readers' keys of a cluster pushed by a Go agent (upstream fields only) against the same
     cluster pulled: the differences are docs/compatibility.md#w3's, nothing else."""
     _pulled_with_workloads(world)
-    go = GoAgent(world.port, "edge", TOKEN + "edge", KubeClient(world.managed.api_client(token=MANAGED_TOKEN)),
-                 tmp_path, hub_tls_channel(world.hub, world.port))
+    go = GoAgent(
+        world.port,
+        "edge",
+        TOKEN + "edge",
+        KubeClient(world.managed.api_client(token=MANAGED_TOKEN)),
+        tmp_path,
+        hub_tls_channel(world.hub, world.port),
+    )
     try:
         assert go.push().success
         assert world.json("cluster:edge:status")["agent"]["connected"] is True
@@ -549,8 +663,17 @@ def test_a_go_agents_push_cluster_differs_from_the_pulled_one_only_as_documented
         assert "creation_timestamp" not in _value(world, f"cluster:edge:node:{name}")["current"]
     documented = Path(__file__).resolve().parents[2].joinpath("docs", "compatibility.md").read_text()
     w3 = documented.split("{#w3}", 1)[1].split("\n#### ", 1)[0]
-    for word in ("conditions", "creation_timestamp", "services", "statefulsets", "daemonsets", "pvcs",
-                 "resource_metadata", "pods", "deployments"):
+    for word in (
+        "conditions",
+        "creation_timestamp",
+        "services",
+        "statefulsets",
+        "daemonsets",
+        "pvcs",
+        "resource_metadata",
+        "pods",
+        "deployments",
+    ):
         assert f"`{word}`" in w3, word
 
 
@@ -570,8 +693,21 @@ def _reader_pages(world: PushWorld, cluster: str) -> list[str]:
     """What is wrong on the readers' pages of ``cluster`` (docs/readers.md): missing, zero or unknown values."""
     wrong: list[str] = []
     metrics = world.json(f"cluster:{cluster}:metrics") or {}
-    for field in ("nodes", "nodes_ready", "namespaces", "pods", "pods_running", "cpu_capacity", "cpu_requested",
-                  "memory_capacity", "deployments", "services", "statefulsets", "daemonsets", "pvcs"):
+    for field in (
+        "nodes",
+        "nodes_ready",
+        "namespaces",
+        "pods",
+        "pods_running",
+        "cpu_capacity",
+        "cpu_requested",
+        "memory_capacity",
+        "deployments",
+        "services",
+        "statefulsets",
+        "daemonsets",
+        "pvcs",
+    ):
         if not metrics.get(field):
             wrong.append(f"metrics.{field}={metrics.get(field)!r}")
     status = world.json(f"cluster:{cluster}:status") or {}
@@ -580,14 +716,26 @@ def _reader_pages(world: PushWorld, cluster: str) -> list[str]:
     info = world.json(f"cluster:{cluster}:info") or {}
     wrong += [f"info.{k}={info.get(k)!r}" for k in ("api_url", "version") if not info.get(k)]
     for name in _node_names():
-        current = _value(world, f"cluster:{cluster}:node:{name}").get("current") if world.redis.exists(
-            f"cluster:{cluster}:node:{name}") else None
+        current = (
+            _value(world, f"cluster:{cluster}:node:{name}").get("current")
+            if world.redis.exists(f"cluster:{cluster}:node:{name}")
+            else None
+        )
         if not isinstance(current, dict) or not current.get("creation_timestamp"):
             wrong.append(f"node {name}: no value or no age")
         if not world.redis.hlen(f"cluster:{cluster}:node:{name}:conditions"):
             wrong.append(f"node {name}: no conditions")
-    for key in ("pods", "deployments", "services", "statefulsets", "daemonsets", "resource_metadata", "namespaces",
-                "custom:clusterpulse/deploys:resources", "custom:clusterpulse/deploys:aggregations"):
+    for key in (
+        "pods",
+        "deployments",
+        "services",
+        "statefulsets",
+        "daemonsets",
+        "resource_metadata",
+        "namespaces",
+        "custom:clusterpulse/deploys:resources",
+        "custom:clusterpulse/deploys:aggregations",
+    ):
         if not world.json(f"cluster:{cluster}:{key}"):
             wrong.append(f"{key}: missing or empty")
     for key in _cluster_keys(world, cluster):
@@ -604,13 +752,15 @@ def test_after_cache_ttl_the_readers_see_the_same_for_push_and_pull(world: PushW
     assert cache_ttl == 60
     _pulled_with_workloads(world)
     agent = world.start_agent()
-    eventually(lambda: world.json("cluster:edge:custom:clusterpulse/deploys:aggregations"),
-               "the agent's batches with the MetricSource", timeout=WAIT)
+    eventually(
+        lambda: world.json("cluster:edge:custom:clusterpulse/deploys:aggregations"),
+        "the agent's batches with the MetricSource",
+        timeout=WAIT,
+    )
     # A key of its own with the TTL marks the moment: when Redis has expired it, every key written
     # before it has expired too unless it was rewritten since.
     world.redis.set("test:cache-ttl-marker", "1", ex=cache_ttl)
-    eventually(lambda: not world.redis.exists("test:cache-ttl-marker"), "CACHE_TTL to pass",
-               timeout=cache_ttl + WAIT)
+    eventually(lambda: not world.redis.exists("test:cache-ttl-marker"), "CACHE_TTL to pass", timeout=cache_ttl + WAIT)
     assert _reader_pages(world, "edge") == []
     assert _reader_pages(world, "pulled") == []
     assert _differences(world, "edge", "pulled") == {}

@@ -57,14 +57,17 @@ def _delete(hub: Any) -> None:
     hub.delete(CC_API, "clusterconnections", "edge", HUB_NAMESPACE)
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    (_delete, "revoked_unknown_cluster"),
-    (_switch_to_pull, "revoked_not_push"),
-    (_rotate, "revoked_token_changed"),
-])
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (_delete, "revoked_unknown_cluster"),
+        (_switch_to_pull, "revoked_not_push"),
+        (_rotate, "revoked_token_changed"),
+    ],
+)
 def test_a_hub_change_ends_the_stream_at_once_and_nothing_later_is_stored(
-        start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, change: Callable[[Any], None],
-        reason: str) -> None:
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, change: Callable[[Any], None], reason: str
+) -> None:
     runtime, recording = start_ingester()
     stream = Stream(_port(runtime), TOKEN + "edge")
     stream.register("edge", TOKEN + "edge")
@@ -74,8 +77,11 @@ def test_a_hub_change_ends_the_stream_at_once_and_nothing_later_is_stored(
 
     changed = time.monotonic()
     change(hub)
-    eventually(lambda: agent_connection(runtime.plugins, "edge") is None, "the registration to be revoked",
-             timeout=REVOCATION_BOUND)
+    eventually(
+        lambda: agent_connection(runtime.plugins, "edge") is None,
+        "the registration to be revoked",
+        timeout=REVOCATION_BOUND,
+    )
     # Sent after the ingester dropped the registration: never read, never stored.
     stream.send(pb.ConnectRequest(metrics=batch("edge", "after")))
     error = stream.error()
@@ -84,8 +90,7 @@ def test_a_hub_change_ends_the_stream_at_once_and_nothing_later_is_stored(
     assert error.code() == grpc.StatusCode.PERMISSION_DENIED and error.details() == REFUSED
     assert ended < REVOCATION_BOUND, f"the stream ended {ended:.2f} s after the change"
     assert len(recording.pieces) == stored
-    assert runtime.metrics.get_sample_value("clusterpulse_ingester_streams_rejected_total",
-                                            {"reason": reason}) == 1
+    assert runtime.metrics.get_sample_value("clusterpulse_ingester_streams_rejected_total", {"reason": reason}) == 1
 
     # And the agent cannot come back with the token it had.
     again = Stream(_port(runtime), TOKEN + "edge")
@@ -114,5 +119,4 @@ def test_only_push_clusters_are_accepted(start_ingester: Callable[..., tuple[Run
     stream.close()
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED and error.details() == REFUSED
     assert recording.pieces == [] and agent_connection(runtime.plugins, "pulled") is None
-    assert runtime.metrics.get_sample_value("clusterpulse_ingester_streams_rejected_total",
-                                            {"reason": "not_push"}) == 1
+    assert runtime.metrics.get_sample_value("clusterpulse_ingester_streams_rejected_total", {"reason": "not_push"}) == 1

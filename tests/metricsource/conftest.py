@@ -31,27 +31,41 @@ CUSTOM_API_VERSION = f"{CUSTOM_GROUP}/v1"
 
 
 def _secret(name: str, token: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NAMESPACE},
-            "data": {"token": base64.b64encode(token.encode()).decode(),
-                     "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "data": {
+            "token": base64.b64encode(token.encode()).decode(),
+            "ca.crt": base64.b64encode(loopback_ca().ca_pem.encode()).decode(),
+        },
+    }
 
 
 def _connection(name: str, endpoint: str, phase: str) -> dict[str, Any]:
-    return {"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}},
-            "status": {"phase": phase}}
+    return {
+        "apiVersion": "clusterpulse.io/v1alpha1",
+        "kind": "ClusterConnection",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}},
+        "status": {"phase": phase},
+    }
 
 
-def cactus(namespace: str, name: str, size: str, arms: int, phase: str,
-           labels: dict[str, str] | None = None) -> dict[str, Any]:
+def cactus(
+    namespace: str, name: str, size: str, arms: int, phase: str, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     """One object of the custom type collected in these tests (plural ``cacti``)."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = labels
-    return {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "metadata": meta,
-            "spec": {"size": size, "arms": arms, "spines": ["a"] * arms},
-            "status": {"phase": phase}}
+    return {
+        "apiVersion": CUSTOM_API_VERSION,
+        "kind": "Cactus",
+        "metadata": meta,
+        "spec": {"size": size, "arms": arms, "spines": ["a"] * arms},
+        "status": {"phase": phase},
+    }
 
 
 @attrs.define
@@ -65,8 +79,12 @@ class Fleet:
 
     def apply(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Create or replace MetricSource ``name`` on the hub; returns the stored object."""
-        body = {"apiVersion": "clusterpulse.io/v1alpha1", "kind": "MetricSource",
-                "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
+        body = {
+            "apiVersion": "clusterpulse.io/v1alpha1",
+            "kind": "MetricSource",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": spec,
+        }
         current = self.hub.get("clusterpulse.io/v1alpha1", "MetricSource", name, NAMESPACE)
         if current is None:
             return dict(self.hub.create(body))
@@ -104,12 +122,13 @@ def fleet(kube_api: Callable[..., Any]) -> Iterator[Fleet]:
     hub.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     clusters = {}
     objects = {
-        "east": [cactus("team-a", "saguaro", "500m", 3, "Blooming", {"tier": "tall"}),
-                 cactus("team-a", "barrel", "2Gi", 0, "Dormant"),
-                 cactus("team-b", "cholla", "1.5", 5, "Blooming"),
-                 cactus("kube-system", "agave", "x", 1, "Dormant")],
-        "west": [cactus("team-a", "prickly", "250m", 2, "Blooming"),
-                 cactus("team-c", "opuntia", "1k", 7, "Blooming")],
+        "east": [
+            cactus("team-a", "saguaro", "500m", 3, "Blooming", {"tier": "tall"}),
+            cactus("team-a", "barrel", "2Gi", 0, "Dormant"),
+            cactus("team-b", "cholla", "1.5", 5, "Blooming"),
+            cactus("kube-system", "agave", "x", 1, "Dormant"),
+        ],
+        "west": [cactus("team-a", "prickly", "250m", 2, "Blooming"), cactus("team-c", "opuntia", "1k", 7, "Blooming")],
     }
     for name, items in objects.items():
         token = f"{name}-secret-token"
@@ -126,8 +145,9 @@ def fleet(kube_api: Callable[..., Any]) -> Iterator[Fleet]:
 
     backend = RecordingBackend()
     # The cluster plugin offers the typed fleet view (clusterpulse_fleet) the MetricSources collect from.
-    host = PluginHost([], extra={"cluster": ClusterPlugin, "metricsource": MetricSourcePlugin,
-                                 "recording": BackendPlugin(backend)})
+    host = PluginHost(
+        [], extra={"cluster": ClusterPlugin, "metricsource": MetricSourcePlugin, "recording": BackendPlugin(backend)}
+    )
     config = Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0))
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
     yield Fleet(hub, clusters, backend, runtime)

@@ -10,16 +10,25 @@ from clusterpulse_metricsource.crd import METRIC_SOURCE
 
 
 def source(**spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"source": {"apiVersion": "v1", "kind": "Pod"},
-                            "fields": [{"name": "phase", "path": ".status.phase"}],
-                            "rbac": {"resourceTypeName": "pods"}}
+    base: dict[str, Any] = {
+        "source": {"apiVersion": "v1", "kind": "Pod"},
+        "fields": [{"name": "phase", "path": ".status.phase"}],
+        "rbac": {"resourceTypeName": "pods"},
+    }
     base.update(spec)
     return {"metadata": {"name": "s", "namespace": "ns"}, "spec": base}
 
 
-@pytest.mark.parametrize(("collection", "retries"), [
-    (None, 3), ({}, 3), ({"retryAttempts": 0}, 0), ({"retryAttempts": 5}, 5), ({"retryAttempts": -1}, 3),
-])
+@pytest.mark.parametrize(
+    ("collection", "retries"),
+    [
+        (None, 3),
+        ({}, 3),
+        ({"retryAttempts": 0}, 0),
+        ({"retryAttempts": 5}, 5),
+        ({"retryAttempts": -1}, 3),
+    ],
+)
 def test_retry_attempts(collection: dict[str, Any] | None, retries: int) -> None:
     spec = {} if collection is None else {"collection": collection}
     assert compile_metric_source(source(**spec)).compiled.collection.retry_attempts == retries

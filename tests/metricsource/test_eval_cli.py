@@ -65,8 +65,9 @@ spec:
 GI = 1024**3
 
 
-def pvc(namespace: str, name: str, requested: str, capacity: str | None, phase: str,
-        storage_class: str | None = None) -> dict[str, Any]:
+def pvc(
+    namespace: str, name: str, requested: str, capacity: str | None, phase: str, storage_class: str | None = None
+) -> dict[str, Any]:
     """A PersistentVolumeClaim as ``kubectl get pvc -o json`` prints it (the parts that matter)."""
     spec: dict[str, Any] = {"resources": {"requests": {"storage": requested}}}
     if storage_class:
@@ -74,9 +75,13 @@ def pvc(namespace: str, name: str, requested: str, capacity: str | None, phase: 
     status: dict[str, Any] = {"phase": phase}
     if capacity:
         status["capacity"] = {"storage": capacity}
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
-            "spec": spec, "status": status}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": spec,
+        "status": status,
+    }
 
 
 CLAIMS = [
@@ -86,18 +91,49 @@ CLAIMS = [
     pvc("kube-system", "etcd", "1Gi", "1Gi", "Bound", "fast"),  # excluded by the source's namespaces
 ]
 
-DATA = {"_id": "team-a/data", "_name": "data", "_namespace": "team-a", "_labels": {"app": "data"},
-        "values": {"capacity": 10.0 * GI, "requested": 5.0 * GI, "phase": "Bound", "storageClass": "fast",
-                   "ratio": 50.0, "label": "fast/bound"}}
-LOGS = {"_id": "team-a/logs", "_name": "logs", "_namespace": "team-a", "_labels": {"app": "logs"},
-        "values": {"capacity": 1.0 * GI, "requested": 500.0 * 1024**2, "phase": "Bound",
-                   "storageClass": "standard",  # the field's default
-                   "ratio": 48.83,  # 500Mi / 1Gi * 100 = 48.828125
-                   "label": "standard/bound"}}
+DATA = {
+    "_id": "team-a/data",
+    "_name": "data",
+    "_namespace": "team-a",
+    "_labels": {"app": "data"},
+    "values": {
+        "capacity": 10.0 * GI,
+        "requested": 5.0 * GI,
+        "phase": "Bound",
+        "storageClass": "fast",
+        "ratio": 50.0,
+        "label": "fast/bound",
+    },
+}
+LOGS = {
+    "_id": "team-a/logs",
+    "_name": "logs",
+    "_namespace": "team-a",
+    "_labels": {"app": "logs"},
+    "values": {
+        "capacity": 1.0 * GI,
+        "requested": 500.0 * 1024**2,
+        "phase": "Bound",
+        "storageClass": "standard",  # the field's default
+        "ratio": 48.83,  # 500Mi / 1Gi * 100 = 48.828125
+        "label": "standard/bound",
+    },
+}
 # No capacity: requested / null divides by zero, which is null (M3), and null * 100 counts null as 0.
-SCRATCH = {"_id": "team-b/scratch", "_name": "scratch", "_namespace": "team-b", "_labels": {"app": "scratch"},
-           "values": {"capacity": None, "requested": 2.0 * GI, "phase": "Pending", "storageClass": "fast",
-                      "ratio": 0.0, "label": "fast/pending"}}
+SCRATCH = {
+    "_id": "team-b/scratch",
+    "_name": "scratch",
+    "_namespace": "team-b",
+    "_labels": {"app": "scratch"},
+    "values": {
+        "capacity": None,
+        "requested": 2.0 * GI,
+        "phase": "Pending",
+        "storageClass": "fast",
+        "ratio": 0.0,
+        "label": "fast/pending",
+    },
+}
 
 
 @attrs.frozen
@@ -124,8 +160,12 @@ class Workdir:
     def run(self, *args: str) -> Result:
         """``clusterpulse ARGS`` in this folder; the machine's environment does not leak in."""
         done = subprocess.run(
-            [sys.executable, "-c", MAIN, *args], cwd=self.path, capture_output=True, text=True,
-            timeout=RUN_TIMEOUT_SECONDS, check=False,
+            [sys.executable, "-c", MAIN, *args],
+            cwd=self.path,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_SECONDS,
+            check=False,
             # PYTHONPATH: where tests/conftest.py installed the test-only plugins (the example's function).
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
         )
@@ -161,18 +201,22 @@ def test_eval_over_a_list_prints_the_stored_resources_and_aggregations(work: Wor
     assert [r["_id"] for r in resources] == ["team-a/data", "team-a/logs", "team-b/scratch"]
     for got, want in zip(resources, [DATA, LOGS, SCRATCH], strict=True):
         assert same_value(got, want), (got, want)
-    assert same_value(printed["aggregations"], {
-        "bound": 2.0,
-        "boundCapacityByClass": {"fast": 10.0 * GI, "standard": 1.0 * GI},  # Pending scratch filtered out
-    }), printed["aggregations"]
+    assert same_value(
+        printed["aggregations"],
+        {
+            "bound": 2.0,
+            "boundCapacityByClass": {"fast": 10.0 * GI, "standard": 1.0 * GI},  # Pending scratch filtered out
+        },
+    ), printed["aggregations"]
 
 
 def test_eval_over_a_single_object(work: Workdir) -> None:
     result = dry_run(work, CLAIMS[0])
     assert result.code == 0, result.err
     printed = json.loads(result.out)
-    assert same_value(printed, {"resources": [DATA],
-                                "aggregations": {"bound": 1.0, "boundCapacityByClass": {"fast": 10.0 * GI}}})
+    assert same_value(
+        printed, {"resources": [DATA], "aggregations": {"bound": 1.0, "boundCapacityByClass": {"fast": 10.0 * GI}}}
+    )
 
 
 def test_eval_table(work: Workdir) -> None:
@@ -194,8 +238,9 @@ def test_a_compile_error_names_the_yaml_line_and_field(work: Workdir) -> None:
     line = next(number for number, text in enumerate(broken.splitlines(), start=1) if "nosuch(" in text)
     result = dry_run(work, CLAIMS[0], definition=broken)
     assert (result.code, result.out) == (1, "")
-    assert result.err == (f"error: ms.yaml:{line}: spec.computed[1].expression: "
-                          "unknown function: nosuch at position 0\n")
+    assert result.err == (
+        f"error: ms.yaml:{line}: spec.computed[1].expression: unknown function: nosuch at position 0\n"
+    )
 
 
 def test_a_third_party_function_comes_from_the_config(work: Workdir) -> None:

@@ -34,17 +34,25 @@ def test_prints_the_json_result() -> None:
 
 
 def test_result_type_coerces_like_a_computed_field() -> None:
-    code, out, _ = run("round(used / capacity * 100, 2)", "--var", "used=3", "--var", "capacity=7",
-                       "--type", "integer")
+    code, out, _ = run("round(used / capacity * 100, 2)", "--var", "used=3", "--var", "capacity=7", "--type", "integer")
     assert (code, out) == (0, "42\n")
     assert run("x", "--var", "x=1.5", "--type", "string")[1] == '"1.5"\n'
     assert run("x", "--var", "x=0", "--type", "boolean")[1] == "false\n"
 
 
-@pytest.mark.parametrize(("assignment", "expected"), [
-    ("v=3", 3), ("v=3.0", 3.0), ("v=true", True), ("v=null", None), ("v=web", "web"),
-    ('v="quoted"', "quoted"), ("v=", ""), ("v=a=b", "a=b"),
-])
+@pytest.mark.parametrize(
+    ("assignment", "expected"),
+    [
+        ("v=3", 3),
+        ("v=3.0", 3.0),
+        ("v=true", True),
+        ("v=null", None),
+        ("v=web", "web"),
+        ('v="quoted"', "quoted"),
+        ("v=", ""),
+        ("v=a=b", "a=b"),
+    ],
+)
 def test_variables_are_json_when_they_parse_else_strings(assignment: str, expected: object) -> None:
     code, out, _ = run("v", "--var", assignment)
     assert code == 0

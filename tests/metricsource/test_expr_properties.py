@@ -43,20 +43,64 @@ RESULT_TYPES = ["", "string", "integer", "float", "boolean", "quantity"]
 PROPERTY = settings(max_examples=300, deadline=None)
 
 FRAGMENTS = [
-    *NAMES, *FUNCTIONS, "if", "1", "0", "2.5", "1e3", "1.2.3", "5.", "'s'", '"t"', "'it\\'s'", "'open",
-    "(", ")", ",", *BINARY_LEVELS, "!", "=", "&", "|", "?", ".", "@", "#", " ", "\t", "true", "NULL",
-    "nil", "é", "õ", "\\", "\x00", "'10'", "-", "1e", "e3",
+    *NAMES,
+    *FUNCTIONS,
+    "if",
+    "1",
+    "0",
+    "2.5",
+    "1e3",
+    "1.2.3",
+    "5.",
+    "'s'",
+    '"t"',
+    "'it\\'s'",
+    "'open",
+    "(",
+    ")",
+    ",",
+    *BINARY_LEVELS,
+    "!",
+    "=",
+    "&",
+    "|",
+    "?",
+    ".",
+    "@",
+    "#",
+    " ",
+    "\t",
+    "true",
+    "NULL",
+    "nil",
+    "é",
+    "õ",
+    "\\",
+    "\x00",
+    "'10'",
+    "-",
+    "1e",
+    "e3",
 ]
 
 numeric_strings = st.sampled_from(["1", "-2.5", "1e3", "inf", "-Infinity", "nan", "0x1p3", "1_000", " 1", "", "1e400"])
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6), numeric_strings,
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    numeric_strings,
 )
 context_values = st.one_of(
-    scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=3), scalars, max_size=2))
-numbers = st.one_of(st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 2.0, 2.5, 1024.0]),
-                    st.integers(-1000, 1000), st.floats(-1e6, 1e6))
+    scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=3), scalars, max_size=2)
+)
+numbers = st.one_of(
+    st.integers(-3, 3),
+    st.sampled_from([0.0, -0.0, 1.0, 2.0, 2.5, 1024.0]),
+    st.integers(-1000, 1000),
+    st.floats(-1e6, 1e6),
+)
 full_contexts = st.fixed_dictionaries({name: st.one_of(numbers, numbers, context_values) for name in NAMES})
 contexts = st.one_of(full_contexts, full_contexts, st.none(), st.dictionaries(st.sampled_from(NAMES), context_values))
 
@@ -82,10 +126,17 @@ def calls(draw: st.DrawFn, children: st.SearchStrategy[Node]) -> Node:
     return Call(name, tuple(args))
 
 
-literals = st.builds(Literal, st.one_of(
-    st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False, min_value=0.0),
-    st.text(max_size=6), numeric_strings, st.sampled_from(["s", "ab", "1.0", "2"]),
-))
+literals = st.builds(
+    Literal,
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.floats(allow_nan=False, allow_infinity=False, min_value=0.0),
+        st.text(max_size=6),
+        numeric_strings,
+        st.sampled_from(["s", "ab", "1.0", "2"]),
+    ),
+)
 trees = st.recursive(
     st.one_of(st.builds(Identifier, st.sampled_from(NAMES)), literals),
     lambda children: st.one_of(
@@ -99,8 +150,11 @@ trees = st.recursive(
 
 
 @PROPERTY
-@given(text=st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join), values=contexts,
-       result_type=st.sampled_from(RESULT_TYPES))
+@given(
+    text=st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join),
+    values=contexts,
+    result_type=st.sampled_from(RESULT_TYPES),
+)
 def test_any_fragment_string_compiles_or_fails_cleanly(text: str, values: Any, result_type: str) -> None:
     try:
         compiled = compile_expression(text, FUNCTIONS)
@@ -120,10 +174,8 @@ def test_any_text_compiles_or_fails_cleanly(text: str) -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(tree=trees, many_values=st.lists(contexts, min_size=1, max_size=4),
-       result_type=st.sampled_from(RESULT_TYPES))
-def test_compiled_evaluation_agrees_with_the_interpreter(
-        tree: Node, many_values: list[Any], result_type: str) -> None:
+@given(tree=trees, many_values=st.lists(contexts, min_size=1, max_size=4), result_type=st.sampled_from(RESULT_TYPES))
+def test_compiled_evaluation_agrees_with_the_interpreter(tree: Node, many_values: list[Any], result_type: str) -> None:
     compiled = compile_tree(tree, FUNCTIONS)
     for values in many_values:
         got = compiled.evaluate(values)
@@ -164,8 +216,31 @@ def test_printed_tree_parses_back_to_itself(tree: Node) -> None:
 
 
 INTERESTING = [
-    None, True, False, 0, 1, -1, 3, 2**53 + 1, 0.0, -0.0, 1.0, 2.5, -7.5, 1e308, math.nan, math.inf,
-    -math.inf, "", "a", "10", "1e3", " 1", "nan", [1], {"k": 1},
+    None,
+    True,
+    False,
+    0,
+    1,
+    -1,
+    3,
+    2**53 + 1,
+    0.0,
+    -0.0,
+    1.0,
+    2.5,
+    -7.5,
+    1e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+    "",
+    "a",
+    "10",
+    "1e3",
+    " 1",
+    "nan",
+    [1],
+    {"k": 1},
 ]
 
 
@@ -174,8 +249,12 @@ def test_every_operator_agrees_on_every_pair_of_interesting_values(op: str) -> N
     variables = compile_tree(Binary(op, Identifier("a"), Identifier("b")), FUNCTIONS)
     for left in INTERESTING:
         for right in INTERESTING:
-            trees = [Binary(op, Identifier("a"), Identifier("b")), Binary(op, Literal(left), Literal(right)),
-                     Binary(op, Literal(left), Identifier("b")), Binary(op, Identifier("a"), Literal(right))]
+            trees = [
+                Binary(op, Identifier("a"), Identifier("b")),
+                Binary(op, Literal(left), Literal(right)),
+                Binary(op, Literal(left), Identifier("b")),
+                Binary(op, Identifier("a"), Literal(right)),
+            ]
             values = {"a": left, "b": right}
             want = interpret(trees[0], values, IMPLS)
             assert same_result(variables.evaluate(values), want), (left, op, right)
@@ -221,10 +300,17 @@ def test_float_text_reads_back_as_the_same_float(value: float) -> None:
     assert not mantissa.endswith(".") and not mantissa.endswith(".0")
 
 
-@pytest.mark.parametrize("text", [
-    "(" * 500 + "1" + ")" * 500, "-" * 500 + "1", "!" * 2000 + "a", "+".join(["a"] * 500),
-    "f(" * 300 + ")" * 300, "round(" * 200 + "1" + ")" * 200,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(" * 500 + "1" + ")" * 500,
+        "-" * 500 + "1",
+        "!" * 2000 + "a",
+        "+".join(["a"] * 500),
+        "f(" * 300 + ")" * 300,
+        "round(" * 200 + "1" + ")" * 200,
+    ],
+)
 def test_pathologically_deep_expressions_fail_cleanly(text: str) -> None:
     with pytest.raises(ExpressionError, match="nested more than"):
         compile_expression(text, FUNCTIONS)

@@ -24,8 +24,14 @@ def test_connected_clusters_skip_those_with_a_connected_agent(kube_api: Callable
         "broken": {"phase": "Error"},
     }
     for name, status in statuses.items():
-        hub.create({"apiVersion": "clusterpulse.io/v1alpha1", "kind": "ClusterConnection",
-                    "metadata": {"name": name, "namespace": "cp"},
-                    "spec": {"endpoint": "https://x", "credentialsRef": {"name": "s"}}, "status": status})
+        hub.create(
+            {
+                "apiVersion": "clusterpulse.io/v1alpha1",
+                "kind": "ClusterConnection",
+                "metadata": {"name": name, "namespace": "cp"},
+                "spec": {"endpoint": "https://x", "credentialsRef": {"name": "s"}},
+                "status": status,
+            }
+        )
     names = sorted(ref.name for ref in connected_clusters(FLEET, KubeClient(hub.api_client()), "cp"))
     assert names == ["fell-back", "pulled"]

@@ -44,13 +44,19 @@ class Fragile:
 
 SPEC: dict[str, Any] = {
     "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "namespaces": {"include": ["team-a"]}},
-    "fields": [{"name": "arms", "path": ".spec.arms", "type": "integer"},
-               {"name": "phase", "path": ".status.phase"},
-               {"name": "missing", "path": ".spec.nothing"}],
-    "computed": [{"name": "half", "expression": "strictHalf(missing)"},
-                 {"name": "halfArms", "expression": "strictHalf(arms)"}],
-    "aggregations": [{"name": "phaseMedian", "field": "phase", "function": "naiveMedian"},
-                     {"name": "arms", "field": "arms", "function": "naiveMedian"}],
+    "fields": [
+        {"name": "arms", "path": ".spec.arms", "type": "integer"},
+        {"name": "phase", "path": ".status.phase"},
+        {"name": "missing", "path": ".spec.nothing"},
+    ],
+    "computed": [
+        {"name": "half", "expression": "strictHalf(missing)"},
+        {"name": "halfArms", "expression": "strictHalf(arms)"},
+    ],
+    "aggregations": [
+        {"name": "phaseMedian", "field": "phase", "function": "naiveMedian"},
+        {"name": "arms", "field": "arms", "function": "naiveMedian"},
+    ],
     "collection": {"intervalSeconds": 120, "timeoutSeconds": 10},
 }
 
@@ -58,8 +64,15 @@ SPEC: dict[str, Any] = {
 @pytest.fixture
 def fragile(fleet: Fleet) -> Iterator[Fleet]:
     backend = RecordingBackend()
-    host = PluginHost([], extra={"cluster": ClusterPlugin, "metricsource": MetricSourcePlugin, "fragile": Fragile(),
-                                 "recording": BackendPlugin(backend)})
+    host = PluginHost(
+        [],
+        extra={
+            "cluster": ClusterPlugin,
+            "metricsource": MetricSourcePlugin,
+            "fragile": Fragile(),
+            "recording": BackendPlugin(backend),
+        },
+    )
     config = Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0))
     runtime = build_runtime(config, host, hub=KubeClient(fleet.hub.api_client()))
     yield Fleet(fleet.hub, fleet.clusters, backend, runtime)
@@ -75,8 +88,10 @@ def test_failing_functions_are_logged_counted_and_reported(fragile: Fleet, caplo
 
     # Values stay null; the rest of the record and the other results are kept.
     east = {p.cluster: p.collection for p in fragile.backend.of(CustomResourcesPiece)}["east"]
-    assert {r.name: (r.values["half"], r.values["halfArms"]) for r in east.resources} == \
-        {"saguaro": (None, 1.5), "barrel": (None, 0.0)}
+    assert {r.name: (r.values["half"], r.values["halfArms"]) for r in east.resources} == {
+        "saguaro": (None, 1.5),
+        "barrel": (None, 0.0),
+    }
     results = {p.cluster: p.results.values for p in fragile.backend.of(AggregationsPiece)}
     assert results["east"] == {"phaseMedian": None, "arms": 1.5}
 
@@ -86,7 +101,8 @@ def test_failing_functions_are_logged_counted_and_reported(fragile: Fleet, caplo
     assert status["errorsLastRun"] == 3
     assert status["message"] == (
         'Collected with 3 errors; first: cluster east: computed field "half": function strictHalf raised '
-        "ValueError: no value to halve (2 resources)")
+        "ValueError: no value to halve (2 resources)"
+    )
 
     logged = [r.getMessage() for r in caplog.records if "function" in r.getMessage()]
     assert logged == [
@@ -101,8 +117,11 @@ def test_failing_functions_are_logged_counted_and_reported(fragile: Fleet, caplo
     metrics = fragile.runtime.metrics
 
     def count(cluster: str, function: str) -> float | None:
-        return metrics.get_sample_value("clusterpulse_metricsource_function_errors_total",
-                                        {"source": "clusterpulse/fragile", "cluster": cluster, "function": function})
+        return metrics.get_sample_value(
+            "clusterpulse_metricsource_function_errors_total",
+            {"source": "clusterpulse/fragile", "cluster": cluster, "function": function},
+        )
+
     assert count("east", "strictHalf") == 2.0
     assert count("east", "naiveMedian") == 1.0
     assert count("west", "strictHalf") == 1.0

@@ -24,8 +24,7 @@ from clusterpulse_core.serde import unstructure
 from .conftest import CUSTOM_API_VERSION, NAMESPACE, Fleet, cactus
 
 SPEC: dict[str, Any] = {
-    "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus",
-               "namespaces": {"exclude": ["kube-*"]}},
+    "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "namespaces": {"exclude": ["kube-*"]}},
     "fields": [
         {"name": "size", "path": ".spec.size", "type": "quantity"},
         {"name": "arms", "path": ".spec.arms", "type": "integer"},
@@ -39,8 +38,11 @@ SPEC: dict[str, Any] = {
     ],
     "aggregations": [
         {"name": "total", "function": "count"},
-        {"name": "blooming", "function": "count",
-         "filter": {"field": "phase", "operator": "equals", "value": "Blooming"}},
+        {
+            "name": "blooming",
+            "function": "count",
+            "filter": {"field": "phase", "operator": "equals", "value": "Blooming"},
+        },
         {"name": "armsByPhase", "field": "arms", "function": "sum", "groupBy": "phase"},
         {"name": "maxSize", "field": "size", "function": "max"},
     ],
@@ -71,14 +73,25 @@ def test_reconcile_collects_and_aggregates_every_connected_cluster(fleet: Fleet)
     collections = _collections(fleet)
     assert set(collections) == {"east", "west"}  # "north" is not Connected
     east = collections["east"]
-    assert (east.source_id, east.cluster_name, east.resource_count, east.truncated) == \
-        ("clusterpulse/cacti", "east", 3, False)
+    assert (east.source_id, east.cluster_name, east.resource_count, east.truncated) == (
+        "clusterpulse/cacti",
+        "east",
+        3,
+        False,
+    )
     records = {r.id: r for r in east.resources}
     assert set(records) == {"team-a/saguaro", "team-a/barrel", "team-b/cholla"}
     saguaro = records["team-a/saguaro"]
     assert (saguaro.name, saguaro.namespace, saguaro.labels) == ("saguaro", "team-a", {"tier": "tall"})
-    assert saguaro.values == {"size": 0.5, "arms": 3, "spines": 3, "phase": "Blooming", "tier": "tall",
-                              "label": "tall-Blooming", "armsPerSpine": 1.0}
+    assert saguaro.values == {
+        "size": 0.5,
+        "arms": 3,
+        "spines": 3,
+        "phase": "Blooming",
+        "tier": "tall",
+        "label": "tall-Blooming",
+        "armsPerSpine": 1.0,
+    }
     barrel = records["team-a/barrel"].values
     assert barrel["size"] == 2147483648.0 and type(barrel["size"]) is float
     assert barrel["tier"] == "short" and barrel["armsPerSpine"] is None  # 0 / 0 is null (M3)
@@ -86,11 +99,18 @@ def test_reconcile_collects_and_aggregates_every_connected_cluster(fleet: Fleet)
 
     aggregations = {p.cluster: p.results for p in fleet.backend.of(AggregationsPiece)}
     assert aggregations["east"].source_id == "clusterpulse/cacti"
-    assert aggregations["east"].values == {"total": 3.0, "blooming": 2.0,
-                                           "armsByPhase": {"Blooming": 8.0, "Dormant": 0.0},
-                                           "maxSize": 2147483648.0}
-    assert aggregations["west"].values == {"total": 2.0, "blooming": 2.0,
-                                           "armsByPhase": {"Blooming": 9.0}, "maxSize": 1000.0}
+    assert aggregations["east"].values == {
+        "total": 3.0,
+        "blooming": 2.0,
+        "armsByPhase": {"Blooming": 8.0, "Dormant": 0.0},
+        "maxSize": 2147483648.0,
+    }
+    assert aggregations["west"].values == {
+        "total": 2.0,
+        "blooming": 2.0,
+        "armsByPhase": {"Blooming": 9.0},
+        "maxSize": 1000.0,
+    }
 
     status = fleet.metric_source("cacti")["status"]
     assert status["phase"] == "Active"
@@ -113,8 +133,9 @@ def test_reconcile_collects_and_aggregates_every_connected_cluster(fleet: Fleet)
 
 def test_truncation_at_max_resources(fleet: Fleet) -> None:
     source = {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus"}  # every namespace: no post-filter
-    fleet.apply("few", {**SPEC, "source": source, "collection": {"maxResources": 2, "batchSize": 10},
-                        "aggregations": []})
+    fleet.apply(
+        "few", {**SPEC, "source": source, "collection": {"maxResources": 2, "batchSize": 10}, "aggregations": []}
+    )
     assert fleet.reconcile("few").ok
     collections = _collections(fleet)
     assert collections["east"].resource_count == 2 and collections["east"].truncated is True
@@ -125,16 +146,20 @@ def test_truncation_at_max_resources(fleet: Fleet) -> None:
 
 
 def test_exact_namespaces_are_listed_one_by_one(fleet: Fleet) -> None:
-    spec = {**SPEC, "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus",
-                               "namespaces": {"include": ["team-b", "team-c"]}}}
+    spec = {
+        **SPEC,
+        "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "namespaces": {"include": ["team-b", "team-c"]}},
+    }
     fleet.apply("some", spec)
     assert fleet.reconcile("some").ok
     collections = _collections(fleet)
     assert [r.id for r in collections["east"].resources] == ["team-b/cholla"]
     assert [r.id for r in collections["west"].resources] == ["team-c/opuntia"]
     paths = {p for _, p, _ in fleet.clusters["east"].requests if p.endswith("/cacti")}
-    assert paths == {f"/apis/{CUSTOM_API_VERSION}/namespaces/team-b/cacti",
-                     f"/apis/{CUSTOM_API_VERSION}/namespaces/team-c/cacti"}
+    assert paths == {
+        f"/apis/{CUSTOM_API_VERSION}/namespaces/team-b/cacti",
+        f"/apis/{CUSTOM_API_VERSION}/namespaces/team-c/cacti",
+    }
 
 
 def test_a_cluster_that_times_out_does_not_block_the_others(fleet: Fleet) -> None:
@@ -192,13 +217,15 @@ def test_new_objects_are_seen_on_the_next_run(fleet: Fleet) -> None:
 
 def test_compiled_sources_tell_push_agents_which_types_to_read(fleet: Fleet) -> None:
     """``clusterpulse_agent_read_types``: the cluster plugin grants these to the agents it installs."""
+
     def read_types() -> list[tuple[str, str]]:
         return [t for answer in fleet.runtime.plugins.pm.hook.clusterpulse_agent_read_types() for t in answer]
 
     assert read_types() == []
     fleet.apply("cacti", SPEC)
-    fleet.apply("pods", {"source": {"apiVersion": "v1", "kind": "Pod"},
-                         "fields": [{"name": "phase", "path": ".status.phase"}]})
+    fleet.apply(
+        "pods", {"source": {"apiVersion": "v1", "kind": "Pod"}, "fields": [{"name": "phase", "path": ".status.phase"}]}
+    )
     assert fleet.reconcile("cacti").ok and fleet.reconcile("pods").ok
     # The hub does not serve Cactus: its plural is the pluraliser's guess (see the first test).
     assert read_types() == [("", "pods"), (CUSTOM_API_VERSION.split("/")[0], "cactuses")]
@@ -212,8 +239,11 @@ def test_without_the_plugin_offering_the_fleet_a_source_says_so(fleet: Fleet) ->
     backend = RecordingBackend()
     host = PluginHost([], extra={"metricsource": MetricSourcePlugin, "recording": BackendPlugin(backend)})
     assert host.hook("clusterpulse_fleet") is None
-    runtime = build_runtime(Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0)), host,
-                            hub=KubeClient(fleet.hub.api_client()))
+    runtime = build_runtime(
+        Config(core=CoreSettings(plugins=(), namespace=NAMESPACE, request_timeout=10.0)),
+        host,
+        hub=KubeClient(fleet.hub.api_client()),
+    )
     try:
         fleet.apply("cacti", SPEC)
         outcome = reconcile_object(runtime, "metricsource", METRIC_SOURCE, fleet.metric_source("cacti"))
@@ -221,8 +251,9 @@ def test_without_the_plugin_offering_the_fleet_a_source_says_so(fleet: Fleet) ->
         runtime.pool.close()
     status = fleet.metric_source("cacti")["status"]
     assert not outcome.ok and status["phase"] == "Error"
-    assert status["message"] == ("no plugin offers the managed clusters (clusterpulse_fleet): enable the cluster "
-                                 "plugin")
+    assert status["message"] == (
+        "no plugin offers the managed clusters (clusterpulse_fleet): enable the cluster plugin"
+    )
     assert backend.of(CustomResourcesPiece) == []
     assert fleet.reconcile("cacti").ok  # with the cluster plugin (the fixture's runtime) it collects
     assert sorted(_collections(fleet)) == ["east", "west"]

@@ -56,8 +56,13 @@ CACTI: dict[str, Any] = {
     ],
     "aggregations": [
         {"name": "total", "function": "count"},
-        {"name": "bloomingArmsByTier", "field": "arms", "function": "sum",
-         "filter": {"field": "phase", "operator": "equals", "value": "Blooming"}, "groupBy": "tier"},
+        {
+            "name": "bloomingArmsByTier",
+            "field": "arms",
+            "function": "sum",
+            "filter": {"field": "phase", "operator": "equals", "value": "Blooming"},
+            "groupBy": "tier",
+        },
         {"name": "maxSize", "field": "size", "function": "max"},
     ],
     "collection": {"intervalSeconds": 120, "timeoutSeconds": 10, "batchSize": 2},
@@ -66,8 +71,12 @@ CACTI: dict[str, Any] = {
 # CACTI as the hub's API server stores it: the CRD's schema defaults filled in (DECISIONS R5), keys in
 # the canonical order of metricsource.md §1. The hash is taken over this.
 CACTI_SERVED: dict[str, Any] = {
-    "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "scope": "Namespaced",
-               "namespaces": {"exclude": ["kube-*"]}},
+    "source": {
+        "apiVersion": CUSTOM_API_VERSION,
+        "kind": "Cactus",
+        "scope": "Namespaced",
+        "namespaces": {"exclude": ["kube-*"]},
+    },
     "fields": [
         {"name": "size", "path": ".spec.size", "type": "quantity"},
         {"name": "arms", "path": ".spec.arms", "type": "integer"},
@@ -79,8 +88,14 @@ CACTI_SERVED: dict[str, Any] = {
         {"name": "armsPerSize", "expression": "round(arms / size, 1)", "type": "float"},
     ],
     "aggregations": CACTI["aggregations"],
-    "collection": {"intervalSeconds": 120, "timeoutSeconds": 10, "maxResources": 5000, "batchSize": 2,
-                   "retryAttempts": 3, "parallelism": 3},
+    "collection": {
+        "intervalSeconds": 120,
+        "timeoutSeconds": 10,
+        "maxResources": 5000,
+        "batchSize": 2,
+        "retryAttempts": 3,
+        "parallelism": 3,
+    },
     "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"], "filterAggregations": True},
 }
 # A second source, whose keys must survive the deletion of the first.
@@ -104,18 +119,62 @@ def record(namespace: str, name: str, values: dict[str, Any], labels: dict[str, 
 # The fleet's cacti (conftest.py), through CACTI; kube-system/agave is excluded by the source.
 EXPECTED_RESOURCES = {
     "east": [
-        record("team-a", "saguaro", {"size": 0.5, "arms": 3, "phase": "Blooming", "tier": "tall",
-                                     "label": "tall-blooming", "armsPerSize": 6.0}, {"tier": "tall"}),
-        record("team-a", "barrel", {"size": 2 * GI, "arms": 0, "phase": "Dormant", "tier": "short",
-                                    "label": "short-dormant", "armsPerSize": 0.0}),
-        record("team-b", "cholla", {"size": 1.5, "arms": 5, "phase": "Blooming", "tier": "short",
-                                    "label": "short-blooming", "armsPerSize": 3.3}),
+        record(
+            "team-a",
+            "saguaro",
+            {"size": 0.5, "arms": 3, "phase": "Blooming", "tier": "tall", "label": "tall-blooming", "armsPerSize": 6.0},
+            {"tier": "tall"},
+        ),
+        record(
+            "team-a",
+            "barrel",
+            {
+                "size": 2 * GI,
+                "arms": 0,
+                "phase": "Dormant",
+                "tier": "short",
+                "label": "short-dormant",
+                "armsPerSize": 0.0,
+            },
+        ),
+        record(
+            "team-b",
+            "cholla",
+            {
+                "size": 1.5,
+                "arms": 5,
+                "phase": "Blooming",
+                "tier": "short",
+                "label": "short-blooming",
+                "armsPerSize": 3.3,
+            },
+        ),
     ],
     "west": [
-        record("team-a", "prickly", {"size": 0.25, "arms": 2, "phase": "Blooming", "tier": "short",
-                                     "label": "short-blooming", "armsPerSize": 8.0}),
-        record("team-c", "opuntia", {"size": 1000.0, "arms": 7, "phase": "Blooming", "tier": "short",
-                                     "label": "short-blooming", "armsPerSize": 0.0}),
+        record(
+            "team-a",
+            "prickly",
+            {
+                "size": 0.25,
+                "arms": 2,
+                "phase": "Blooming",
+                "tier": "short",
+                "label": "short-blooming",
+                "armsPerSize": 8.0,
+            },
+        ),
+        record(
+            "team-c",
+            "opuntia",
+            {
+                "size": 1000.0,
+                "arms": 7,
+                "phase": "Blooming",
+                "tier": "short",
+                "label": "short-blooming",
+                "armsPerSize": 0.0,
+            },
+        ),
     ],
 }
 EXPECTED_AGGREGATIONS = {
@@ -230,34 +289,72 @@ def check_definition(client: redis.Redis) -> None:
     assert client.ttl(f"metricsource:{NAMESPACE}:cacti") == -1
     compiled_at = definition.pop("compiledAt")
     assert SECONDS_TIME.fullmatch(compiled_at), compiled_at
-    assert same_value(definition, {
-        "name": "cacti", "namespace": NAMESPACE,
-        # The hub does not serve Cactus: the stored resource is the pluraliser's (M7).
-        "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "scope": "Namespaced",
-                   "group": "botany.example.io", "version": "v1", "resource": "cactuses",
-                   "namespaces": {"exclude": ["kube-*"]}},
-        "fields": [
-            {"name": "size", "path": ".spec.size", "pathSegments": ["spec", "size"], "type": "quantity", "index": 0},
-            {"name": "arms", "path": ".spec.arms", "pathSegments": ["spec", "arms"], "type": "integer", "index": 1},
-            {"name": "phase", "path": ".status.phase", "pathSegments": ["status", "phase"], "type": "string",
-             "index": 2},
-            {"name": "tier", "path": ".metadata.labels.tier", "pathSegments": ["metadata", "labels", "tier"],
-             "type": "string", "default": "short", "index": 3},
-        ],
-        "computed": [
-            {"name": "label", "expression": "concat(tier, '-', lower(phase))", "type": "string"},
-            {"name": "armsPerSize", "expression": "round(arms / size, 1)", "type": "float"},
-        ],
-        "aggregations": CACTI["aggregations"],
-        "collection": {"intervalSeconds": 120, "timeoutSeconds": 10, "maxResources": 5000, "batchSize": 2,
-                       "retryAttempts": 3, "parallelism": 3},
-        "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"], "filterAggregations": True},
-        "hash": spec_hash(CACTI_SERVED),
-    }), definition
+    assert same_value(
+        definition,
+        {
+            "name": "cacti",
+            "namespace": NAMESPACE,
+            # The hub does not serve Cactus: the stored resource is the pluraliser's (M7).
+            "source": {
+                "apiVersion": CUSTOM_API_VERSION,
+                "kind": "Cactus",
+                "scope": "Namespaced",
+                "group": "botany.example.io",
+                "version": "v1",
+                "resource": "cactuses",
+                "namespaces": {"exclude": ["kube-*"]},
+            },
+            "fields": [
+                {
+                    "name": "size",
+                    "path": ".spec.size",
+                    "pathSegments": ["spec", "size"],
+                    "type": "quantity",
+                    "index": 0,
+                },
+                {"name": "arms", "path": ".spec.arms", "pathSegments": ["spec", "arms"], "type": "integer", "index": 1},
+                {
+                    "name": "phase",
+                    "path": ".status.phase",
+                    "pathSegments": ["status", "phase"],
+                    "type": "string",
+                    "index": 2,
+                },
+                {
+                    "name": "tier",
+                    "path": ".metadata.labels.tier",
+                    "pathSegments": ["metadata", "labels", "tier"],
+                    "type": "string",
+                    "default": "short",
+                    "index": 3,
+                },
+            ],
+            "computed": [
+                {"name": "label", "expression": "concat(tier, '-', lower(phase))", "type": "string"},
+                {"name": "armsPerSize", "expression": "round(arms / size, 1)", "type": "float"},
+            ],
+            "aggregations": CACTI["aggregations"],
+            "collection": {
+                "intervalSeconds": 120,
+                "timeoutSeconds": 10,
+                "maxResources": 5000,
+                "batchSize": 2,
+                "retryAttempts": 3,
+                "parallelism": 3,
+            },
+            "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"], "filterAggregations": True},
+            "hash": spec_hash(CACTI_SERVED),
+        },
+    ), definition
     meta_key = f"metricsource:{NAMESPACE}:cacti:meta"
     assert client.ttl(meta_key) == -1
-    assert client.hgetall(meta_key) == {"compiledAt": compiled_at, "hash": spec_hash(CACTI_SERVED), "kind": "Cactus",
-                                        "apiVersion": CUSTOM_API_VERSION, "resourceTypeName": "cactus"}
+    assert client.hgetall(meta_key) == {
+        "compiledAt": compiled_at,
+        "hash": spec_hash(CACTI_SERVED),
+        "kind": "Cactus",
+        "apiVersion": CUSTOM_API_VERSION,
+        "resourceTypeName": "cactus",
+    }
 
 
 def check_collection(client: redis.Redis, cluster: str) -> None:
@@ -265,38 +362,54 @@ def check_collection(client: redis.Redis, cluster: str) -> None:
     expected = EXPECTED_RESOURCES[cluster]
     assert NANO_TIME.fullmatch(collection["collectedAt"]), collection["collectedAt"]
     assert type(collection["durationMs"]) is int and collection["durationMs"] >= 0
-    assert {k: collection[k] for k in ("sourceId", "clusterName", "resourceCount", "truncated")} == \
-        {"sourceId": f"{NAMESPACE}/cacti", "clusterName": cluster, "resourceCount": len(expected), "truncated": False}
-    assert set(collection) == {"collectedAt", "sourceId", "clusterName", "resourceCount", "truncated",
-                               "durationMs", "resources"}
+    assert {k: collection[k] for k in ("sourceId", "clusterName", "resourceCount", "truncated")} == {
+        "sourceId": f"{NAMESPACE}/cacti",
+        "clusterName": cluster,
+        "resourceCount": len(expected),
+        "truncated": False,
+    }
+    assert set(collection) == {
+        "collectedAt",
+        "sourceId",
+        "clusterName",
+        "resourceCount",
+        "truncated",
+        "durationMs",
+        "resources",
+    }
     stored = {r["_id"]: r for r in collection["resources"]}
     assert len(stored) == len(collection["resources"]) == len(expected)
     for want in expected:
         assert same_value(stored[want["_id"]], want), (stored[want["_id"]], want)
 
     meta = read_json(client, custom_key(cluster, "cacti", "meta"))
-    assert meta == {"sourceId": f"{NAMESPACE}/cacti", "clusterName": cluster,
-                    "lastCollectionTime": collection["collectedAt"], "durationMs": collection["durationMs"],
-                    "resourceCount": len(expected), "truncated": False, "errorCount": 0}
+    assert meta == {
+        "sourceId": f"{NAMESPACE}/cacti",
+        "clusterName": cluster,
+        "lastCollectionTime": collection["collectedAt"],
+        "durationMs": collection["durationMs"],
+        "resourceCount": len(expected),
+        "truncated": False,
+        "errorCount": 0,
+    }
 
     aggregations = read_json(client, custom_key(cluster, "cacti", "aggregations"))
     assert NANO_TIME.fullmatch(aggregations.pop("computedAt"))
     assert type(aggregations.pop("durationMs")) is int
-    assert same_value(aggregations, {"sourceId": f"{NAMESPACE}/cacti", "values": EXPECTED_AGGREGATIONS[cluster]}), \
+    assert same_value(aggregations, {"sourceId": f"{NAMESPACE}/cacti", "values": EXPECTED_AGGREGATIONS[cluster]}), (
         aggregations
+    )
     for suffix in ("resources", "meta", "aggregations"):
         assert 0 < client.ttl(custom_key(cluster, "cacti", suffix)) <= CACHE_TTL
 
 
-def test_metricsources_reconciled_into_redis_then_deleted(fleet: Fleet, runtime: Runtime,
-                                                          client: redis.Redis) -> None:
+def test_metricsources_reconciled_into_redis_then_deleted(fleet: Fleet, runtime: Runtime, client: redis.Redis) -> None:
     subscription = subscribe(client, EVENTS)
     fleet.apply("cacti", CACTI)
     fleet.apply("blooms", BLOOMS)
 
     outcomes = reconcile_sources(runtime)
-    assert sorted((o.ref.name, o.ok, o.requeue_after) for o in outcomes) == \
-        [("blooms", True, 60), ("cacti", True, 120)]
+    assert sorted((o.ref.name, o.ok, o.requeue_after) for o in outcomes) == [("blooms", True, 60), ("cacti", True, 120)]
 
     check_definition(client)
     assert client.smembers("metricsources:all") == {f"{NAMESPACE}/cacti", f"{NAMESPACE}/blooms"}
@@ -313,17 +426,27 @@ def test_metricsources_reconciled_into_redis_then_deleted(fleet: Fleet, runtime:
     assert set(events) == {f"{NAMESPACE}/cacti", f"{NAMESPACE}/blooms"}
     reconciled = events[f"{NAMESPACE}/cacti"]
     assert NANO_TIME.fullmatch(reconciled.pop("timestamp"))
-    assert reconciled == {"type": "reconciled", "sourceId": f"{NAMESPACE}/cacti",
-                          "data": {"resources": 5, "clusters": 2, "errors": 0}}
+    assert reconciled == {
+        "type": "reconciled",
+        "sourceId": f"{NAMESPACE}/cacti",
+        "data": {"resources": 5, "clusters": 2, "errors": 0},
+    }
     assert events[f"{NAMESPACE}/blooms"]["data"] == {"resources": 3, "clusters": 2, "errors": 0}
 
     status = fleet.metric_source("cacti")["status"]
-    assert (status["phase"], status["resourcesCollected"], status["clustersCollected"], status["errorsLastRun"]) \
-        == ("Active", 5, 2, 0)
+    assert (status["phase"], status["resourcesCollected"], status["clustersCollected"], status["errorsLastRun"]) == (
+        "Active",
+        5,
+        2,
+        0,
+    )
     assert status["message"] == "Collection successful"
 
-    kept = {key: value for key, value in snapshot(client).items()
-            if "blooms" in key or key == "metricsources:by:resourcetype:succulent"}
+    kept = {
+        key: value
+        for key, value in snapshot(client).items()
+        if "blooms" in key or key == "metricsources:by:resourcetype:succulent"
+    }
     delete(fleet, runtime, "cacti")
 
     after = snapshot(client)
@@ -337,11 +460,15 @@ def test_metricsources_reconciled_into_redis_then_deleted(fleet: Fleet, runtime:
     subscription.close()
 
 
-def test_truncation_at_max_resources_is_visible_in_redis(fleet: Fleet, runtime: Runtime,
-                                                         client: redis.Redis) -> None:
-    fleet.apply("few", {"source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus"},  # every namespace
-                        "fields": [{"name": "phase", "path": ".status.phase"}],
-                        "collection": {"maxResources": 2, "batchSize": 10}})
+def test_truncation_at_max_resources_is_visible_in_redis(fleet: Fleet, runtime: Runtime, client: redis.Redis) -> None:
+    fleet.apply(
+        "few",
+        {
+            "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus"},  # every namespace
+            "fields": [{"name": "phase", "path": ".status.phase"}],
+            "collection": {"maxResources": 2, "batchSize": 10},
+        },
+    )
     [outcome] = reconcile_sources(runtime)
     assert outcome.ok, outcome.detail
     # east holds 4 cacti; west exactly 2, which counts as truncated for a cluster-wide list (upstream rule).

@@ -43,8 +43,7 @@ def median(values: Sequence[Any], spec: Any) -> float | None:
 
 SPEC = {
     "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus"},
-    "fields": [{"name": "arms", "path": ".spec.arms", "type": "integer"},
-               {"name": "name", "path": ".metadata.name"}],
+    "fields": [{"name": "arms", "path": ".spec.arms", "type": "integer"}, {"name": "name", "path": ".metadata.name"}],
     "aggregations": [
         {"name": "medianArms", "field": "arms", "function": "median"},
         {"name": "oddNames", "function": "count", "filter": {"field": "name", "operator": "oddLength", "value": ""}},
@@ -53,8 +52,15 @@ SPEC = {
 
 
 def test_plugin_median_is_used_in_a_reconcile(fleet: Fleet) -> None:
-    host = PluginHost([], extra={"cluster": ClusterPlugin, "metricsource": MetricSourcePlugin, "median": MedianPlugin,
-                                 "recording": BackendPlugin(fleet.backend)})
+    host = PluginHost(
+        [],
+        extra={
+            "cluster": ClusterPlugin,
+            "metricsource": MetricSourcePlugin,
+            "median": MedianPlugin,
+            "recording": BackendPlugin(fleet.backend),
+        },
+    )
     fleet.runtime = build_runtime(fleet.runtime.config, host, hub=fleet.runtime.hub)
     assert host.contributions.aggregations["median"].plugin == "median"
     fleet.apply("median", SPEC)
@@ -73,5 +79,7 @@ def test_without_the_plugin_median_is_a_compile_error_naming_the_field() -> None
     with pytest.raises(SpecError) as caught:
         compile_metric_source(obj)
     assert caught.value.field == "spec.aggregations[0].function"
-    assert caught.value.detail == ("unknown aggregation function 'median' (did you mean 'min'? registered: avg, "
-                                   "count, distinct, max, min, percentile, sum)")
+    assert caught.value.detail == (
+        "unknown aggregation function 'median' (did you mean 'min'? registered: avg, "
+        "count, distinct, max, min, percentile, sum)"
+    )

@@ -142,9 +142,13 @@ def test_aggregate(case: dict[str, Any]) -> None:
 def _compiled_aggregation(agg: dict[str, Any]) -> CompiledAggregation:
     flt = agg.get("filter")
     return CompiledAggregation(
-        name=agg["name"], field=agg.get("field") or "", function=agg["function"],
+        name=agg["name"],
+        field=agg.get("field") or "",
+        function=agg["function"],
         filter=CompiledFilter(flt["field"], flt["operator"], flt["value"]) if flt else None,
-        group_by=agg.get("groupBy") or "", percentile=agg.get("percentile") or 0)
+        group_by=agg.get("groupBy") or "",
+        percentile=agg.get("percentile") or 0,
+    )
 
 
 @vector_test("metricsource", "namespace_filter")
@@ -199,7 +203,8 @@ def test_duration_text(case: dict[str, Any]) -> None:
 
 def test_spec_errors_name_the_field() -> None:
     with pytest.raises(SpecError) as raised:
-        compile_metric_source(_source({"computed": [{"name": "a", "expression": "1"},
-                                                    {"name": "b", "expression": "foo(1)"}]}))
+        compile_metric_source(
+            _source({"computed": [{"name": "a", "expression": "1"}, {"name": "b", "expression": "foo(1)"}]})
+        )
     assert raised.value.field == "spec.computed[1].expression"
     assert "foo" in raised.value.located

@@ -16,15 +16,31 @@ from clusterpulse_policy.spec import parse_spec
 NAMESPACE = "clusterpulse"
 
 
-def spec(users: tuple[str, ...] = (), groups: tuple[str, ...] = (), accounts: tuple[str, ...] = (),
-         types: tuple[str, ...] = (), effect: str = "Allow", priority: int = 100, enabled: bool = True,
-         **extra: Any) -> dict[str, Any]:
+def spec(
+    users: tuple[str, ...] = (),
+    groups: tuple[str, ...] = (),
+    accounts: tuple[str, ...] = (),
+    types: tuple[str, ...] = (),
+    effect: str = "Allow",
+    priority: int = 100,
+    enabled: bool = True,
+    **extra: Any,
+) -> dict[str, Any]:
     """A policy spec with these subjects and custom types (one rule on every cluster)."""
     rules = [{"selector": {"matchPattern": ".*"}, "resources": [{"type": t} for t in types]}]
-    return {"identity": {"subjects": {"users": list(users), "groups": list(groups),
-                                      "serviceAccounts": [{"name": a} for a in accounts]}, "priority": priority},
-            "access": {"effect": effect, "enabled": enabled},
-            "scope": {"clusters": {"default": "none", "rules": rules}}, **extra}
+    return {
+        "identity": {
+            "subjects": {
+                "users": list(users),
+                "groups": list(groups),
+                "serviceAccounts": [{"name": a} for a in accounts],
+            },
+            "priority": priority,
+        },
+        "access": {"effect": effect, "enabled": enabled},
+        "scope": {"clusters": {"default": "none", "rules": rules}},
+        **extra,
+    }
 
 
 def compiled(name: str, body: Mapping[str, Any], now: datetime) -> CompiledPolicy:

@@ -25,8 +25,17 @@ def test_store_update_and_delete_on_a_redis_cluster(redis_cluster: RedisClusterP
         store.store([piece("p1", spec(users=("alice",), groups=("dev",)), T0)])
         assert not any(client.exists(key) for key in caches)
         found = set(client.scan_iter(match="polic*"))
-        assert found == {KEY, "policies:all", "policies:by:priority", "policies:enabled", "policies:effect:allow",
-                         "policy:user:alice", "policy:user:alice:sorted", "policy:group:dev", "policy:group:dev:sorted"}
+        assert found == {
+            KEY,
+            "policies:all",
+            "policies:by:priority",
+            "policies:enabled",
+            "policies:effect:allow",
+            "policy:user:alice",
+            "policy:user:alice:sorted",
+            "policy:group:dev",
+            "policy:group:dev:sorted",
+        }
         store.store([PolicyDeletion(NAMESPACE, "p1", T0)])
         assert set(client.scan_iter(match="polic*")) == set()
     finally:

@@ -17,8 +17,10 @@ NOW = parse_time(CASES["compiled_at"])
 
 
 def _compile(case: dict[str, Any]) -> Any:
-    obj = {"metadata": {"name": case.get("policy", "p"), "namespace": case.get("namespace", "ns")},
-           "spec": case["spec"]}
+    obj = {
+        "metadata": {"name": case.get("policy", "p"), "namespace": case.get("namespace", "ns")},
+        "spec": case["spec"],
+    }
     return compile_policy(obj["metadata"]["name"], obj["metadata"]["namespace"], parse_spec(obj), NOW)
 
 
@@ -56,9 +58,16 @@ def test_the_hash_follows_the_spec_and_nothing_else() -> None:
     assert spec_hash(parse_spec({"spec": reordered})) == first
 
 
-@pytest.mark.parametrize(("text", "regex"), [
-    ("prod-*", "^prod-.*$"), ("a?c", "^a.c$"), ("x.y*", "^x\\.y.*$"), ("*", "^.*$"), ("[ab]*", "^[ab].*$"),
-])
+@pytest.mark.parametrize(
+    ("text", "regex"),
+    [
+        ("prod-*", "^prod-.*$"),
+        ("a?c", "^a.c$"),
+        ("x.y*", "^x\\.y.*$"),
+        ("*", "^.*$"),
+        ("[ab]*", "^[ab].*$"),
+    ],
+)
 def test_pattern_translation(text: str, regex: str) -> None:
     assert pattern_regex(text) == regex
 
@@ -68,6 +77,13 @@ def test_compiled_status_counts() -> None:
 
     compiled = _compile(CASES["cases"][5])
     status = unstructure(PolicyStatusRecord.of(compiled, "Active", "Policy is active"))
-    assert status == {"state": "Active", "message": "Policy is active", "compiledAt": "2025-01-01T00:00:00Z",
-                      "hash": compiled.hash, "affectedUsers": 0, "affectedGroups": 1,
-                      "affectedServiceAccounts": 0, "customResourceTypes": 2}
+    assert status == {
+        "state": "Active",
+        "message": "Policy is active",
+        "compiledAt": "2025-01-01T00:00:00Z",
+        "hash": compiled.hash,
+        "affectedUsers": 0,
+        "affectedGroups": 1,
+        "affectedServiceAccounts": 0,
+        "customResourceTypes": 2,
+    }

@@ -25,9 +25,12 @@ def test_the_crd_names_scope_and_columns() -> None:
     [version] = crd["spec"]["versions"]
     assert version["name"] == "v1alpha1" and version["subresources"] == {"status": {}}
     assert [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
-        ("State", "string", ".status.state"), ("Effect", "string", ".spec.access.effect"),
-        ("Priority", "integer", ".spec.identity.priority"), ("Users", "integer", ".status.affectedUsers"),
-        ("Age", "date", ".metadata.creationTimestamp")]
+        ("State", "string", ".status.state"),
+        ("Effect", "string", ".spec.access.effect"),
+        ("Priority", "integer", ".spec.identity.priority"),
+        ("Users", "integer", ".status.affectedUsers"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
 
 
 def test_the_schema_enums_defaults_and_bounds() -> None:
@@ -44,8 +47,11 @@ def test_the_schema_enums_defaults_and_bounds() -> None:
     assert rule["properties"]["selector"]["properties"]["matchPattern"]["maxLength"] == 256
     resource = rule["properties"]["resources"]["items"]
     assert resource["properties"]["type"]["minLength"] == 1
-    assert resource["properties"]["visibility"] == {"type": "string", "enum": ["all", "none", "filtered"],
-                                                    "default": "all"}
+    assert resource["properties"]["visibility"] == {
+        "type": "string",
+        "enum": ["all", "none", "filtered"],
+        "default": "all",
+    }
     account = spec["properties"]["identity"]["properties"]["subjects"]["properties"]["serviceAccounts"]["items"]
     assert account["required"] == ["name"] and account["properties"]["namespace"]["default"] == "default"
     state = _schema()["properties"]["status"]["properties"]["state"]
@@ -67,8 +73,13 @@ def test_crds_rbac_and_plugins_commands_include_the_kind() -> None:
 
 
 def test_the_defaults_are_applied_as_the_api_server_does() -> None:
-    obj = {"spec": {"identity": {"subjects": {"serviceAccounts": [{"name": "x"}]}}, "access": {"effect": "Deny"},
-                    "scope": {"clusters": {"rules": [{"selector": {}, "resources": [{"type": "pods"}]}]}}}}
+    obj = {
+        "spec": {
+            "identity": {"subjects": {"serviceAccounts": [{"name": "x"}]}},
+            "access": {"effect": "Deny"},
+            "scope": {"clusters": {"rules": [{"selector": {}, "resources": [{"type": "pods"}]}]}},
+        }
+    }
     defaulted = MONITOR_ACCESS_POLICY.with_defaults(obj)
     assert defaulted["spec"]["identity"]["priority"] == 100
     assert defaulted["spec"]["identity"]["subjects"]["serviceAccounts"] == [{"name": "x", "namespace": "default"}]

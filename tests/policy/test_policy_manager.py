@@ -40,8 +40,12 @@ def manager(hub: Any, redis_url: str, clusterpulse_manager: Callable[..., Harnes
 
 
 def _keys(effect: str = "allow", enabled: bool = True, **indexes: tuple[str, ...]) -> dict[str, Any]:
-    found: dict[str, Any] = {KEY: HASH, "policies:all": {KEY}, "policies:by:priority": {KEY: 100.0},
-                             f"policies:effect:{effect}": {KEY}}
+    found: dict[str, Any] = {
+        KEY: HASH,
+        "policies:all": {KEY},
+        "policies:by:priority": {KEY: 100.0},
+        f"policies:effect:{effect}": {KEY},
+    }
     if enabled:
         found["policies:enabled"] = {KEY}
     for kind, subjects in indexes.items():
@@ -66,14 +70,34 @@ def test_create_update_invalid_update_and_delete(hub: Any, manager: Manager, red
         current = status().get("conditions") or [{}]
         return snapshot(client) == expected and current[0].get("observedGeneration") == generation
 
-    hub.create({"apiVersion": API, "kind": "MonitorAccessPolicy", "metadata": {"name": "team", "namespace": NAMESPACE},
-                "spec": spec(users=("alice", "bob"), groups=("dev",))})
+    hub.create(
+        {
+            "apiVersion": API,
+            "kind": "MonitorAccessPolicy",
+            "metadata": {"name": "team", "namespace": NAMESPACE},
+            "spec": spec(users=("alice", "bob"), groups=("dev",)),
+        }
+    )
     eventually(lambda: settled(_keys(user=("alice", "bob"), group=("dev",)), 1), "the policy stored", WAIT)
     first = status()
-    assert {k: first[k] for k in ("state", "message", "affectedUsers", "affectedGroups", "affectedServiceAccounts",
-                                  "customResourceTypes")} == {
-        "state": "Active", "message": "Policy is active", "affectedUsers": 2, "affectedGroups": 1,
-        "affectedServiceAccounts": 0, "customResourceTypes": 0}
+    assert {
+        k: first[k]
+        for k in (
+            "state",
+            "message",
+            "affectedUsers",
+            "affectedGroups",
+            "affectedServiceAccounts",
+            "customResourceTypes",
+        )
+    } == {
+        "state": "Active",
+        "message": "Policy is active",
+        "affectedUsers": 2,
+        "affectedGroups": 1,
+        "affectedServiceAccounts": 0,
+        "customResourceTypes": 0,
+    }
     data = loads(client.hget(KEY, "data"))
     assert (first["hash"], first["compiledAt"]) == (data["hash"], data["compiled_at"])
     [ready] = first["conditions"]
@@ -95,8 +119,9 @@ def test_create_update_invalid_update_and_delete(hub: Any, manager: Manager, red
 
     update(spec(users=("alice",), groups=("dev",), effect="Deny", enabled=False, priority=0))
     failed = eventually(lambda: (s := status()).get("state") == "Error" and s, "the Error state", WAIT)
-    assert failed["message"] == ("Compilation failed: validation failed: spec.identity.priority: "
-                                 "invalid priority 0 (from 1 to 10000)")
+    assert failed["message"] == (
+        "Compilation failed: validation failed: spec.identity.priority: invalid priority 0 (from 1 to 10000)"
+    )
     assert failed["hash"] == disabled["hash"]  # other status fields keep their values
     assert failed["conditions"][0]["reason"] == "CompilationFailed"
     assert snapshot(client) == _keys("deny", enabled=False)
@@ -117,8 +142,14 @@ def test_time_based_states_reach_the_cr_on_time(hub: Any, manager: Manager, redi
     lead = timedelta(seconds=4)  # long enough to see Inactive first on a loaded machine
     start = datetime.now(UTC).replace(microsecond=0) + lead
     window = {"validity": {"notBefore": format_time(start), "notAfter": format_time(start + lead)}}
-    hub.create({"apiVersion": API, "kind": "MonitorAccessPolicy", "metadata": {"name": "team", "namespace": NAMESPACE},
-                "spec": spec(users=("alice",), lifecycle=window)})
+    hub.create(
+        {
+            "apiVersion": API,
+            "kind": "MonitorAccessPolicy",
+            "metadata": {"name": "team", "namespace": NAMESPACE},
+            "spec": spec(users=("alice",), lifecycle=window),
+        }
+    )
     seen: list[str] = []
 
     def state() -> str:

@@ -31,8 +31,10 @@ WAIT = CoreSettings().request_timeout
 def runtime(kube_api: Any, redis_url: str) -> Iterator[Runtime]:
     api = kube_api()
     host = PluginHost(["redis", "policy"])
-    config = Config(core=CoreSettings(plugins=tuple(host.order), namespace=NAMESPACE),
-                    plugins={"redis": RedisSettings(url=redis_url), "policy": None})
+    config = Config(
+        core=CoreSettings(plugins=tuple(host.order), namespace=NAMESPACE),
+        plugins={"redis": RedisSettings(url=redis_url), "policy": None},
+    )
     host.configure(config)
     built = build_runtime(config, host, hub=KubeClient(api.api_client(), timeout=10))
     yield built
@@ -60,7 +62,10 @@ def test_only_the_leader_cleans_up_and_validates(runtime: Runtime, redis_url: st
         eventually(lambda: validator.runs >= 2, "two validations", 2 * validator.interval + LEADER_POLL + WAIT)
         assert not client.exists("policy:eval:alice:c1")
         assert loads(client.hget(f"policy:{NAMESPACE}:p1", "status")) == {
-            "state": "Active", "message": "Policy is active", "validated_at": "2025-06-01T00:00:00Z"}
+            "state": "Active",
+            "message": "Policy is active",
+            "validated_at": "2025-06-01T00:00:00Z",
+        }
         leading = False
         time.sleep(validator.interval)  # a run in progress may finish
         runs = validator.runs
@@ -83,19 +88,41 @@ def test_a_manager_tells_its_runtime_who_leads(runtime: Runtime) -> None:
     assert runtime.leader_check is not None and manager.is_leader is False
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({}, (300, 300, 300, 100)),
-    ({"POLICY_VALIDATION_INTERVAL": "120", "POLICY_CACHE_TTL": "90", "GROUP_CACHE_TTL": "61",
-      "MAX_POLICIES_PER_USER": "5"}, (120, 90, 61, 5)),
-    ({"POLICY_VALIDATION_INTERVAL": "10", "POLICY_CACHE_TTL": "1", "GROUP_CACHE_TTL": "x",
-      "MAX_POLICIES_PER_USER": "0"}, (60, 60, 300, 1)),
-])
-def test_the_upstream_variables_names_defaults_and_minimums(tmp_path: Any, env: dict[str, str],
-                                                           expected: tuple[int, int, int, int]) -> None:
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, (300, 300, 300, 100)),
+        (
+            {
+                "POLICY_VALIDATION_INTERVAL": "120",
+                "POLICY_CACHE_TTL": "90",
+                "GROUP_CACHE_TTL": "61",
+                "MAX_POLICIES_PER_USER": "5",
+            },
+            (120, 90, 61, 5),
+        ),
+        (
+            {
+                "POLICY_VALIDATION_INTERVAL": "10",
+                "POLICY_CACHE_TTL": "1",
+                "GROUP_CACHE_TTL": "x",
+                "MAX_POLICIES_PER_USER": "0",
+            },
+            (60, 60, 300, 1),
+        ),
+    ],
+)
+def test_the_upstream_variables_names_defaults_and_minimums(
+    tmp_path: Any, env: dict[str, str], expected: tuple[int, int, int, int]
+) -> None:
     config_file = tmp_path / "clusterpulse.toml"
     config_file.write_text('[clusterpulse]\nplugins = ["policy"]\n')
     config, _host = load(str(config_file), env=env)
     settings = config.plugins["policy"]
     assert isinstance(settings, PolicySettings)
-    assert (settings.validation_interval, settings.policy_cache_ttl, settings.group_cache_ttl,
-            settings.max_policies_per_user) == expected
+    assert (
+        settings.validation_interval,
+        settings.policy_cache_ttl,
+        settings.group_cache_ttl,
+        settings.max_policies_per_user,
+    ) == expected

@@ -33,16 +33,41 @@ CLUSTERS = ("edge-lab", "k8s-staging", "ocp-prod-east")
 SOURCE_ID, RESOURCE_TYPE = "clusterpulse/pod-phases", "pods"
 #: DECISIONS R1: the 24 fields of ``cluster:<c>:metrics`` and their JSON types.
 METRIC_TYPES: dict[str, type] = {
-    "timestamp": str, "nodes": int, "nodes_ready": int, "nodes_not_ready": int, "namespaces": int,
-    "pods": int, "pods_running": int, "pods_pending": int, "pods_failed": int,
-    "cpu_capacity": float, "cpu_allocatable": float, "cpu_requested": float, "cpu_usage_percent": float,
-    "memory_capacity": int, "memory_allocatable": int, "memory_requested": int, "memory_usage_percent": float,
-    "storage_capacity": int, "storage_used": int, "pvcs": int, "services": int, "deployments": int,
-    "statefulsets": int, "daemonsets": int,
+    "timestamp": str,
+    "nodes": int,
+    "nodes_ready": int,
+    "nodes_not_ready": int,
+    "namespaces": int,
+    "pods": int,
+    "pods_running": int,
+    "pods_pending": int,
+    "pods_failed": int,
+    "cpu_capacity": float,
+    "cpu_allocatable": float,
+    "cpu_requested": float,
+    "cpu_usage_percent": float,
+    "memory_capacity": int,
+    "memory_allocatable": int,
+    "memory_requested": int,
+    "memory_usage_percent": float,
+    "storage_capacity": int,
+    "storage_used": int,
+    "pvcs": int,
+    "services": int,
+    "deployments": int,
+    "statefulsets": int,
+    "daemonsets": int,
 }
 #: The node sums the Python API recomputes over the visible nodes (services/metrics.py).
-NODE_SUMS = ("cpu_capacity", "cpu_allocatable", "cpu_requested", "memory_capacity", "memory_allocatable",
-             "memory_requested", "storage_capacity")
+NODE_SUMS = (
+    "cpu_capacity",
+    "cpu_allocatable",
+    "cpu_requested",
+    "memory_capacity",
+    "memory_allocatable",
+    "memory_requested",
+    "storage_capacity",
+)
 RESOURCE_LISTS = ("pods", "deployments", "services", "statefulsets", "daemonsets")
 
 
@@ -52,23 +77,33 @@ RESOURCE_LISTS = ("pods", "deployments", "services", "statefulsets", "daemonsets
 @functools.cache
 def _cluster_documents(cluster: str) -> tuple[dict[str, Any], ...]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    seeded = tuple(doc for path in sorted((FLEET_DIR / "clusters" / cluster).glob("*.yaml"))
-                   for doc in yaml.load_all(path.read_text(), Loader=loader) if doc)
+    seeded = tuple(
+        doc
+        for path in sorted((FLEET_DIR / "clusters" / cluster).glob("*.yaml"))
+        for doc in yaml.load_all(path.read_text(), Loader=loader)
+        if doc
+    )
     return seeded + (_AGENT_OBJECTS if _push_mode(cluster) else ())
 
 
 #: What the hub installs on a push-mode cluster and the collectors count (docs/agent-deploy.md).
 _AGENT_OBJECTS: tuple[dict[str, Any], ...] = (
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "clusterpulse-system"}},
-    {"apiVersion": "apps/v1", "kind": "Deployment",
-     "metadata": {"name": "clusterpulse-collector", "namespace": "clusterpulse-system"}, "spec": {"replicas": 1}},
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "clusterpulse-collector", "namespace": "clusterpulse-system"},
+        "spec": {"replicas": 1},
+    },
 )
 
 
 def _push_mode(cluster: str) -> bool:
     text = (FLEET_DIR / "hub" / "clusterconnections.yaml").read_text()
-    return any(doc and doc["metadata"]["name"] == cluster and doc["spec"].get("collectionMode") == "push"
-               for doc in yaml.safe_load_all(text))
+    return any(
+        doc and doc["metadata"]["name"] == cluster and doc["spec"].get("collectionMode") == "push"
+        for doc in yaml.safe_load_all(text)
+    )
 
 
 def fixture_objects(cluster: str, kind: str) -> list[dict[str, Any]]:
@@ -95,11 +130,15 @@ def expected_health(cluster: str) -> tuple[str, str]:
     """R7 from the fixture's nodes (the demo fleet's requests stay below the CPU and memory thresholds);
     a cordoned node whose Ready condition is True is not "not ready" (docs/compatibility.md#r8)."""
     nodes = fixture_objects(cluster, "Node")
-    cordoned = sum(1 for n in nodes if n.get("spec", {}).get("unschedulable")
-                   and node_ready({**n, "spec": {}}))
-    verdict = cluster_health(ClusterMetrics(nodes=len(nodes), nodes_ready=sum(map(node_ready, nodes)),
-                                            nodes_not_ready=sum(not node_ready(n) for n in nodes),
-                                            nodes_cordoned=cordoned))
+    cordoned = sum(1 for n in nodes if n.get("spec", {}).get("unschedulable") and node_ready({**n, "spec": {}}))
+    verdict = cluster_health(
+        ClusterMetrics(
+            nodes=len(nodes),
+            nodes_ready=sum(map(node_ready, nodes)),
+            nodes_not_ready=sum(not node_ready(n) for n in nodes),
+            nodes_cordoned=cordoned,
+        )
+    )
     return verdict.health, verdict.message
 
 
@@ -178,10 +217,14 @@ def filtered_metrics(client: redis.Redis, cluster: str) -> dict[str, Any]:
         nodes_ready=sum(1 for n in nodes if n["status"] == "Ready"),
         nodes_not_ready=sum(1 for n in nodes if n["status"] != "Ready"),
         namespaces=len(namespaces(client, cluster)),
-        pods=len(lists["pods"]), pods_running=pods["running"], pods_pending=pods["pending"],
+        pods=len(lists["pods"]),
+        pods_running=pods["running"],
+        pods_pending=pods["pending"],
         pods_failed=pods["failed"],
-        deployments=len(lists["deployments"]), services=len(lists["services"]),
-        statefulsets=len(lists["statefulsets"]), daemonsets=len(lists["daemonsets"]),
+        deployments=len(lists["deployments"]),
+        services=len(lists["services"]),
+        statefulsets=len(lists["statefulsets"]),
+        daemonsets=len(lists["daemonsets"]),
         operators=len(get_json(client, f"cluster:{cluster}:operators") or []),
         filtered=True,
     )
@@ -194,9 +237,13 @@ def expected_metrics(cluster: str) -> dict[str, Any]:
     pods = phases(cluster)
     ready = sum(1 for n in nodes if node_ready(n))
     return {
-        "nodes": len(nodes), "nodes_ready": ready, "nodes_not_ready": len(nodes) - ready,
+        "nodes": len(nodes),
+        "nodes_ready": ready,
+        "nodes_not_ready": len(nodes) - ready,
         "namespaces": len(fixture_objects(cluster, "Namespace")),
-        "pods": sum(pods.values()), "pods_running": pods["Running"], "pods_pending": pods["Pending"],
+        "pods": sum(pods.values()),
+        "pods_running": pods["Running"],
+        "pods_pending": pods["Pending"],
         "pods_failed": pods["Failed"],
         "deployments": len(fixture_objects(cluster, "Deployment")),
         "services": len(fixture_objects(cluster, "Service")),
@@ -219,7 +266,7 @@ def test_get_clusters(client: redis.Redis) -> None:
             pipe.get(f"cluster:{cluster}:{suffix}")
     values = [msgspec.json.decode(v) if v else None for v in pipe.execute()]
     for index, cluster in enumerate(CLUSTERS):
-        spec, status, metrics, info = values[4 * index:4 * index + 4]
+        spec, status, metrics, info = values[4 * index : 4 * index + 4]
         assert isinstance(spec["displayName"], str) and spec["displayName"]
         assert isinstance(spec["endpoint"], str) and spec["endpoint"].startswith("http")
         assert spec["labels"] == connection_labels(cluster)
@@ -231,8 +278,9 @@ def test_get_clusters(client: redis.Redis) -> None:
         assert isinstance(info["api_url"], str) and info["api_url"]
         assert isinstance(info["version"], str) and info["version"]
         operators = get_json(client, f"cluster:{cluster}:operators") or []
-        assert len(operators) == len([s for s in fixture_objects(cluster, "Subscription")
-                                      if s.get("status", {}).get("installedCSV")])
+        assert len(operators) == len(
+            [s for s in fixture_objects(cluster, "Subscription") if s.get("status", {}).get("installedCSV")]
+        )
 
 
 def test_get_clusters_filtered_metrics_agree_with_stored_totals(client: redis.Redis) -> None:
@@ -247,9 +295,11 @@ def test_get_clusters_filtered_metrics_agree_with_stored_totals(client: redis.Re
             assert filtered[field] == pytest.approx(stored[field]), f"{cluster}.{field}"
         nodes = cluster_nodes(client, cluster)
         assert stored["cpu_usage_percent"] == pytest.approx(
-            sum(n["cpu_requested"] for n in nodes) / sum(n["cpu_allocatable"] for n in nodes) * 100)
+            sum(n["cpu_requested"] for n in nodes) / sum(n["cpu_allocatable"] for n in nodes) * 100
+        )
         assert stored["memory_usage_percent"] == pytest.approx(
-            sum(n["memory_requested"] for n in nodes) / sum(n["memory_allocatable"] for n in nodes) * 100)
+            sum(n["memory_requested"] for n in nodes) / sum(n["memory_allocatable"] for n in nodes) * 100
+        )
         assert stored["cpu_requested"] > 0 and stored["storage_capacity"] > 0
 
 
@@ -257,18 +307,37 @@ def test_get_cluster_detail(client: redis.Redis) -> None:
     """``GET /clusters/<c>``: the bundle plus ``resource_metadata`` (the resource_collection block)."""
     for cluster in CLUSTERS:
         meta = get_json(client, f"cluster:{cluster}:resource_metadata")
-        assert_types(meta, {"timestamp": str, "collection_time_ms": int, "truncated": bool, "total_resources": int,
-                            "pods_count": int, "deployments_count": int, "services_count": int,
-                            "statefulsets_count": int, "daemonsets_count": int}, f"{cluster} resource_metadata")
-        block = {"enabled": True, "last_collection": meta["timestamp"],
-                 "collection_time_ms": meta["collection_time_ms"], "truncated": meta["truncated"]}
+        assert_types(
+            meta,
+            {
+                "timestamp": str,
+                "collection_time_ms": int,
+                "truncated": bool,
+                "total_resources": int,
+                "pods_count": int,
+                "deployments_count": int,
+                "services_count": int,
+                "statefulsets_count": int,
+                "daemonsets_count": int,
+            },
+            f"{cluster} resource_metadata",
+        )
+        block = {
+            "enabled": True,
+            "last_collection": meta["timestamp"],
+            "collection_time_ms": meta["collection_time_ms"],
+            "truncated": meta["truncated"],
+        }
         parse_time(block["last_collection"])
         assert block["truncated"] is False  # the demo is below every cap
         lists = resource_lists(client, cluster)
         assert {f"{k}_count": len(v) for k, v in lists.items()} == {
-            "pods_count": meta["pods_count"], "deployments_count": meta["deployments_count"],
-            "services_count": meta["services_count"], "statefulsets_count": meta["statefulsets_count"],
-            "daemonsets_count": meta["daemonsets_count"]}
+            "pods_count": meta["pods_count"],
+            "deployments_count": meta["deployments_count"],
+            "services_count": meta["services_count"],
+            "statefulsets_count": meta["statefulsets_count"],
+            "daemonsets_count": meta["daemonsets_count"],
+        }
         assert meta["total_resources"] == sum(len(v) for v in lists.values())
         assert client.ttl(f"cluster:{cluster}:resource_metadata") > 0
 
@@ -280,14 +349,17 @@ def test_get_cluster_nodes(client: redis.Redis) -> None:
         fixtures = {n["metadata"]["name"]: n for n in fixture_objects(cluster, "Node")}
         assert sorted(n["name"] for n in nodes) == sorted(fixtures)
         for node in nodes:
-            assert_types(node, {"name": str, "status": str, "roles": list, "labels": dict,
-                                "creation_timestamp": str}, f"{cluster}/{node['name']}")
+            assert_types(
+                node,
+                {"name": str, "status": str, "roles": list, "labels": dict, "creation_timestamp": str},
+                f"{cluster}/{node['name']}",
+            )
             created = parse_time(node["creation_timestamp"])
             assert node["creation_timestamp"].endswith("Z") and created.year > 2000
             labels = fixtures[node["name"]]["metadata"].get("labels") or {}
             assert node["labels"] == labels
             prefix = "node-role.kubernetes.io/"
-            assert node["roles"] == sorted(k[len(prefix):] for k in labels if k.startswith(prefix))  # ?role=
+            assert node["roles"] == sorted(k[len(prefix) :] for k in labels if k.startswith(prefix))  # ?role=
 
 
 def test_get_node_detail(client: redis.Redis) -> None:
@@ -296,18 +368,25 @@ def test_get_node_detail(client: redis.Redis) -> None:
         for fixture in fixture_objects(cluster, "Node"):
             name = fixture["metadata"]["name"]
             assert client.hget(f"cluster:{cluster}:node:{name}", "current") is not None
-            samples = [msgspec.json.decode(m) for m in client.zrevrange(f"cluster:{cluster}:node:{name}:metrics",
-                                                                         0, 99)]
+            samples = [
+                msgspec.json.decode(m) for m in client.zrevrange(f"cluster:{cluster}:node:{name}:metrics", 0, 99)
+            ]
             assert samples, f"{cluster}/{name}: no metrics history"
-            assert_types(samples[0], {"timestamp": str, "cpu_usage": float, "memory_usage": float,
-                                      "pods_total": int}, f"{cluster}/{name} sample")
+            assert_types(
+                samples[0],
+                {"timestamp": str, "cpu_usage": float, "memory_usage": float, "pods_total": int},
+                f"{cluster}/{name} sample",
+            )
             raw = client.hgetall(f"cluster:{cluster}:node:{name}:conditions")
             conditions = {field: msgspec.json.decode(value) for field, value in raw.items()}
             want = {c["type"]: c for c in fixture.get("status", {}).get("conditions", [])}
             assert sorted(conditions) == sorted(want), f"{cluster}/{name}"
             for kind, condition in conditions.items():
-                assert_types(condition, {"type": str, "status": str, "reason": str, "message": str,
-                                         "last_transition_time": str}, f"{cluster}/{name} {kind}")
+                assert_types(
+                    condition,
+                    {"type": str, "status": str, "reason": str, "message": str, "last_transition_time": str},
+                    f"{cluster}/{name} {kind}",
+                )
                 assert condition["type"] == kind
                 assert condition["status"] == want[kind]["status"]
                 assert condition["reason"] == want[kind].get("reason", "")
@@ -320,8 +399,11 @@ def test_get_cluster_operators(client: redis.Redis) -> None:
     """``GET /clusters/<c>/operators``: the list, each with the fields filters use (lists, never null)."""
     for cluster in CLUSTERS:
         for operator in get_json(client, f"cluster:{cluster}:operators") or []:
-            assert_types(operator, {"name": str, "display_name": str, "status": str,
-                                    "available_in_namespaces": list}, f"{cluster} operator")
+            assert_types(
+                operator,
+                {"name": str, "display_name": str, "status": str, "available_in_namespaces": list},
+                f"{cluster} operator",
+            )
 
 
 def test_get_cluster_namespaces_with_counts(client: redis.Redis) -> None:
@@ -332,8 +414,13 @@ def test_get_cluster_namespaces_with_counts(client: redis.Redis) -> None:
         assert sorted(client.smembers(f"cluster:{cluster}:namespaces:set")) == sorted(names)
         lists = resource_lists(client, cluster)
         operators = get_json(client, f"cluster:{cluster}:operators") or []
-        for kind, fixture_kind in (("pods", "Pod"), ("deployments", "Deployment"), ("services", "Service"),
-                                   ("statefulsets", "StatefulSet"), ("daemonsets", "DaemonSet")):
+        for kind, fixture_kind in (
+            ("pods", "Pod"),
+            ("deployments", "Deployment"),
+            ("services", "Service"),
+            ("statefulsets", "StatefulSet"),
+            ("daemonsets", "DaemonSet"),
+        ):
             got = Counter(item["namespace"] for item in lists[kind])
             want = Counter(o["metadata"]["namespace"] for o in fixture_objects(cluster, fixture_kind))
             assert got == want, f"{cluster} {kind} per namespace"
@@ -353,7 +440,11 @@ def test_get_cluster_metrics(client: redis.Redis) -> None:
         assert metrics["filtered"] is True
         pods = phases(cluster)
         assert (metrics["pods"], metrics["pods_running"], metrics["pods_pending"], metrics["pods_failed"]) == (
-            sum(pods.values()), pods["Running"], pods["Pending"], pods["Failed"])
+            sum(pods.values()),
+            pods["Running"],
+            pods["Pending"],
+            pods["Failed"],
+        )
         lists = resource_lists(client, cluster)
         for pod in lists["pods"]:
             assert_types(pod, {"name": str, "namespace": str, "status": str}, f"{cluster} pod")
@@ -361,8 +452,9 @@ def test_get_cluster_metrics(client: redis.Redis) -> None:
             for item in lists[kind]:
                 assert_types(item, {"name": str, "namespace": str, "replicas": int, "ready": int}, kind)
         for item in lists["daemonsets"]:
-            assert_types(item, {"name": str, "namespace": str, "desired": int, "current": int, "ready": int},
-                         "daemonset")
+            assert_types(
+                item, {"name": str, "namespace": str, "desired": int, "current": int, "ready": int}, "daemonset"
+            )
         for item in lists["services"]:
             assert_types(item, {"name": str, "namespace": str, "type": str}, "service")
 
@@ -415,10 +507,14 @@ def test_get_custom_resources(client: redis.Redis) -> None:
         assert isinstance(collection["resources"], list)
         assert isinstance(collection["truncated"], bool)
         parse_time(collection["collectedAt"])
-        pods = [p for p in fixture_objects(cluster, "Pod")
-                if not any(fnmatch.fnmatch(p["metadata"]["namespace"], x) for x in excluded)]
+        pods = [
+            p
+            for p in fixture_objects(cluster, "Pod")
+            if not any(fnmatch.fnmatch(p["metadata"]["namespace"], x) for x in excluded)
+        ]
         assert sorted((r["_namespace"], r["_name"]) for r in collection["resources"]) == sorted(
-            (p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods)
+            (p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods
+        )
         for resource in collection["resources"]:
             assert isinstance(resource["values"], dict)
         # ?namespace=shop: items filtered, and (filterAggregations) aggregations recomputed over them.
@@ -435,8 +531,9 @@ def test_get_custom_types(client: redis.Redis) -> None:
     for source in enabled:
         namespace, name = source.split("/", 1)
         assert get_json(client, f"metricsource:{namespace}:{name}")["rbac"]["resourceTypeName"] == RESOURCE_TYPE
-        with_data = sorted(key.split(":")[1] for key in
-                           client.scan_iter(match=f"cluster:*:custom:{source}:resources", count=1000))
+        with_data = sorted(
+            key.split(":")[1] for key in client.scan_iter(match=f"cluster:*:custom:{source}:resources", count=1000)
+        )
         assert with_data == sorted(CLUSTERS)
 
 
@@ -481,8 +578,12 @@ def test_auth_endpoints(client: redis.Redis) -> None:
     assert not [k for k in before if k.split(":", 1)[0] in ("user", "rbac")]
     client.set("user:groups:dev-user", '["developers"]')
     client.set("user:permissions:dev-user", "{}")
-    client.delete("user:groups:dev-user", "user:permissions:dev-user",
-                  *client.scan_iter(match="rbac:decision:*"), *client.scan_iter(match="rbac:custom:*"))
+    client.delete(
+        "user:groups:dev-user",
+        "user:permissions:dev-user",
+        *client.scan_iter(match="rbac:decision:*"),
+        *client.scan_iter(match="rbac:custom:*"),
+    )
     assert set(client.scan_iter(count=1000)) == before
 
 
@@ -494,8 +595,10 @@ def test_policy_lookups_of_every_authorized_request(client: redis.Redis) -> None
         [(key, _score)] = client.zrevrange(f"policy:group:{group}:sorted", 0, -1, withscores=True)
         assert key == f"policy:clusterpulse:{name}"
         assert msgspec.json.decode(client.hget(key, "data"))["policy_name"] == name
-    client.hset("policy:clusterpulse:compat-allow-all", mapping={"data": '{"policy_name": "compat-allow-all"}',
-                                                                "priority": "1000"})
+    client.hset(
+        "policy:clusterpulse:compat-allow-all",
+        mapping={"data": '{"policy_name": "compat-allow-all"}', "priority": "1000"},
+    )
     client.zadd("policy:group:developers:sorted", {"policy:clusterpulse:compat-allow-all": 1000})
     try:
         found = client.zrevrange("policy:group:developers:sorted", 0, -1, withscores=True)

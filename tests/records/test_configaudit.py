@@ -46,12 +46,21 @@ def test_the_plugin_imports_only_the_public_api() -> None:
 
 @pytest.fixture
 def hub(kube_api: Any) -> Any:
-    api = kube_api(objects=[
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
-        *({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "namespace": "team-a"},
-           "data": {"k": "v"}} for i in range(3)),
-    ])
+    api = kube_api(
+        objects=[
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+            *(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"cm-{i}", "namespace": "team-a"},
+                    "data": {"k": "v"},
+                }
+                for i in range(3)
+            ),
+        ]
+    )
     api.add_crd("audit.example.com", "v1", "ConfigAudit", "configaudits")
     return api
 
@@ -64,8 +73,14 @@ def manager(hub: Any, redis_url: str, clusterpulse_manager: Any) -> Any:
 
 def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Any, redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
-    hub.create({"apiVersion": "audit.example.com/v1", "kind": "ConfigAudit",
-                "metadata": {"name": "team-a-audit", "namespace": NAMESPACE}, "spec": {"namespace": "team-a"}})
+    hub.create(
+        {
+            "apiVersion": "audit.example.com/v1",
+            "kind": "ConfigAudit",
+            "metadata": {"name": "team-a-audit", "namespace": NAMESPACE},
+            "spec": {"namespace": "team-a"},
+        }
+    )
 
     stored = eventually(lambda: client.get(f"configaudit:{NAMESPACE}/team-a-audit"), "the record", timeout=WAIT)
     record = json.loads(stored)
@@ -79,13 +94,17 @@ def test_a_config_audit_is_stored_reported_and_deleted(hub: Any, manager: Any, r
     # The harness records what the manager stored, beside Redis.
     assert [(p.kind, p.name) for p in manager.stored(RecordPiece)][:1] == [("ConfigAudit", "team-a-audit")]
 
-    status = eventually(lambda: (hub.get("audit.example.com/v1", "ConfigAudit", "team-a-audit", NAMESPACE)
-                                 or {}).get("status"), "the status", timeout=WAIT)
+    status = eventually(
+        lambda: (hub.get("audit.example.com/v1", "ConfigAudit", "team-a-audit", NAMESPACE) or {}).get("status"),
+        "the status",
+        timeout=WAIT,
+    )
     assert status == {"phase": "Ready", "configMaps": 3}
 
     hub.delete("audit.example.com/v1", "configaudits", "team-a-audit", NAMESPACE)
-    eventually(lambda: client.get(f"configaudit:{NAMESPACE}/team-a-audit") is None,
-               "the record's deletion", timeout=WAIT)
+    eventually(
+        lambda: client.get(f"configaudit:{NAMESPACE}/team-a-audit") is None, "the record's deletion", timeout=WAIT
+    )
     assert client.smembers("configaudit:all") == set()
     assert client.exists("configaudit:index:audited=team-a") == 0
     assert not [key for key in client.scan_iter("configaudit:*")]
@@ -97,14 +116,18 @@ def test_the_generated_rbac_grants_what_the_plugin_declares(tmp_path: Path) -> N
     config_file.write_text('[clusterpulse]\nplugins = ["configaudit"]\n')
     clusterpulse = str(Path(sys.executable).parent / "clusterpulse")
     for args, kind in ((["rbac"], "Role"), (["rbac", "--cross-namespace"], "ClusterRole")):
-        result = subprocess.run([clusterpulse, "--config", str(config_file), *args], capture_output=True, text=True,
-                                timeout=120, check=True)
+        result = subprocess.run(
+            [clusterpulse, "--config", str(config_file), *args], capture_output=True, text=True, timeout=120, check=True
+        )
         docs = [doc for doc in yaml.safe_load_all(result.stdout) if doc and doc["kind"] == kind]
         assert docs, result.stdout
         rules = [rule for doc in docs for rule in doc["rules"]]
         if kind == "Role":
             assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]} in rules
-            assert {"apiGroups": ["audit.example.com"], "resources": ["configaudits/status"],
-                    "verbs": ["patch"]} in rules
+            assert {
+                "apiGroups": ["audit.example.com"],
+                "resources": ["configaudits/status"],
+                "verbs": ["patch"],
+            } in rules
         else:
             assert rules == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]

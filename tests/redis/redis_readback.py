@@ -38,8 +38,9 @@ def readback(client: redis.Redis, key: str, expected: dict[str, Any]) -> dict[st
     elif kind == "set":
         got["members"] = sorted(_text(m) for m in client.smembers(key))  # type: ignore[union-attr]
     elif kind == "zset":
-        got["members"] = [{"score": score, "json": loads(member)}
-                          for member, score in client.zrange(key, 0, -1, withscores=True)]  # type: ignore[union-attr]
+        got["members"] = [
+            {"score": score, "json": loads(member)} for member, score in client.zrange(key, 0, -1, withscores=True)
+        ]  # type: ignore[union-attr]
     elif kind == "list":
         got["items"] = [loads(item) for item in client.lrange(key, 0, -1)]  # type: ignore[union-attr]
     return got
@@ -64,8 +65,8 @@ def split_volatile(path: str, key_names: list[str]) -> tuple[str, list[str]] | N
     ``[]`` in a path means every element. Returns ``None`` for a key the example does not list.
     """
     for key in sorted(key_names, key=len, reverse=True):
-        if path.startswith(key) and path[len(key):len(key) + 1] in (".", "["):
-            rest = path[len(key):].replace("[]", ".[]").lstrip(".")
+        if path.startswith(key) and path[len(key) : len(key) + 1] in (".", "["):
+            rest = path[len(key) :].replace("[]", ".[]").lstrip(".")
             return key, [part for part in rest.split(".") if part]
     return None
 
@@ -118,8 +119,9 @@ def blank_volatile(got: dict[str, Any], want: dict[str, Any], parts: list[str]) 
         g_out[head], w_out[head] = g2, w2
         return g_out, w_out
 
-    container = "json" if "json" in want else "fields" if "fields" in want else "members" if "members" in want \
-        else "items"
+    container = (
+        "json" if "json" in want else "fields" if "fields" in want else "members" if "members" in want else "items"
+    )
     steps = parts
     # zset members: "[].score" addresses the score, "[].x" addresses the member JSON.
     if container == "members" and want.get("type") == "zset" and parts[:1] == ["[]"] and parts[1:] != ["score"]:

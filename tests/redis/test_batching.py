@@ -32,7 +32,9 @@ def contents(client: redis.Redis) -> dict[bytes, tuple[bytes, bool, Any]]:
     for key in client.scan_iter(count=1000):
         kind: bytes = client.type(key)  # type: ignore[assignment]
         value: Any = {
-            b"string": client.get, b"hash": client.hgetall, b"set": client.smembers,
+            b"string": client.get,
+            b"hash": client.hgetall,
+            b"set": client.smembers,
             b"zset": lambda k: client.zrange(k, 0, -1, withscores=True),
             b"list": lambda k: client.lrange(k, 0, -1),
         }[kind](key)
@@ -58,7 +60,8 @@ def test_a_reconcile_of_many_commands_is_stored_whole(store: RedisStore, raw: re
 
 
 def test_an_error_reply_names_its_command_and_the_connection_stays_usable(
-        make_store: Callable[..., RedisStore], raw: redis.Redis) -> None:
+    make_store: Callable[..., RedisStore], raw: redis.Redis
+) -> None:
     store = make_store(pool_size=1)  # the next store call must reuse the same connection
     pieces = cluster_reconcile("c1", nodes=NODES)
     nodes = next(piece for piece in pieces if isinstance(piece, NodesPiece)).nodes
@@ -110,7 +113,7 @@ class CuttingProxy:
         try:
             while data := source.recv(65536):
                 if limit is not None and forwarded + len(data) > limit:
-                    target.sendall(data[:limit - forwarded])
+                    target.sendall(data[: limit - forwarded])
                     self.cuts += 1
                     break
                 target.sendall(data)
@@ -140,7 +143,8 @@ def cutting_proxy(redis_server: object) -> Iterator[CuttingProxy]:
 
 
 def test_a_connection_lost_mid_batch_is_retried_whole(
-        make_store: Callable[..., RedisStore], raw: redis.Redis, cutting_proxy: CuttingProxy) -> None:
+    make_store: Callable[..., RedisStore], raw: redis.Redis, cutting_proxy: CuttingProxy
+) -> None:
     pieces = without_events(cluster_reconcile("c1", nodes=NODES))
     direct = make_store()
     direct.store(pieces)
@@ -155,7 +159,8 @@ def test_a_connection_lost_mid_batch_is_retried_whole(
 
 
 def test_a_lost_connection_without_retries_left_is_an_error(
-        make_store: Callable[..., RedisStore], cutting_proxy: CuttingProxy) -> None:
+    make_store: Callable[..., RedisStore], cutting_proxy: CuttingProxy
+) -> None:
     store = make_store(url=f"redis://127.0.0.1:{cutting_proxy.port}/0", retry_attempts=0)
     with pytest.raises(RedisStoreError, match="ConnectionError"):
         store.store(cluster_reconcile("c1", nodes=NODES))

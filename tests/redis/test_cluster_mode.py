@@ -50,9 +50,13 @@ def cluster_store(redis_cluster: RedisClusterProcesses) -> Iterator[Callable[...
     made: list[RedisStore] = []
 
     def factory(**settings: object) -> RedisStore:
-        options: dict[str, object] = {"url": redis_cluster.url, "retry_backoff_base": 0.01,
-                                      "retry_backoff_cap": 0.05, "socket_timeout": 2.0,
-                                      "socket_connect_timeout": 1.0}
+        options: dict[str, object] = {
+            "url": redis_cluster.url,
+            "retry_backoff_base": 0.01,
+            "retry_backoff_cap": 0.05,
+            "socket_timeout": 2.0,
+            "socket_connect_timeout": 1.0,
+        }
         options.update(settings)
         store = RedisStore(RedisSettings(**options), clock=lambda: T0)  # type: ignore[arg-type]
         made.append(store)
@@ -71,8 +75,13 @@ def cluster_client(redis_cluster: RedisClusterProcesses) -> Iterator[redis.Redis
 
 
 def fleet() -> list[Piece]:
-    return [*cluster_reconcile("c1", nodes=20), *cluster_reconcile("c2"), *registry_reconcile("r1"),
-            metricsource("default", "vms", "virtualmachines"), *custom_data("c1", "default/vms")]
+    return [
+        *cluster_reconcile("c1", nodes=20),
+        *cluster_reconcile("c2"),
+        *registry_reconcile("r1"),
+        metricsource("default", "vms", "virtualmachines"),
+        *custom_data("c1", "default/vms"),
+    ]
 
 
 def test_settings_select_a_cluster() -> None:
@@ -85,8 +94,12 @@ def test_settings_select_a_cluster() -> None:
 
 
 def test_a_cluster_holds_exactly_the_keys_one_server_holds(
-        cluster_store: Callable[..., RedisStore], cluster_client: redis.RedisCluster,
-        store: RedisStore, raw: redis.Redis, redis_cluster: RedisClusterProcesses) -> None:
+    cluster_store: Callable[..., RedisStore],
+    cluster_client: redis.RedisCluster,
+    store: RedisStore,
+    raw: redis.Redis,
+    redis_cluster: RedisClusterProcesses,
+) -> None:
     pieces = fleet()
     store.store(pieces)
     clustered = cluster_store()
@@ -99,16 +112,17 @@ def test_a_cluster_holds_exactly_the_keys_one_server_holds(
     assert sum(keys_per_node(redis_cluster)) == len(single)
 
 
-def test_host_and_port_with_cluster_true(cluster_store: Callable[..., RedisStore],
-                                         cluster_client: redis.RedisCluster,
-                                         redis_cluster: RedisClusterProcesses) -> None:
+def test_host_and_port_with_cluster_true(
+    cluster_store: Callable[..., RedisStore], cluster_client: redis.RedisCluster, redis_cluster: RedisClusterProcesses
+) -> None:
     clustered = cluster_store(url="", cluster=True, host="127.0.0.1", port=redis_cluster.ports[1])
     clustered.store(cluster_reconcile("c9"))
     assert cluster_client.sismember("clusters:all", "c9")
 
 
-def test_deletions_reach_every_node(cluster_store: Callable[..., RedisStore],
-                                    cluster_client: redis.RedisCluster) -> None:
+def test_deletions_reach_every_node(
+    cluster_store: Callable[..., RedisStore], cluster_client: redis.RedisCluster
+) -> None:
     clustered = cluster_store()
     clustered.store(fleet())
     clustered.store([ClusterDeletion("c1"), MetricSourceDeletion("default", "vms")])
@@ -120,8 +134,12 @@ def test_deletions_reach_every_node(cluster_store: Callable[..., RedisStore],
 
 
 def test_a_node_restart_during_writes_loses_nothing_once_it_is_back(
-        cluster_store: Callable[..., RedisStore], cluster_client: redis.RedisCluster,
-        store: RedisStore, raw: redis.Redis, redis_cluster: RedisClusterProcesses) -> None:
+    cluster_store: Callable[..., RedisStore],
+    cluster_client: redis.RedisCluster,
+    store: RedisStore,
+    raw: redis.Redis,
+    redis_cluster: RedisClusterProcesses,
+) -> None:
     clustered = cluster_store(retry_attempts=1)
     pieces = fleet()
     clustered.store(pieces)

@@ -34,8 +34,16 @@ def test_registry_deletion_removes_only_that_registrys_keys(store: RedisStore, r
     for name in ("r1", "r10"):
         store.store(registry_reconcile(name))
     store.store(cluster_reconcile("r1"))  # a cluster of the same name shares only events:r1
-    assert raw.exists("registry:r1:spec", "registry:r1:status", "registry:r1:meta", "registry:r1:metrics",
-                      "registry:r1:metrics:latest") == 5
+    assert (
+        raw.exists(
+            "registry:r1:spec",
+            "registry:r1:status",
+            "registry:r1:meta",
+            "registry:r1:metrics",
+            "registry:r1:metrics:latest",
+        )
+        == 5
+    )
     untouched = snapshot(raw, exclude_prefixes=("registry:r1:", "registries:all"))
 
     store.store([RegistryDeletion("r1")])
@@ -45,20 +53,26 @@ def test_registry_deletion_removes_only_that_registrys_keys(store: RedisStore, r
     assert snapshot(raw, exclude_prefixes=("registry:r1:", "registries:all")) == untouched
 
 
-def test_metricsource_deletion_removes_definition_indexes_and_cluster_data(
-        store: RedisStore, raw: redis.Redis) -> None:
-    store.store([metricsource("default", "vms", "virtualmachines"),
-                 metricsource("default", "vms2", "virtualmachines2"),
-                 metricsource("other", "vms", "vmsother"),
-                 *custom_data("c1", "default/vms"), *custom_data("c2", "default/vms"),
-                 *custom_data("c1", "default/vms2"), *custom_data("c1", "other/vms")])
+def test_metricsource_deletion_removes_definition_indexes_and_cluster_data(store: RedisStore, raw: redis.Redis) -> None:
+    store.store(
+        [
+            metricsource("default", "vms", "virtualmachines"),
+            metricsource("default", "vms2", "virtualmachines2"),
+            metricsource("other", "vms", "vmsother"),
+            *custom_data("c1", "default/vms"),
+            *custom_data("c2", "default/vms"),
+            *custom_data("c1", "default/vms2"),
+            *custom_data("c1", "other/vms"),
+        ]
+    )
     store.store(cluster_reconcile("c3"))  # cluster:c3:custom:default/vms:* too
     deleted = {k for k in raw.scan_iter() if b"custom:default/vms:" in k} | {
-        b"metricsource:default:vms", b"metricsource:default:vms:meta",
-        b"metricsources:by:resourcetype:virtualmachines"}
+        b"metricsource:default:vms",
+        b"metricsource:default:vms:meta",
+        b"metricsources:by:resourcetype:virtualmachines",
+    }
     assert len(deleted) == 12  # 3 clusters x (resources, meta, aggregations) + definition, meta, type set
-    untouched = {k: v for k, v in snapshot(raw).items()
-                 if k not in deleted and not k.startswith(b"metricsources:")}
+    untouched = {k: v for k, v in snapshot(raw).items() if k not in deleted and not k.startswith(b"metricsources:")}
 
     store.store([MetricSourceDeletion("default", "vms")])
 

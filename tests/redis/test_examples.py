@@ -42,8 +42,10 @@ AD_HOC_VALUES: dict[str, dict[str, type]] = {
     "cluster-spec": {"cluster:c1:spec": ClusterSpecRecord},
     "registry-spec": {"registry:r1:spec": RegistrySpecRecord},
     "registry-status": {"registry:r1:status": RegistryStatusRecord},
-    "registry-metrics": {"registry:r1:metrics": RegistryMetricsRecord,
-                         "registry:r1:metrics:latest": RegistryMetricsRecord},
+    "registry-metrics": {
+        "registry:r1:metrics": RegistryMetricsRecord,
+        "registry:r1:metrics:latest": RegistryMetricsRecord,
+    },
     "custom-resource-collection": {"cluster:cluster-1:custom:default/vms:resources": CustomResourceCollection},
 }
 
@@ -135,8 +137,7 @@ def test_example(example: dict[str, Any], store: RedisStore, raw: redis.Redis) -
         if event_volatile:
             parse_time(got_json.pop("timestamp"))
             want_json.pop("timestamp")
-        if got_message["channel"] != want_message["channel"] or not same_value(got_json, want_json,
-                                                                               strict_types=False):
+        if got_message["channel"] != want_message["channel"] or not same_value(got_json, want_json, strict_types=False):
             problems.append(f"published {got_message}, want {want_message}")
     if len(got_published) != len(published):
         problems.append(f"published {len(got_published)} messages, want {len(published)}")

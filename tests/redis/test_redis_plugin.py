@@ -19,8 +19,7 @@ def test_entry_point_provides_the_settings_class_and_a_backend(redis_server: Ser
     assert isinstance(host.plugin("redis"), RedisPlugin)
     assert host.settings_classes() == {"redis": RedisSettings}
     env = {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(redis_server.port)}
-    raw = RawConfig(core=CoreSettings(plugins=("redis",)), plugin_sections={"redis": {"cache_ttl": 120}},
-                    source="")
+    raw = RawConfig(core=CoreSettings(plugins=("redis",)), plugin_sections={"redis": {"cache_ttl": 120}}, source="")
     host.configure(finish_config(raw, host.settings_classes(), env))
     backends = host.storage_backends()
     assert [type(b) for b in backends] == [RedisStore]
@@ -34,10 +33,15 @@ def test_entry_point_provides_the_settings_class_and_a_backend(redis_server: Ser
 
 
 def test_upstream_env_vars_override_the_file() -> None:
-    env = {"REDIS_HOST": "redis.prod", "REDIS_PORT": "7000", "REDIS_PASSWORD": "s3cret", "REDIS_DB": "2",
-           "CACHE_TTL": "30", "METRICS_RETENTION": "abc"}
-    settings = build_settings(RedisSettings, {"host": "from-file", "metrics_retention": 900},
-                              "plugins.redis", env)
+    env = {
+        "REDIS_HOST": "redis.prod",
+        "REDIS_PORT": "7000",
+        "REDIS_PASSWORD": "s3cret",
+        "REDIS_DB": "2",
+        "CACHE_TTL": "30",
+        "METRICS_RETENTION": "abc",
+    }
+    settings = build_settings(RedisSettings, {"host": "from-file", "metrics_retention": 900}, "plugins.redis", env)
     assert (settings.host, settings.port, settings.password, settings.db) == ("redis.prod", 7000, "s3cret", 2)
     assert settings.cache_ttl == 60  # raised to the minimum
     assert settings.metrics_retention == 900  # unparsable env value: the file's value stays
@@ -68,8 +72,7 @@ def password_redis() -> Iterator[ServerProcess]:
 
 def test_host_port_password_and_db_are_used(password_redis: ServerProcess) -> None:
     good = RedisStore(RedisSettings(host="127.0.0.1", port=password_redis.port, password="pw-123", db=3))
-    bad = RedisStore(RedisSettings(host="127.0.0.1", port=password_redis.port, password="wrong",
-                                   retry_attempts=0))
+    bad = RedisStore(RedisSettings(host="127.0.0.1", port=password_redis.port, password="wrong", retry_attempts=0))
     try:
         assert good.ready() is None
         good.store(cluster_reconcile("c1"))

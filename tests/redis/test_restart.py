@@ -11,7 +11,8 @@ from redis_seed import cluster_reconcile, registry_reconcile
 
 
 def test_store_fails_while_redis_is_down_and_restores_every_key_after(
-        redis_server: ServerProcess, store: RedisStore, raw: redis.Redis) -> None:
+    redis_server: ServerProcess, store: RedisStore, raw: redis.Redis
+) -> None:
     pieces = [*cluster_reconcile("c1"), *registry_reconcile("r1")]
     store.store(pieces)
     keys_before = set(snapshot(raw))

@@ -67,17 +67,27 @@ def nulls(value: Any, where: str) -> Iterator[str]:
 
 def test_no_null_where_the_contract_says_list_or_map(store: RedisStore, raw: redis.Redis) -> None:
     # Inputs as a collector would decode them from JSON with nulls for every absent list/map.
-    empty_node = structure({"name": "bare", "roles": None, "conditions": None, "labels": None,
-                            "annotations": None, "taints": None}, NodeMetrics)
-    empty_op = structure({"name": "op", "install_modes": None, "available_in_namespaces": None,
-                          "subscription": None}, OperatorInfo)
-    empty_co = structure({"name": "co", "conditions": None, "versions": None, "related_objects": None},
-                         ClusterOperatorInfo)
-    empty_status = structure({"available": False, "features": None, "repositories": None},
-                             RegistryStatusRecord)
-    store.store([*cluster_reconcile("c1"), NodesPiece("c1", (empty_node,)), OperatorsPiece("c1", (empty_op,)),
-                 ClusterOperatorsPiece("c1", (empty_co,)), *registry_reconcile("r1"),
-                 RegistryStatusPiece("r1", empty_status)])
+    empty_node = structure(
+        {"name": "bare", "roles": None, "conditions": None, "labels": None, "annotations": None, "taints": None},
+        NodeMetrics,
+    )
+    empty_op = structure(
+        {"name": "op", "install_modes": None, "available_in_namespaces": None, "subscription": None}, OperatorInfo
+    )
+    empty_co = structure(
+        {"name": "co", "conditions": None, "versions": None, "related_objects": None}, ClusterOperatorInfo
+    )
+    empty_status = structure({"available": False, "features": None, "repositories": None}, RegistryStatusRecord)
+    store.store(
+        [
+            *cluster_reconcile("c1"),
+            NodesPiece("c1", (empty_node,)),
+            OperatorsPiece("c1", (empty_op,)),
+            ClusterOperatorsPiece("c1", (empty_co,)),
+            *registry_reconcile("r1"),
+            RegistryStatusPiece("r1", empty_status),
+        ]
+    )
     found = [path for where, value in stored_json(raw) for path in nulls(value, where)]
     assert found == []
     current = loads(raw.hget("cluster:c1:node:bare", "current"))  # type: ignore[arg-type]
@@ -101,7 +111,8 @@ def test_missing_kubernetes_time_is_written_as_the_zero_time(store: RedisStore, 
 
 
 def test_times_are_utc_seconds_form_for_clusters_and_nano_for_metricsource(
-        make_store: Callable[..., RedisStore], raw: redis.Redis) -> None:
+    make_store: Callable[..., RedisStore], raw: redis.Redis
+) -> None:
     fractional = T0 + timedelta(microseconds=123450)
     store = make_store(clock=lambda: fractional)
     store.store([*cluster_reconcile("c1")])
@@ -114,14 +125,19 @@ def test_times_are_utc_seconds_form_for_clusters_and_nano_for_metricsource(
 
 
 def test_node_and_registry_series_are_trimmed_to_the_retention(
-        make_store: Callable[..., RedisStore], raw: redis.Redis) -> None:
+    make_store: Callable[..., RedisStore], raw: redis.Redis
+) -> None:
     now = [T0]
     store = make_store(clock=lambda: now[0], metrics_retention=300)
     samples = [T0, T0 + timedelta(seconds=200), T0 + timedelta(seconds=301)]
     for when in samples:
         now[0] = when
-        store.store([NodesPiece("c1", (node("n1", timestamp=when),)),
-                     RegistryMetricsPiece("r1", RegistryMetricsRecord(int(when.timestamp()), 5, True))])
+        store.store(
+            [
+                NodesPiece("c1", (node("n1", timestamp=when),)),
+                RegistryMetricsPiece("r1", RegistryMetricsRecord(int(when.timestamp()), 5, True)),
+            ]
+        )
     unix = [int(t.timestamp()) for t in samples]
     kept = [int(score) for _, score in raw.zrange("cluster:c1:node:n1:metrics", 0, -1, withscores=True)]
     assert kept == unix[1:]  # score <= now - retention is removed
@@ -141,14 +157,26 @@ def test_metricsource_events_are_published_only(store: RedisStore, raw: redis.Re
     pubsub = raw.pubsub()
     pubsub.subscribe("metricsource-events")
     assert pubsub.get_message(timeout=5) is not None
-    store.store([EventPiece("reconciled", "default/vms", {"resources": 3, "clusters": 1, "errors": 0},
-                            channel="metricsource-events", timestamp=T0)])
+    store.store(
+        [
+            EventPiece(
+                "reconciled",
+                "default/vms",
+                {"resources": 3, "clusters": 1, "errors": 0},
+                channel="metricsource-events",
+                timestamp=T0,
+            )
+        ]
+    )
     message = pubsub.get_message(ignore_subscribe_messages=True, timeout=5)
     pubsub.close()
     assert message is not None
-    assert loads(message["data"]) == {"type": "reconciled", "sourceId": "default/vms",
-                                      "timestamp": "2025-01-01T00:00:00Z",
-                                      "data": {"resources": 3, "clusters": 1, "errors": 0}}
+    assert loads(message["data"]) == {
+        "type": "reconciled",
+        "sourceId": "default/vms",
+        "timestamp": "2025-01-01T00:00:00Z",
+        "data": {"resources": 3, "clusters": 1, "errors": 0},
+    }
     assert list(raw.scan_iter()) == []
 
 

@@ -73,24 +73,29 @@ def docker_registry_tls(docker_registry_binary: str, pki: Pki) -> Iterator[Runni
 
 
 @pytest.fixture(scope="session")
-def docker_registry_paged(docker_registry_binary: str,
-                          docker_registry_session: RunningRegistry) -> Iterator[RunningRegistry]:
+def docker_registry_paged(
+    docker_registry_binary: str, docker_registry_session: RunningRegistry
+) -> Iterator[RunningRegistry]:
     """An anonymous registry serving the htpasswd registry's repositories one catalog entry per page."""
-    process = registry_process(docker_registry_binary, RegistryAuth(), storage=docker_registry_session.storage,
-                               catalog_page_size=1)
+    process = registry_process(
+        docker_registry_binary, RegistryAuth(), storage=docker_registry_session.storage, catalog_page_size=1
+    )
     start_or_fail(process)
     yield RunningRegistry(process, "http", REPOSITORIES)
     process.cleanup()
 
 
 @pytest.fixture(scope="session")
-def token_registry(docker_registry_binary: str, docker_registry_session: RunningRegistry,
-                   pki: Pki) -> Iterator[TokenRegistry]:
+def token_registry(
+    docker_registry_binary: str, docker_registry_session: RunningRegistry, pki: Pki
+) -> Iterator[TokenRegistry]:
     """A registry answering ``401 Bearer realm=...``, serving the htpasswd registry's repositories."""
     issuer = TokenIssuer(pki.signing_key, {USERNAME: PASSWORD}).start()
     process = registry_process(
-        docker_registry_binary, RegistryAuth(token_realm=issuer.realm, token_cert=pki.signing_cert),
-        storage=docker_registry_session.storage)
+        docker_registry_binary,
+        RegistryAuth(token_realm=issuer.realm, token_cert=pki.signing_cert),
+        storage=docker_registry_session.storage,
+    )
     start_or_fail(process)
     yield TokenRegistry(RunningRegistry(process, "http", REPOSITORIES), issuer)
     process.cleanup()
@@ -105,8 +110,11 @@ def make_hub(kube_api: Callable[..., Any]) -> Iterator[Callable[..., RegistryHub
     """
     runtimes: list[Runtime] = []
 
-    def factory(names: Sequence[str] = ("registry",), extra: Mapping[str, object] | None = None,
-                settings: Mapping[str, Any] | None = None) -> RegistryHub:
+    def factory(
+        names: Sequence[str] = ("registry",),
+        extra: Mapping[str, object] | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> RegistryHub:
         from clusterpulse_core.crds import crd_manifest
 
         api = kube_api()
@@ -114,8 +122,10 @@ def make_hub(kube_api: Callable[..., Any]) -> Iterator[Callable[..., RegistryHub
         api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         host = PluginHost(list(names), extra=extra)
         enabled = tuple(host.order)
-        config = Config(core=CoreSettings(plugins=enabled, namespace=NAMESPACE),
-                        plugins={name: (settings or {}).get(name) for name in enabled})
+        config = Config(
+            core=CoreSettings(plugins=enabled, namespace=NAMESPACE),
+            plugins={name: (settings or {}).get(name) for name in enabled},
+        )
         host.configure(config)
         runtime = build_runtime(config, host, hub=KubeClient(api.api_client(), timeout=10))
         runtimes.append(runtime)

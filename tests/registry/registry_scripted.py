@@ -27,8 +27,7 @@ class ScriptedRegistry:
     HTTPS with ``cert`` and ``key``, plain HTTP without.
     """
 
-    def __init__(self, script: dict[str, dict[str, Any]], cert: Path | None = None,
-                 key: Path | None = None) -> None:
+    def __init__(self, script: dict[str, dict[str, Any]], cert: Path | None = None, key: Path | None = None) -> None:
         self.script = script
         self.seen: list[str] = []
         self.port = free_port()

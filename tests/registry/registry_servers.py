@@ -44,8 +44,13 @@ class RegistryAuth:
     token_cert: Path | None = None
 
 
-def registry_process(binary: str, auth: RegistryAuth, tls: tuple[Path, Path] | None = None,
-                     storage: Path | None = None, catalog_page_size: int = 0) -> ServerProcess:
+def registry_process(
+    binary: str,
+    auth: RegistryAuth,
+    tls: tuple[Path, Path] | None = None,
+    storage: Path | None = None,
+    catalog_page_size: int = 0,
+) -> ServerProcess:
     """A docker-registry on 127.0.0.1 with the given authentication, TLS (cert, key), storage dir
     and catalog page size (``catalog.maxentries``; 0 = the registry's default)."""
 
@@ -53,8 +58,7 @@ def registry_process(binary: str, auth: RegistryAuth, tls: tuple[Path, Path] | N
         config: dict[str, Any] = {
             "version": 0.1,
             "log": {"level": "warn", "accesslog": {"disabled": True}},
-            "storage": {"filesystem": {"rootdirectory": str(storage or workdir / "data")},
-                        "delete": {"enabled": True}},
+            "storage": {"filesystem": {"rootdirectory": str(storage or workdir / "data")}, "delete": {"enabled": True}},
             "http": {"addr": f"127.0.0.1:{port}", "secret": secrets.token_hex(16)},
             "health": {"storagedriver": {"enabled": False}},
         }
@@ -64,13 +68,22 @@ def registry_process(binary: str, auth: RegistryAuth, tls: tuple[Path, Path] | N
             config["http"]["tls"] = {"certificate": str(tls[0]), "key": str(tls[1])}
         if auth.htpasswd:
             htpasswd = workdir / "htpasswd"
-            htpasswd.write_text("".join(
-                f"{user}:{bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=5)).decode()}\n"
-                for user, password in auth.htpasswd.items()))
+            htpasswd.write_text(
+                "".join(
+                    f"{user}:{bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=5)).decode()}\n"
+                    for user, password in auth.htpasswd.items()
+                )
+            )
             config["auth"] = {"htpasswd": {"realm": "clusterpulse-test", "path": str(htpasswd)}}
         elif auth.token_realm:
-            config["auth"] = {"token": {"realm": auth.token_realm, "service": TOKEN_SERVICE,
-                                        "issuer": TOKEN_ISSUER, "rootcertbundle": str(auth.token_cert)}}
+            config["auth"] = {
+                "token": {
+                    "realm": auth.token_realm,
+                    "service": TOKEN_SERVICE,
+                    "issuer": TOKEN_ISSUER,
+                    "rootcertbundle": str(auth.token_cert),
+                }
+            }
         path = workdir / "config.yml"
         path.write_text(yaml.safe_dump(config))
         return [binary, "serve", str(path)]
@@ -103,8 +116,12 @@ def upload_blob(session: requests.Session, base_url: str, repository: str, data:
     location = urljoin(base_url + "/", started.headers["Location"])
     digest = _digest(data)
     separator = "&" if "?" in location else "?"
-    done = session.put(f"{location}{separator}digest={digest}", data=data,
-                       headers={"Content-Type": "application/octet-stream"}, timeout=10)
+    done = session.put(
+        f"{location}{separator}digest={digest}",
+        data=data,
+        headers={"Content-Type": "application/octet-stream"},
+        timeout=10,
+    )
     assert done.status_code == 201, f"blob upload: {done.status_code} {done.text}"
     return digest
 
@@ -112,20 +129,32 @@ def upload_blob(session: requests.Session, base_url: str, repository: str, data:
 def push_image(session: requests.Session, base_url: str, repository: str, tag: str = "latest") -> str:
     """Push a one-layer image as a schema2 manifest with a config blob; returns the manifest digest."""
     layer, tar = _layer(f"{repository}:{tag}\n".encode())
-    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
-                         "rootfs": {"type": "layers", "diff_ids": [_digest(tar)]}}).encode()
+    config = json.dumps(
+        {"architecture": "amd64", "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": [_digest(tar)]}}
+    ).encode()
     layer_digest = upload_blob(session, base_url, repository, layer)
     config_digest = upload_blob(session, base_url, repository, config)
-    manifest = json.dumps({
-        "schemaVersion": 2,
-        "mediaType": MANIFEST_V2,
-        "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": len(config),
-                   "digest": config_digest},
-        "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": len(layer),
-                    "digest": layer_digest}],
-    }).encode()
-    answer = session.put(f"{base_url}/v2/{repository}/manifests/{tag}", data=manifest,
-                         headers={"Content-Type": MANIFEST_V2}, timeout=10)
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_V2,
+            "config": {
+                "mediaType": "application/vnd.docker.container.image.v1+json",
+                "size": len(config),
+                "digest": config_digest,
+            },
+            "layers": [
+                {
+                    "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                    "size": len(layer),
+                    "digest": layer_digest,
+                }
+            ],
+        }
+    ).encode()
+    answer = session.put(
+        f"{base_url}/v2/{repository}/manifests/{tag}", data=manifest, headers={"Content-Type": MANIFEST_V2}, timeout=10
+    )
     assert answer.status_code == 201, f"manifest push: {answer.status_code} {answer.text}"
     return _digest(manifest)
 
@@ -141,7 +170,7 @@ def libtrust_key_id(key: rsa.RSAPublicKey) -> str:
     """The key id distribution matches a token's ``kid`` against (libtrust: SHA-256 of the DER key, base32)."""
     der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     text = base64.b32encode(hashlib.sha256(der).digest()[:30]).decode("ascii").rstrip("=")
-    return ":".join(text[i:i + 4] for i in range(0, len(text), 4))
+    return ":".join(text[i : i + 4] for i in range(0, len(text), 4))
 
 
 def _access(scope: str) -> list[dict[str, Any]]:
@@ -201,8 +230,16 @@ class TokenIssuer:
         """A signed JWT for ``subject`` granting ``scope``."""
         now = int(time.time())
         header = {"typ": "JWT", "alg": "RS256", "kid": libtrust_key_id(self.signing_key.public_key())}
-        claims = {"iss": TOKEN_ISSUER, "sub": subject, "aud": TOKEN_SERVICE, "exp": now + self.lifetime,
-                  "nbf": now - 10, "iat": now, "jti": secrets.token_hex(8), "access": _access(scope)}
+        claims = {
+            "iss": TOKEN_ISSUER,
+            "sub": subject,
+            "aud": TOKEN_SERVICE,
+            "exp": now + self.lifetime,
+            "nbf": now - 10,
+            "iat": now,
+            "jti": secrets.token_hex(8),
+            "access": _access(scope),
+        }
         signing_input = f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(claims).encode())}"
         signature = self.signing_key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
         return f"{signing_input}.{_b64url(signature)}"

@@ -65,8 +65,13 @@ class TokenRegistry:
 
 def secret_object(name: str, data: Mapping[str, str], namespace: str = NAMESPACE) -> dict[str, Any]:
     """A Secret with ``data`` base64-encoded."""
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
-            "type": "Opaque", "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
 
 
 class RegistryHub:
@@ -87,8 +92,12 @@ class RegistryHub:
 
     def create(self, name: str, spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Create a RegistryConnection."""
-        obj: dict[str, Any] = {"apiVersion": self.api_version, "kind": "RegistryConnection",
-                               "metadata": {"name": name, "namespace": NAMESPACE}, "spec": dict(spec)}
+        obj: dict[str, Any] = {
+            "apiVersion": self.api_version,
+            "kind": "RegistryConnection",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": dict(spec),
+        }
         if status is not None:
             obj["status"] = dict(status)
         return dict(self.api.create(obj))

@@ -8,15 +8,20 @@ from registry_support import PASSWORD, REPOSITORIES, USERNAME, RegistryHub, Runn
 
 
 def _spec(registry: RunningRegistry, **extra: object) -> dict[str, object]:
-    spec: dict[str, object] = {"displayName": "Test registry", "endpoint": registry.url, "type": "distribution",
-                               "credentialsRef": {"name": "registry-creds"},
-                               "monitoring": {"checkCatalog": True, "maxCatalogEntries": 50}}
+    spec: dict[str, object] = {
+        "displayName": "Test registry",
+        "endpoint": registry.url,
+        "type": "distribution",
+        "credentialsRef": {"name": "registry-creds"},
+        "monitoring": {"checkCatalog": True, "maxCatalogEntries": 50},
+    }
     spec.update(extra)
     return spec
 
 
-def test_healthy_with_catalog_and_repository_count(hub: RegistryHub, recorder: BackendPlugin,
-                                                   docker_registry: RunningRegistry) -> None:
+def test_healthy_with_catalog_and_repository_count(
+    hub: RegistryHub, recorder: BackendPlugin, docker_registry: RunningRegistry
+) -> None:
     hub.secret("registry-creds", USERNAME, PASSWORD)
     hub.create("local", _spec(docker_registry))
 
@@ -31,8 +36,9 @@ def test_healthy_with_catalog_and_repository_count(hub: RegistryHub, recorder: B
     assert status["repositoryCount"] == len(REPOSITORIES)
     assert status["version"] == "registry/2.0"
     assert status["features"] == {"docker_v2_api": True, "catalog_accessible": True}
-    assert status["message"] == (f"Registry is healthy (response time: {status['responseTime']}ms), "
-                                 f"{len(REPOSITORIES)} repositories")
+    assert status["message"] == (
+        f"Registry is healthy (response time: {status['responseTime']}ms), {len(REPOSITORIES)} repositories"
+    )
     assert "lastCheckTime" in status
     [stored] = recorder.backend.of(RegistryStatusPiece)
     assert stored.registry == "local"
@@ -45,12 +51,18 @@ def test_healthy_with_catalog_and_repository_count(hub: RegistryHub, recorder: B
     assert sample.metrics.available is True
     [event] = recorder.backend.of(EventPiece)
     assert (event.type, event.target) == ("registry.reconciled", "local")
-    assert event.data == {"health": "healthy", "available": True, "response_time": stored.status.response_time,
-                          "display_name": "Test registry", "type": "distribution"}
+    assert event.data == {
+        "health": "healthy",
+        "available": True,
+        "response_time": stored.status.response_time,
+        "display_name": "Test registry",
+        "type": "distribution",
+    }
 
 
-def test_wrong_password_is_unhealthy_with_the_message(hub: RegistryHub, docker_registry: RunningRegistry,
-                                                      caplog: object) -> None:
+def test_wrong_password_is_unhealthy_with_the_message(
+    hub: RegistryHub, docker_registry: RunningRegistry, caplog: object
+) -> None:
     hub.secret("registry-creds", USERNAME, "wrong-password")
     hub.create("local", _spec(docker_registry))
 
@@ -66,7 +78,8 @@ def test_wrong_password_is_unhealthy_with_the_message(hub: RegistryHub, docker_r
 
 
 def test_anonymous_against_an_auth_registry_is_available_and_requires_auth(
-        hub: RegistryHub, docker_registry: RunningRegistry) -> None:
+    hub: RegistryHub, docker_registry: RunningRegistry
+) -> None:
     hub.create("anon", {"endpoint": docker_registry.url, "credentialsRef": {"name": "no-such-secret"}})
 
     outcome = hub.reconcile("anon")
@@ -78,8 +91,9 @@ def test_anonymous_against_an_auth_registry_is_available_and_requires_auth(
     assert "repositoryCount" not in status
 
 
-def test_stopped_registry_is_unhealthy_then_healthy_again(hub: RegistryHub, recorder: BackendPlugin,
-                                                          docker_registry: RunningRegistry) -> None:
+def test_stopped_registry_is_unhealthy_then_healthy_again(
+    hub: RegistryHub, recorder: BackendPlugin, docker_registry: RunningRegistry
+) -> None:
     hub.secret("registry-creds", USERNAME, PASSWORD)
     hub.create("local", _spec(docker_registry))
     assert hub.reconcile("local").ok
@@ -127,12 +141,14 @@ def test_status_is_patched_only_when_it_changed(hub: RegistryHub, docker_registr
     assert hub.reconcile("quiet").ok
     patches = [r for r in hub.api.requests if r[0] == "PATCH"]
     assert [path for _, path, _ in patches] == [
-        "/apis/clusterpulse.io/v1alpha1/namespaces/clusterpulse/registryconnections/quiet/status"]
+        "/apis/clusterpulse.io/v1alpha1/namespaces/clusterpulse/registryconnections/quiet/status"
+    ]
     assert hub.status("quiet")["phase"] == "Connected"
 
 
-def test_deletion_forgets_the_registry(hub: RegistryHub, recorder: BackendPlugin,
-                                       docker_registry: RunningRegistry) -> None:
+def test_deletion_forgets_the_registry(
+    hub: RegistryHub, recorder: BackendPlugin, docker_registry: RunningRegistry
+) -> None:
     from clusterpulse_model.pieces import RegistryDeletion
 
     hub.create("gone", {"endpoint": docker_registry.url})
@@ -149,12 +165,14 @@ def test_deletion_forgets_the_registry(hub: RegistryHub, recorder: BackendPlugin
     assert len(plugin.reconciler.clients) == 0  # type: ignore[attr-defined]
 
 
-def test_catalog_is_read_through_link_pages_up_to_the_limit(hub: RegistryHub, recorder: BackendPlugin,
-                                                             docker_registry_paged: RunningRegistry) -> None:
+def test_catalog_is_read_through_link_pages_up_to_the_limit(
+    hub: RegistryHub, recorder: BackendPlugin, docker_registry_paged: RunningRegistry
+) -> None:
     # This registry pages its catalog one entry at a time and refuses any larger n.
     hub.create("all", {"endpoint": docker_registry_paged.url, "monitoring": {"checkCatalog": True}})
-    hub.create("two", {"endpoint": docker_registry_paged.url,
-                       "monitoring": {"checkCatalog": True, "maxCatalogEntries": 2}})
+    hub.create(
+        "two", {"endpoint": docker_registry_paged.url, "monitoring": {"checkCatalog": True, "maxCatalogEntries": 2}}
+    )
 
     assert hub.reconcile("all").ok
     assert hub.reconcile("two").ok
@@ -167,9 +185,9 @@ def test_catalog_is_read_through_link_pages_up_to_the_limit(hub: RegistryHub, re
     assert stored["two"].features["catalog_accessible"] is True
 
 
-def test_unreadable_catalog_marks_it_inaccessible(hub: RegistryHub, recorder: BackendPlugin,
-                                                  docker_registry: RunningRegistry,
-                                                  caplog: object) -> None:
+def test_unreadable_catalog_marks_it_inaccessible(
+    hub: RegistryHub, recorder: BackendPlugin, docker_registry: RunningRegistry, caplog: object
+) -> None:
     # Anonymous against an htpasswd registry: /v2/ answers 401 (available), the catalog 401 too.
     hub.create("anon", {"endpoint": docker_registry.url, "monitoring": {"checkCatalog": True}})
 

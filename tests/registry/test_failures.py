@@ -40,8 +40,9 @@ def test_no_answer_within_the_timeout_is_unhealthy(hub: RegistryHub, silent_endp
 
 
 def test_other_status_codes_are_unexpected(hub: RegistryHub, scripted: list[ScriptedRegistry]) -> None:
-    server = ScriptedRegistry({"GET /v2/": {"status": 503, "headers": {"Docker-Distribution-Api-Version":
-                                                                       "registry/2.0"}}}).start()
+    server = ScriptedRegistry(
+        {"GET /v2/": {"status": 503, "headers": {"Docker-Distribution-Api-Version": "registry/2.0"}}}
+    ).start()
     scripted.append(server)
     hub.create("broken", {"endpoint": server.url + "/"})
 
@@ -53,15 +54,22 @@ def test_other_status_codes_are_unexpected(hub: RegistryHub, scripted: list[Scri
     assert "version" not in status, "headers are not read from a failing answer"
 
 
-def test_products_and_features_are_detected_from_headers(hub: RegistryHub,
-                                                         scripted: list[ScriptedRegistry]) -> None:
-    headers = {"Docker-Distribution-Api-Version": "registry/2.0", "Server": "Harbor",
-               "Docker-Content-Digest": "sha256:0", "Link": '</v2/_catalog?last=a>; rel="next"'}
+def test_products_and_features_are_detected_from_headers(hub: RegistryHub, scripted: list[ScriptedRegistry]) -> None:
+    headers = {
+        "Docker-Distribution-Api-Version": "registry/2.0",
+        "Server": "Harbor",
+        "Docker-Content-Digest": "sha256:0",
+        "Link": '</v2/_catalog?last=a>; rel="next"',
+    }
     server = ScriptedRegistry({"GET /v2/": {"status": 200, "headers": headers}}).start()
     scripted.append(server)
     hub.create("harbor", {"endpoint": server.url, "type": "harbor"})
 
     assert hub.reconcile("harbor").ok
 
-    assert hub.status("harbor")["features"] == {"docker_v2_api": True, "harbor_detected": True,
-                                                "content_digest": True, "pagination": True}
+    assert hub.status("harbor")["features"] == {
+        "docker_v2_api": True,
+        "harbor_detected": True,
+        "content_digest": True,
+        "pagination": True,
+    }

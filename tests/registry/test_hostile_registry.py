@@ -52,12 +52,20 @@ def gzip_bomb(size: int) -> bytes:
 
 def _connect(hub: RegistryHub, endpoint: str, **spec: object) -> None:
     hub.secret("creds", USERNAME, PASSWORD)
-    hub.create("hostile", {"endpoint": endpoint, "credentialsRef": {"name": "creds"},
-                           "monitoring": {"checkCatalog": True, "maxCatalogEntries": 10}, **spec})
+    hub.create(
+        "hostile",
+        {
+            "endpoint": endpoint,
+            "credentialsRef": {"name": "creds"},
+            "monitoring": {"checkCatalog": True, "maxCatalogEntries": 10},
+            **spec,
+        },
+    )
 
 
 def test_a_gzip_bomb_catalog_is_cut_at_the_cap_after_decompression(
-        hub: RegistryHub, hostile: HostileProxy, caplog: pytest.LogCaptureFixture) -> None:
+    hub: RegistryHub, hostile: HostileProxy, caplog: pytest.LogCaptureFixture
+) -> None:
     bomb = gzip_bomb(BOMB_BYTES)
     assert len(bomb) < BOMB_BYTES // 100
     hostile.respond(r"^/v2/_catalog$", 200, bomb, headers={"Content-Encoding": "gzip"})
@@ -80,22 +88,29 @@ def test_a_gzip_bomb_health_answer_makes_the_registry_unavailable(hub: RegistryH
 
 
 def test_a_catalog_link_to_another_origin_is_not_followed(
-        hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy, caplog: pytest.LogCaptureFixture) -> None:
+    hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy, caplog: pytest.LogCaptureFixture
+) -> None:
     page = json.dumps({"repositories": ["library/alpine"]}).encode()
-    hostile.respond(r"^/v2/_catalog$", 200, page,
-                    headers={"Link": f'<{elsewhere.url}/v2/_catalog?last=library%2Falpine&n=9>; rel="next"'})
+    hostile.respond(
+        r"^/v2/_catalog$",
+        200,
+        page,
+        headers={"Link": f'<{elsewhere.url}/v2/_catalog?last=library%2Falpine&n=9>; rel="next"'},
+    )
     _connect(hub, hostile.url)
 
     assert hub.reconcile("hostile").ok
     assert hub.status("hostile")["features"]["catalog_accessible"] is False
     assert f"catalog page link to {elsewhere.url}/v2/_catalog" in caplog.text
     assert elsewhere.seen == []
-    assert [headers.get("Authorization") for _, path, headers in hostile.seen if path.startswith("/v2/_catalog")] \
-        == [BASIC], "the registry's own origin gets the credentials"
+    assert [headers.get("Authorization") for _, path, headers in hostile.seen if path.startswith("/v2/_catalog")] == [
+        BASIC
+    ], "the registry's own origin gets the credentials"
 
 
-def test_a_redirect_to_another_origin_is_refused(hub: RegistryHub, hostile: HostileProxy,
-                                                 elsewhere: HostileProxy) -> None:
+def test_a_redirect_to_another_origin_is_refused(
+    hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy
+) -> None:
     hostile.respond(r"^/v2/$", 302, b"", headers={"Location": f"{elsewhere.url}/v2/"})
     _connect(hub, hostile.url)
 
@@ -108,7 +123,8 @@ def test_a_redirect_to_another_origin_is_refused(hub: RegistryHub, hostile: Host
 
 
 def test_a_redirect_within_the_registry_is_followed_with_the_credentials(
-        hub: RegistryHub, hostile: HostileProxy) -> None:
+    hub: RegistryHub, hostile: HostileProxy
+) -> None:
     hostile.respond(r"^/v2/$", 307, b"", headers={"Location": "/moved/v2/"})
     hostile.respond(r"^/moved/v2/$", 200, b"{}", headers={"Docker-Distribution-Api-Version": "registry/2.0"})
     _connect(hub, hostile.url, monitoring={"checkCatalog": False})
@@ -116,7 +132,9 @@ def test_a_redirect_within_the_registry_is_followed_with_the_credentials(
     assert hub.reconcile("hostile").ok
     assert hub.status("hostile")["available"] is True
     assert [(path, headers.get("Authorization")) for _, path, headers in hostile.seen] == [
-        ("/v2/", BASIC), ("/moved/v2/", BASIC)]
+        ("/v2/", BASIC),
+        ("/moved/v2/", BASIC),
+    ]
 
 
 def _token_requests(server: HostileProxy) -> list[str | None]:
@@ -132,7 +150,8 @@ def _challenge(registry: HostileProxy, realm: str, token_server: HostileProxy) -
 
 @pytest.mark.parametrize("insecure", [False, True], ids=["refused", "insecure-opt-out"])
 def test_a_plain_http_token_realm_gets_the_credentials_only_with_the_insecure_opt_out(
-        hub: RegistryHub, hostile: HostileProxy, caplog: pytest.LogCaptureFixture, insecure: bool) -> None:
+    hub: RegistryHub, hostile: HostileProxy, caplog: pytest.LogCaptureFixture, insecure: bool
+) -> None:
     realm = f"{hostile.url}/token"  # the registry's own origin: only the scheme is in question
     _challenge(hostile, realm, hostile)
     _connect(hub, hostile.url, insecure=insecure)
@@ -153,7 +172,8 @@ def _realm_url(server: HostileProxy, host: str) -> str:
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1"], ids=["other-host", "same-host-other-port"])
 def test_a_token_realm_on_another_origin_never_gets_the_credentials(
-        hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy, host: str) -> None:
+    hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy, host: str
+) -> None:
     realm = _realm_url(elsewhere, host)
     _challenge(hostile, realm, elsewhere)
     _connect(hub, hostile.url, insecure=True)  # plain HTTP allowed: only the origin is in question
@@ -164,17 +184,20 @@ def test_a_token_realm_on_another_origin_never_gets_the_credentials(
     assert elsewhere.seen == [], "nothing, credentials least of all, is sent to the refused realm"
     status = hub.status("hostile")
     assert status["phase"] == "Error"
-    assert (f"Registry unavailable: unexpected status code: 401: token realm {realm} refused: host {host} is not "
-            f"the registry's origin") in status["message"], status["message"]
+    assert (
+        f"Registry unavailable: unexpected status code: 401: token realm {realm} refused: host {host} is not "
+        f"the registry's origin"
+    ) in status["message"], status["message"]
     assert "plugins.registry.token_realm_hosts does not list it" in status["message"]
     assert 'token_realm_hosts = ["auth.docker.io"]' in status["message"]
 
 
 def test_a_token_realm_on_a_listed_host_gets_the_credentials(
-        make_hub: Callable[..., RegistryHub], recorder: object, hostile: HostileProxy,
-        elsewhere: HostileProxy) -> None:
-    hub = make_hub(extra={"recorder": recorder},
-                   settings={"registry": RegistrySettings(token_realm_hosts=("LocalHost",))})
+    make_hub: Callable[..., RegistryHub], recorder: object, hostile: HostileProxy, elsewhere: HostileProxy
+) -> None:
+    hub = make_hub(
+        extra={"recorder": recorder}, settings={"registry": RegistrySettings(token_realm_hosts=("LocalHost",))}
+    )
     _challenge(hostile, _realm_url(elsewhere, "localhost"), elsewhere)
     _connect(hub, hostile.url, insecure=True)
 
@@ -185,7 +208,8 @@ def test_a_token_realm_on_a_listed_host_gets_the_credentials(
 
 
 def test_an_anonymous_registry_asks_another_origin_for_a_token_without_credentials(
-        hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy) -> None:
+    hub: RegistryHub, hostile: HostileProxy, elsewhere: HostileProxy
+) -> None:
     _challenge(hostile, _realm_url(elsewhere, "localhost"), elsewhere)
     hub.create("hostile", {"endpoint": hostile.url, "insecure": True, "monitoring": {"checkCatalog": False}})
 

@@ -37,8 +37,11 @@ REGISTRY_CONNECTION_CASES: list[tuple[str, Mapping[str, Any], str]] = [
     ("credentialsRef not an object", {"credentialsRef": "creds"}, "spec.credentialsRef"),
     ("empty credentialsRef name", {"credentialsRef": {"name": ""}}, "spec.credentialsRef.name"),
     ("credentialsRef name with a path", {"credentialsRef": {"name": "../x"}}, "spec.credentialsRef.name"),
-    ("credentialsRef bad namespace", {"credentialsRef": {"name": "c", "namespace": "A_B"}},
-     "spec.credentialsRef.namespace"),
+    (
+        "credentialsRef bad namespace",
+        {"credentialsRef": {"name": "c", "namespace": "A_B"}},
+        "spec.credentialsRef.namespace",
+    ),
     ("monitoring not an object", {"monitoring": 30}, "spec.monitoring"),
     ("interval negative", {"monitoring": {"interval": -5}}, "spec.monitoring.interval"),
     ("interval huge", {"monitoring": {"interval": 10**12}}, "spec.monitoring.interval"),
@@ -58,8 +61,7 @@ REGISTRY_CONNECTION_CASES: list[tuple[str, Mapping[str, Any], str]] = [
 
 @pytest.fixture
 def checked(hub: RegistryHub, recorder: BackendPlugin, docker_registry: RunningRegistry) -> Any:
-    hub.create("local", {"endpoint": docker_registry.url, "displayName": "Local",
-                         "monitoring": {"checkCatalog": True}})
+    hub.create("local", {"endpoint": docker_registry.url, "displayName": "Local", "monitoring": {"checkCatalog": True}})
     good = hub.get("local")
 
     def reconcile(spec: Any = None) -> tuple[dict[str, Any], Any]:
@@ -73,13 +75,16 @@ def checked(hub: RegistryHub, recorder: BackendPlugin, docker_registry: RunningR
     yield good, reconcile
 
 
-@pytest.mark.parametrize(("case", "changes", "field"), REGISTRY_CONNECTION_CASES,
-                         ids=[case[0] for case in REGISTRY_CONNECTION_CASES])
+@pytest.mark.parametrize(
+    ("case", "changes", "field"), REGISTRY_CONNECTION_CASES, ids=[case[0] for case in REGISTRY_CONNECTION_CASES]
+)
 def test_a_malformed_registry_connection_is_an_error_naming_its_field(
-        checked: Any, recorder: BackendPlugin, case: str, changes: Mapping[str, Any], field: str) -> None:
+    checked: Any, recorder: BackendPlugin, case: str, changes: Mapping[str, Any], field: str
+) -> None:
     good, reconcile = checked
-    stored = [len(recorder.backend.of(piece)) for piece in (RegistrySpecPiece, RegistryStatusPiece,
-                                                             RegistryMetricsPiece)]
+    stored = [
+        len(recorder.backend.of(piece)) for piece in (RegistrySpecPiece, RegistryStatusPiece, RegistryMetricsPiece)
+    ]
     spec: Any = changes["__spec__"] if "__spec__" in changes else {**good["spec"], **changes}
     status, outcome = reconcile(spec)
     print(f"\n{case}: {status.get('phase')}: {str(status.get('message'))[:160]}")
@@ -88,8 +93,9 @@ def test_a_malformed_registry_connection_is_an_error_naming_its_field(
     assert len(status["message"]) <= 1100
     assert not outcome.ok and field in outcome.detail
     # Nothing was checked or stored for the bad spec: the last good check's data is kept.
-    assert [len(recorder.backend.of(piece)) for piece in (RegistrySpecPiece, RegistryStatusPiece,
-                                                          RegistryMetricsPiece)] == stored
+    assert [
+        len(recorder.backend.of(piece)) for piece in (RegistrySpecPiece, RegistryStatusPiece, RegistryMetricsPiece)
+    ] == stored
     assert recorder.backend.of(RegistrySpecPiece)[-1].spec.endpoint == good["spec"]["endpoint"]
     # The same bad spec again changes nothing on the hub (no status write per retry).
     again, _ = reconcile(spec)

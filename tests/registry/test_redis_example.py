@@ -55,8 +55,9 @@ def _read(client: redis.Redis, key: str) -> dict[str, Any]:
     elif kind == "set":
         entry["members"] = sorted(m.decode() for m in client.smembers(key))  # type: ignore[union-attr]
     elif kind == "zset":
-        entry["members"] = [{"score": score, "json": loads(member)}
-                            for member, score in client.zrange(key, 0, -1, withscores=True)]  # type: ignore[union-attr]
+        entry["members"] = [
+            {"score": score, "json": loads(member)} for member, score in client.zrange(key, 0, -1, withscores=True)
+        ]  # type: ignore[union-attr]
     elif kind == "list":
         entry["items"] = [loads(item) for item in client.lrange(key, 0, -1)]  # type: ignore[union-attr]
     return entry
@@ -71,8 +72,10 @@ def _ttl_ok(observed: int, expected: Any) -> bool:
 def _with_response_time(value: Any, measured: int, expected: int) -> Any:
     """``value`` with every ``response_time`` equal to ``measured`` replaced by ``expected``."""
     if isinstance(value, dict):
-        return {k: expected if k == "response_time" and v == measured else _with_response_time(v, measured, expected)
-                for k, v in value.items()}
+        return {
+            k: expected if k == "response_time" and v == measured else _with_response_time(v, measured, expected)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_with_response_time(v, measured, expected) for v in value]
     return value
@@ -88,8 +91,9 @@ def test_the_file_has_a_registry_reconcile_example() -> None:
 
 
 @pytest.fixture
-def routed_registry(pki: Pki, monkeypatch: pytest.MonkeyPatch
-                    ) -> Iterator[Callable[[dict[str, Any]], tuple[ScriptedRegistry, ConnectProxy]]]:
+def routed_registry(
+    pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[dict[str, Any]], tuple[ScriptedRegistry, ConnectProxy]]]:
     """``route(script)``: serve ``script`` as https://registry.example.com through a CONNECT proxy."""
     started: list[Any] = []
 
@@ -111,9 +115,12 @@ def routed_registry(pki: Pki, monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.parametrize("example", _examples(), ids=lambda e: str(e["id"]))
-def test_registry_reconcile_example(example: dict[str, Any], make_hub: Callable[..., RegistryHub],
-                                    redis_url: str,
-                                    routed_registry: Callable[..., tuple[ScriptedRegistry, ConnectProxy]]) -> None:
+def test_registry_reconcile_example(
+    example: dict[str, Any],
+    make_hub: Callable[..., RegistryHub],
+    redis_url: str,
+    routed_registry: Callable[..., tuple[ScriptedRegistry, ConnectProxy]],
+) -> None:
     [operation] = example["operations"]
     assert operation["op"] == OPERATION
     args = operation["args"]
@@ -123,8 +130,9 @@ def test_registry_reconcile_example(example: dict[str, Any], make_hub: Callable[
     assert wait_until(lambda: pubsub.get_message(timeout=0.1) is not None), "subscription not confirmed"
     registry, proxy = routed_registry(args["registry"])
     clock = fixed_clock(parse_time(args["clock"]))
-    hub = make_hub(names=[], extra={"registry": RegistryPlugin(clock=clock),
-                                    "redis": FixedClockRedisPlugin(redis_url, clock)})
+    hub = make_hub(
+        names=[], extra={"registry": RegistryPlugin(clock=clock), "redis": FixedClockRedisPlugin(redis_url, clock)}
+    )
     name = args["registry_connection"]["metadata"]["name"]
     hub.create(name, args["registry_connection"]["spec"])
 
@@ -144,8 +152,9 @@ def test_registry_reconcile_example(example: dict[str, Any], make_hub: Callable[
         got = _read(client, key)
         assert got["type"] == want["type"], key
         assert _ttl_ok(got["ttl"], want["ttl"]), f"{key}: ttl {got['ttl']}, want {want['ttl']}"
-        got_value = _with_response_time({k: v for k, v in got.items() if k not in ("type", "ttl")},
-                                        measured, expected_time)
+        got_value = _with_response_time(
+            {k: v for k, v in got.items() if k not in ("type", "ttl")}, measured, expected_time
+        )
         want_value = {k: v for k, v in want.items() if k not in ("type", "ttl")}
         assert same_value(got_value, want_value, strict_types=False), f"{key}: {got_value} != {want_value}"
     for key in example.get("absent_keys", []):

@@ -26,8 +26,12 @@ def test_health(case: dict[str, Any]) -> None:
 
 @vector_test("utils", "registry_message")
 def test_message(case: dict[str, Any]) -> None:
-    result = HealthCheckResult(available=case["available"], response_time_ms=case["response_time_ms"],
-                               repository_count=case["repository_count"], error=case["error"])
+    result = HealthCheckResult(
+        available=case["available"],
+        response_time_ms=case["response_time_ms"],
+        repository_count=case["repository_count"],
+        error=case["error"],
+    )
     assert health_message(case["health"], result) == case["out"]
 
 

@@ -33,8 +33,9 @@ def test_tls_passes_with_skip_tls_verify(hub: RegistryHub, docker_registry_tls: 
     assert status["version"] == "registry/2.0"
 
 
-def test_tls_passes_with_the_ca_in_the_system_trust(hub: RegistryHub, docker_registry_tls: RunningRegistry,
-                                                    pki: Pki, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tls_passes_with_the_ca_in_the_system_trust(
+    hub: RegistryHub, docker_registry_tls: RunningRegistry, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(pki.ca_cert))
     hub.create("tls", {"endpoint": f"localhost:{docker_registry_tls.process.port}"})
 
@@ -45,7 +46,8 @@ def test_tls_passes_with_the_ca_in_the_system_trust(hub: RegistryHub, docker_reg
 
 
 def test_insecure_means_plain_http_for_an_endpoint_without_scheme(
-        hub: RegistryHub, docker_registry: RunningRegistry) -> None:
+    hub: RegistryHub, docker_registry: RunningRegistry
+) -> None:
     address = f"127.0.0.1:{docker_registry.process.port}"
     hub.create("plain", {"endpoint": address, "insecure": True})
     hub.create("assumed-https", {"endpoint": address})
@@ -62,17 +64,26 @@ def test_insecure_means_plain_http_for_an_endpoint_without_scheme(
 def token_hub(make_hub: Callable[..., RegistryHub], recorder: object) -> RegistryHub:
     """A hub whose registries may send their credentials to the token issuer's host (another origin,
     as Docker Hub's auth.docker.io is: docs/security.md#registries)."""
-    return make_hub(extra={"recorder": recorder},
-                    settings={"registry": RegistrySettings(token_realm_hosts=("127.0.0.1",))})
+    return make_hub(
+        extra={"recorder": recorder}, settings={"registry": RegistrySettings(token_realm_hosts=("127.0.0.1",))}
+    )
 
 
-def test_bearer_challenge_is_answered_with_a_cached_token(token_hub: RegistryHub,
-                                                          token_registry: TokenRegistry) -> None:
+def test_bearer_challenge_is_answered_with_a_cached_token(
+    token_hub: RegistryHub, token_registry: TokenRegistry
+) -> None:
     hub = token_hub
     hub.secret("token-creds", USERNAME, PASSWORD)
     # The registry and its token issuer speak plain HTTP: an http:// realm needs the explicit opt-out.
-    hub.create("tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"},
-                          "insecure": True, "monitoring": {"checkCatalog": True}})
+    hub.create(
+        "tokens",
+        {
+            "endpoint": token_registry.registry.url,
+            "credentialsRef": {"name": "token-creds"},
+            "insecure": True,
+            "monitoring": {"checkCatalog": True},
+        },
+    )
     issued_before = len(token_registry.issuer.requests)
 
     outcome = hub.reconcile("tokens")
@@ -90,12 +101,14 @@ def test_bearer_challenge_is_answered_with_a_cached_token(token_hub: RegistryHub
     assert hub.status("tokens")["features"]["requires_auth"] is True
 
 
-def test_bearer_token_refused_for_wrong_credentials(token_hub: RegistryHub, token_registry: TokenRegistry,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_bearer_token_refused_for_wrong_credentials(
+    token_hub: RegistryHub, token_registry: TokenRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
     hub = token_hub
     hub.secret("token-creds", USERNAME, "wrong")
-    hub.create("tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"},
-                          "insecure": True})
+    hub.create(
+        "tokens", {"endpoint": token_registry.registry.url, "credentialsRef": {"name": "token-creds"}, "insecure": True}
+    )
 
     outcome = hub.reconcile("tokens")
 
@@ -106,7 +119,8 @@ def test_bearer_token_refused_for_wrong_credentials(token_hub: RegistryHub, toke
 
 
 def test_bearer_registry_without_credentials_is_available_and_requires_auth(
-        hub: RegistryHub, token_registry: TokenRegistry) -> None:
+    hub: RegistryHub, token_registry: TokenRegistry
+) -> None:
     hub.create("tokens", {"endpoint": token_registry.registry.url})
 
     assert hub.reconcile("tokens").ok

@@ -42,35 +42,68 @@ def test_crd_matches_the_spec() -> None:
     assert crd["metadata"]["name"] == "registryconnections.clusterpulse.io"
     names = crd["spec"]["names"]
     assert (names["kind"], names["listKind"], names["plural"], names["singular"], names["shortNames"]) == (
-        "RegistryConnection", "RegistryConnectionList", "registryconnections", "registryconnection",
-        ["rc", "regcon"])
+        "RegistryConnection",
+        "RegistryConnectionList",
+        "registryconnections",
+        "registryconnection",
+        ["rc", "regcon"],
+    )
     assert crd["spec"]["scope"] == "Namespaced"
     [version] = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
     assert version["subresources"] == {"status": {}}
     columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
     assert columns == [
-        ("Display Name", "string", ".spec.displayName"), ("Endpoint", "string", ".spec.endpoint"),
-        ("Type", "string", ".spec.type"), ("Available", "boolean", ".status.available"),
-        ("Health", "string", ".status.health"), ("Response Time", "integer", ".status.responseTime"),
-        ("Age", "date", ".metadata.creationTimestamp")]
+        ("Display Name", "string", ".spec.displayName"),
+        ("Endpoint", "string", ".spec.endpoint"),
+        ("Type", "string", ".spec.type"),
+        ("Available", "boolean", ".status.available"),
+        ("Health", "string", ".status.health"),
+        ("Response Time", "integer", ".status.responseTime"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
     schema = version["schema"]["openAPIV3Schema"]["properties"]
     spec, status = schema["spec"], schema["status"]
     assert spec["required"] == ["endpoint"]
-    assert set(spec["properties"]) == {"displayName", "endpoint", "type", "credentialsRef", "insecure",
-                                       "skipTLSVerify", "monitoring", "labels", "healthCheckPaths"}
+    assert set(spec["properties"]) == {
+        "displayName",
+        "endpoint",
+        "type",
+        "credentialsRef",
+        "insecure",
+        "skipTLSVerify",
+        "monitoring",
+        "labels",
+        "healthCheckPaths",
+    }
     assert spec["properties"]["credentialsRef"]["required"] == ["name"]
-    assert set(spec["properties"]["monitoring"]["properties"]) == {"interval", "timeout", "checkCatalog",
-                                                                   "maxCatalogEntries"}
+    assert set(spec["properties"]["monitoring"]["properties"]) == {
+        "interval",
+        "timeout",
+        "checkCatalog",
+        "maxCatalogEntries",
+    }
     assert status["required"] == ["available"]
-    assert status["properties"]["responseTime"] == {"type": "integer", "format": "int64",
-                                                    "description": "Milliseconds of GET /v2/."}
+    assert status["properties"]["responseTime"] == {
+        "type": "integer",
+        "format": "int64",
+        "description": "Milliseconds of GET /v2/.",
+    }
     assert status["properties"]["features"]["additionalProperties"] == {"type": "boolean"}
 
 
 def test_spec_reads_camel_case_and_skip_tls_verify() -> None:
-    spec = parse_spec({"spec": {"endpoint": "r.io", "skipTLSVerify": True, "displayName": "R",
-                                "monitoring": {"maxCatalogEntries": 7}, "healthCheckPaths": ["/v2/"]}})
+    spec = parse_spec(
+        {
+            "spec": {
+                "endpoint": "r.io",
+                "skipTLSVerify": True,
+                "displayName": "R",
+                "monitoring": {"maxCatalogEntries": 7},
+                "healthCheckPaths": ["/v2/"],
+            }
+        }
+    )
     assert (spec.endpoint, spec.skip_tls_verify, spec.display_name) == ("r.io", True, "R")
     assert spec.monitoring.max_catalog_entries == 7
     assert spec.credentials_ref is None
@@ -94,23 +127,42 @@ def test_message_with_error_text() -> None:
 
 
 def test_status_patch_removes_what_the_new_status_lacks_and_keeps_foreign_keys() -> None:
-    old = {"phase": "Connected", "health": "healthy", "available": True, "version": "registry/2.0",
-           "features": {"docker_v2_api": True, "catalog_accessible": True}, "repositoryCount": 4,
-           "conditions": [{"type": "Other"}], "message": "m", "responseTime": 5}
+    old = {
+        "phase": "Connected",
+        "health": "healthy",
+        "available": True,
+        "version": "registry/2.0",
+        "features": {"docker_v2_api": True, "catalog_accessible": True},
+        "repositoryCount": 4,
+        "conditions": [{"type": "Other"}],
+        "message": "m",
+        "responseTime": 5,
+    }
     result = HealthCheckResult(available=False, response_time_ms=3, error="request failed: x")
     new = desired_status(result, "unhealthy", "Registry unavailable: request failed: x", NOW)
 
     patch = status_patch(old, new, catalog_checked=False)
 
-    assert patch == {"phase": "Error", "health": "unhealthy", "available": False,
-                     "lastCheckTime": "2025-01-01T00:00:00Z", "responseTime": 3,
-                     "message": "Registry unavailable: request failed: x", "version": None, "features": None}
+    assert patch == {
+        "phase": "Error",
+        "health": "unhealthy",
+        "available": False,
+        "lastCheckTime": "2025-01-01T00:00:00Z",
+        "responseTime": 3,
+        "message": "Registry unavailable: request failed: x",
+        "version": None,
+        "features": None,
+    }
 
 
 def test_status_patch_nulls_dropped_features_and_writes_catalog_size_when_checked() -> None:
     old = {"features": {"docker_v2_api": True, "pagination": True}, "repositoryCount": 4, "available": True}
-    result = HealthCheckResult(available=True, response_time_ms=3, repository_count=5,
-                               features={"docker_v2_api": True, "catalog_accessible": True})
+    result = HealthCheckResult(
+        available=True,
+        response_time_ms=3,
+        repository_count=5,
+        features={"docker_v2_api": True, "catalog_accessible": True},
+    )
     new = desired_status(result, "healthy", "m", NOW)
 
     patch = status_patch(old, new, catalog_checked=True)
@@ -121,24 +173,40 @@ def test_status_patch_nulls_dropped_features_and_writes_catalog_size_when_checke
 
 
 def test_status_patch_of_an_identical_status_is_empty() -> None:
-    new = RegistryConnectionStatus(phase="Connected", health="healthy", available=True, last_check_time=NOW,
-                                   response_time=1, message="m", features={"a": True})
+    new = RegistryConnectionStatus(
+        phase="Connected",
+        health="healthy",
+        available=True,
+        last_check_time=NOW,
+        response_time=1,
+        message="m",
+        features={"a": True},
+    )
     from clusterpulse_core import serde
 
     assert status_patch(serde.unstructure(new), new, catalog_checked=True) == {}
 
 
-@pytest.mark.parametrize(("header", "expected"), [
-    ('Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull"',
-     BearerChallenge("https://auth.docker.io/token", "registry.docker.io", "repository:a/b:pull")),
-    ('Basic realm="x", Bearer realm="https://t.example/token", service=reg',
-     BearerChallenge("https://t.example/token", "reg", "")),
-    ('bearer realm="https://t/\\"q\\"",scope="registry:catalog:*"',
-     BearerChallenge('https://t/"q"', "", "registry:catalog:*")),
-    ('Basic realm="registry"', None),
-    ('Bearer service="no-realm"', None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (
+            'Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull"',
+            BearerChallenge("https://auth.docker.io/token", "registry.docker.io", "repository:a/b:pull"),
+        ),
+        (
+            'Basic realm="x", Bearer realm="https://t.example/token", service=reg',
+            BearerChallenge("https://t.example/token", "reg", ""),
+        ),
+        (
+            'bearer realm="https://t/\\"q\\"",scope="registry:catalog:*"',
+            BearerChallenge('https://t/"q"', "", "registry:catalog:*"),
+        ),
+        ('Basic realm="registry"', None),
+        ('Bearer service="no-realm"', None),
+        ("", None),
+    ],
+)
 def test_bearer_challenge_parsing(header: str, expected: BearerChallenge | None) -> None:
     assert parse_bearer_challenge(header) == expected
 
@@ -174,12 +242,15 @@ def test_credentials_repr_hides_the_password() -> None:
     assert credentials.complete and not Credentials("user", "").complete
 
 
-@pytest.mark.parametrize(("header", "expected"), [
-    ('</v2/_catalog?last=a%2Fx&n=1>; rel="next"', "http://r:5000/v2/_catalog?last=a%2Fx&n=1"),
-    ('<https://other/v2/_catalog?last=b>; rel=next', "https://other/v2/_catalog?last=b"),
-    ('</x>; rel="prev"', None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ('</v2/_catalog?last=a%2Fx&n=1>; rel="next"', "http://r:5000/v2/_catalog?last=a%2Fx&n=1"),
+        ("<https://other/v2/_catalog?last=b>; rel=next", "https://other/v2/_catalog?last=b"),
+        ('</x>; rel="prev"', None),
+        (None, None),
+    ],
+)
 def test_next_link(header: str | None, expected: str | None) -> None:
     assert next_link(header, "http://r:5000/v2/_catalog?n=1") == expected
 
@@ -192,8 +263,9 @@ def test_insecure_selects_plain_http_only_without_a_scheme() -> None:
 
 def _load_registry_settings(tmp_path: Path, value: str) -> RegistrySettings:
     config_file = tmp_path / "clusterpulse.toml"
-    config_file.write_text(f'[clusterpulse]\nplugins = ["registry"]\n\n'
-                           f'[plugins.registry]\ntoken_realm_hosts = {value}\n')
+    config_file.write_text(
+        f'[clusterpulse]\nplugins = ["registry"]\n\n[plugins.registry]\ntoken_realm_hosts = {value}\n'
+    )
     config, _ = load(str(config_file), env={})
     settings = config.plugin("registry")
     assert isinstance(settings, RegistrySettings)

@@ -20,10 +20,16 @@ CC_API = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"
 
 def node(name: str) -> dict[str, Any]:
     """A Ready node."""
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-                       "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {
+            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
 
 
 def managed_objects() -> list[dict[str, Any]]:
@@ -31,14 +37,19 @@ def managed_objects() -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}, node("node-a")]
 
 
-def secret(name: str, data: Mapping[str, str], namespace: str = NAMESPACE,
-           labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def secret(
+    name: str, data: Mapping[str, str], namespace: str = NAMESPACE, labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A hub Secret with ``data`` (plain text, encoded here) and ``labels``."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = dict(labels)
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta,
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": meta,
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
 
 
 class ClusterHub:
@@ -48,13 +59,19 @@ class ClusterHub:
         self.hub = hub
         self.runtime = runtime
 
-    def add(self, name: str, endpoint: str, data: Mapping[str, str], labels: Mapping[str, str] | None = None,
-            **spec: Any) -> None:
+    def add(
+        self, name: str, endpoint: str, data: Mapping[str, str], labels: Mapping[str, str] | None = None, **spec: Any
+    ) -> None:
         """The Secret ``<name>-token`` with ``data`` (and ``labels``), a ClusterConnection to ``endpoint`` using it."""
         self.hub.create(secret(f"{name}-token", data, labels=labels))
-        self.hub.create({"apiVersion": CC_API, "kind": "ClusterConnection",
-                         "metadata": {"name": name, "namespace": NAMESPACE},
-                         "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}, **spec}})
+        self.hub.create(
+            {
+                "apiVersion": CC_API,
+                "kind": "ClusterConnection",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"endpoint": endpoint, "credentialsRef": {"name": f"{name}-token"}, **spec},
+            }
+        )
 
     def reconcile(self, name: str) -> dict[str, Any]:
         """Reconcile ``name`` once as the runtime does; its status afterwards."""
@@ -64,8 +81,11 @@ class ClusterHub:
 
     def events(self, name: str) -> list[tuple[str, str, str]]:
         """(type, reason, message) of the hub Events about ``name``."""
-        return [(e["type"], e["reason"], e.get("message", "")) for e in self.hub.list("v1", "events", NAMESPACE)
-                if e["involvedObject"]["name"] == name]
+        return [
+            (e["type"], e["reason"], e.get("message", ""))
+            for e in self.hub.list("v1", "events", NAMESPACE)
+            if e["involvedObject"]["name"] == name
+        ]
 
     def close(self) -> None:
         """Close the runtime's clients."""
@@ -81,9 +101,11 @@ def make_cluster_hub(kube_api: Any, redis_url: str, tmp_path: Path, core: str = 
     hub.add_crd(kind.group, kind.version, kind.kind, kind.plural, short_names=kind.short_names)
     hub.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
     config_file = tmp_path / "clusterpulse.toml"
-    config_file.write_text(f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
-                           f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n{core}\n'
-                           f'[plugins.redis]\nurl = "{redis_url}"\n')
+    config_file.write_text(
+        f'[clusterpulse]\nplugins = ["redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
+        f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n{core}\n'
+        f'[plugins.redis]\nurl = "{redis_url}"\n'
+    )
     config, host = load(str(config_file), env={})
     return ClusterHub(hub, build_runtime(config, host, hub=KubeClient(hub.api_client())))
 

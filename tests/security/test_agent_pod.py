@@ -19,9 +19,16 @@ K8S_SCHEMA_VERSION = "1.37.0"  # as tests/test_deploy.py
 
 def _plan(**overrides: Any) -> AgentPlan:
     options: dict[str, Any] = {
-        "owner": Owner("clusterpulse", "east"), "cluster_name": "east", "ingester_address": "ingester.example:9443",
-        "token": "t", "image": f"{DEFAULT_COLLECTOR_IMAGE}:1.0.0", "version": "1.0.0",
-        "tls_enabled": True, "tls_server_name": "ingester.example", "ca_bundle": "-----BEGIN CERTIFICATE-----"}
+        "owner": Owner("clusterpulse", "east"),
+        "cluster_name": "east",
+        "ingester_address": "ingester.example:9443",
+        "token": "t",
+        "image": f"{DEFAULT_COLLECTOR_IMAGE}:1.0.0",
+        "version": "1.0.0",
+        "tls_enabled": True,
+        "tls_server_name": "ingester.example",
+        "ca_bundle": "-----BEGIN CERTIFICATE-----",
+    }
     return AgentPlan(**{**options, **overrides})
 
 
@@ -47,11 +54,14 @@ def test_the_pod_meets_the_restricted_level() -> None:
     assert namespace["metadata"]["labels"].items() >= POD_SECURITY_LABELS.items()
 
 
-@pytest.mark.parametrize(("address", "ports"), [
-    ("ingester.example:9443", {53, 443, 6443, 9443}),
-    ("dns:///ingester.example:7000", {53, 443, 6443, 7000}),
-    ("ingester.example:443", {53, 443, 6443}),
-])
+@pytest.mark.parametrize(
+    ("address", "ports"),
+    [
+        ("ingester.example:9443", {53, 443, 6443, 9443}),
+        ("dns:///ingester.example:7000", {53, 443, 6443, 7000}),
+        ("ingester.example:443", {53, 443, 6443}),
+    ],
+)
 def test_the_network_policy_denies_ingress_and_opens_only_the_needed_egress(address: str, ports: set[int]) -> None:
     policy = _plan(ingester_address=address).network_policy()
     assert isinstance(policy, NetworkPolicy)

@@ -7,8 +7,15 @@ from clusterpulse_cluster.agent_deploy.rbac import agent_rules
 
 
 def test_the_agent_role_never_grants_secrets_or_a_wildcard() -> None:
-    asked = [("", "secrets"), ("", "SECRETS"), ("*", "secrets"), ("", "Secrets"), ("apps", "*"), ("*", "pods"),
-             ("batch", "jobs")]
+    asked = [
+        ("", "secrets"),
+        ("", "SECRETS"),
+        ("*", "secrets"),
+        ("", "Secrets"),
+        ("apps", "*"),
+        ("*", "pods"),
+        ("batch", "jobs"),
+    ]
     rules = agent_rules(asked)
     names = [(group, resource) for rule in rules for group in rule.api_groups for resource in rule.resources]
     assert ("batch", "jobs") in names

@@ -22,12 +22,18 @@ ALLOW_HTTP_KEY = "insecure-allow-http"
 def _impostor(kube_api: Callable[..., Any], tmp_path: Path) -> Any:
     """An HTTPS API server whose certificate is valid for 127.0.0.1 but signed by an unknown CA."""
     made = make_certificates(tmp_path / "impostor", "localhost", ip="127.0.0.1", ca_name="impostor CA")
-    return kube_api(objects=managed_objects(), require_token=TOKEN, tls_cert=made.cert_file,
-                    tls_key=made.key_file, tls_ca=made.ca_file)
+    return kube_api(
+        objects=managed_objects(),
+        require_token=TOKEN,
+        tls_cert=made.cert_file,
+        tls_key=made.key_file,
+        tls_ca=made.ca_file,
+    )
 
 
 def test_without_ca_crt_the_system_trust_store_decides_and_an_unknown_ca_is_refused(
-        cluster_hub: ClusterHub, kube_api: Callable[..., Any], tmp_path: Path) -> None:
+    cluster_hub: ClusterHub, kube_api: Callable[..., Any], tmp_path: Path
+) -> None:
     impostor = _impostor(kube_api, tmp_path)
     cluster_hub.add("east", impostor.url, {"token": TOKEN})
     status = cluster_hub.reconcile("east")
@@ -38,7 +44,8 @@ def test_without_ca_crt_the_system_trust_store_decides_and_an_unknown_ca_is_refu
 
 
 def test_the_secrets_ca_crt_is_the_only_trust_root(
-        cluster_hub: ClusterHub, kube_api: Callable[..., Any], tmp_path: Path) -> None:
+    cluster_hub: ClusterHub, kube_api: Callable[..., Any], tmp_path: Path
+) -> None:
     impostor = _impostor(kube_api, tmp_path)
     genuine = kube_api(objects=managed_objects(), require_token=TOKEN)  # the loopback CA
     cluster_hub.add("east", genuine.url, {"token": TOKEN, "ca.crt": genuine.ca_pem})
@@ -51,7 +58,8 @@ def test_the_secrets_ca_crt_is_the_only_trust_root(
 
 
 def test_skipping_verification_is_an_explicit_visible_opt_out(
-        cluster_hub: ClusterHub, kube_api: Callable[..., Any], tmp_path: Path) -> None:
+    cluster_hub: ClusterHub, kube_api: Callable[..., Any], tmp_path: Path
+) -> None:
     impostor = _impostor(kube_api, tmp_path)
     cluster_hub.add("east", impostor.url, {"token": TOKEN, SKIP_TLS_VERIFY_KEY: "true"})
     status = cluster_hub.reconcile("east")
@@ -59,15 +67,18 @@ def test_skipping_verification_is_an_explicit_visible_opt_out(
     warning = condition(status, "InsecureTransport")
     assert warning is not None and (warning["status"], warning["reason"]) == ("True", "TLSVerificationSkipped")
     assert SKIP_TLS_VERIFY_KEY in warning["message"] and "clusterpulse/east-token" in warning["message"]
-    assert sorted((t, r) for t, r, _m in cluster_hub.events("east")) == [("Normal", "Connected"),
-                                                                         ("Warning", "InsecureTransport")]
+    assert sorted((t, r) for t, r, _m in cluster_hub.events("east")) == [
+        ("Normal", "Connected"),
+        ("Warning", "InsecureTransport"),
+    ]
     again = cluster_hub.reconcile("east")  # no second Event for the same opt-out
     assert condition(again, "InsecureTransport")["lastTransitionTime"] == warning["lastTransitionTime"]
     assert [r for _t, r, _m in cluster_hub.events("east")].count("InsecureTransport") == 1
 
 
 def test_a_token_never_goes_to_plain_http_unless_the_secret_allows_it(
-        cluster_hub: ClusterHub, kube_api: Callable[..., Any]) -> None:
+    cluster_hub: ClusterHub, kube_api: Callable[..., Any]
+) -> None:
     plain = kube_api(objects=managed_objects(), require_token=TOKEN, tls=False)
     assert plain.url.startswith("http://")
     cluster_hub.add("east", plain.url, {"token": TOKEN})
@@ -99,8 +110,7 @@ def test_removing_the_opt_out_removes_the_warning(cluster_hub: ClusterHub, kube_
     cluster_hub.add("east", cluster.url, {"token": TOKEN, SKIP_TLS_VERIFY_KEY: "true"})
     assert condition(cluster_hub.reconcile("east"), "InsecureTransport") is not None
     secret = cluster_hub.hub.get("v1", "secrets", "east-token", "clusterpulse")
-    secret["data"] = {"token": secret["data"]["token"],
-                      "ca.crt": base64.b64encode(cluster.ca_pem.encode()).decode()}
+    secret["data"] = {"token": secret["data"]["token"], "ca.crt": base64.b64encode(cluster.ca_pem.encode()).decode()}
     cluster_hub.hub.update(secret)
     status = cluster_hub.reconcile("east")
     assert status["phase"] == "Connected"

@@ -40,7 +40,8 @@ def make_hub(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> It
 
 
 def test_an_endpoint_outside_the_allow_list_is_refused_before_any_request(
-        make_hub: Callable[[str], ClusterHub], kube_api: Callable[..., Any]) -> None:
+    make_hub: Callable[[str], ClusterHub], kube_api: Callable[..., Any]
+) -> None:
     target = kube_api(objects=managed_objects(), require_token=TOKEN)
     refusing = make_hub('endpoint_allow_list = ["10.0.0.0/8", "*.clusters.example.com"]')
     refusing.add("east", target.url, {"token": TOKEN, "ca.crt": target.ca_pem})
@@ -57,8 +58,9 @@ def test_an_endpoint_outside_the_allow_list_is_refused_before_any_request(
     assert target.requests
 
 
-def test_a_secret_without_the_opt_in_label_is_never_sent(make_hub: Callable[[str], ClusterHub],
-                                                          kube_api: Callable[..., Any]) -> None:
+def test_a_secret_without_the_opt_in_label_is_never_sent(
+    make_hub: Callable[[str], ClusterHub], kube_api: Callable[..., Any]
+) -> None:
     target = kube_api(objects=managed_objects(), require_token=TOKEN)
     hub = make_hub("require_secret_label = true")
     hub.add("east", target.url, {"token": TOKEN, "ca.crt": target.ca_pem})
@@ -77,23 +79,31 @@ def test_a_secret_without_the_opt_in_label_is_never_sent(make_hub: Callable[[str
     assert lenient.reconcile("east")["phase"] == "Connected"
 
 
-def test_a_registry_endpoint_outside_the_allow_list_is_refused(kube_api: Callable[..., Any], redis_url: str,
-                                                               tmp_path: Path) -> None:
+def test_a_registry_endpoint_outside_the_allow_list_is_refused(
+    kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
     target = kube_api()  # records every request: the registry check must send none
     hub = kube_api()
     hub.create(crd_manifest(REGISTRY_CONNECTION))
     hub.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     hub.create(secret("registry-auth", {"username": "u", "password": "p"}, labels=LABELLED))
     config_file = tmp_path / "clusterpulse.toml"
-    config_file.write_text(f'[clusterpulse]\nplugins = ["redis", "registry"]\nnamespace = "{NAMESPACE}"\n'
-                           f'endpoint_allow_list = ["registry.example.com"]\nrequire_secret_label = true\n'
-                           f'[plugins.redis]\nurl = "{redis_url}"\n')
+    config_file.write_text(
+        f'[clusterpulse]\nplugins = ["redis", "registry"]\nnamespace = "{NAMESPACE}"\n'
+        f'endpoint_allow_list = ["registry.example.com"]\nrequire_secret_label = true\n'
+        f'[plugins.redis]\nurl = "{redis_url}"\n'
+    )
     config, host = load(str(config_file), env={})
     runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
     try:
-        obj = hub.create({"apiVersion": REGISTRY_CONNECTION.api_version, "kind": "RegistryConnection",
-                          "metadata": {"name": "quay", "namespace": NAMESPACE},
-                          "spec": {"endpoint": target.url, "credentialsRef": {"name": "registry-auth"}}})
+        obj = hub.create(
+            {
+                "apiVersion": REGISTRY_CONNECTION.api_version,
+                "kind": "RegistryConnection",
+                "metadata": {"name": "quay", "namespace": NAMESPACE},
+                "spec": {"endpoint": target.url, "credentialsRef": {"name": "registry-auth"}},
+            }
+        )
         reconcile_object(runtime, "registry", REGISTRY_CONNECTION, obj)
         status = hub.get(REGISTRY_CONNECTION.api_version, "RegistryConnection", "quay", NAMESPACE)["status"]
         assert status["phase"] == "Error"
@@ -104,19 +114,22 @@ def test_a_registry_endpoint_outside_the_allow_list_is_refused(kube_api: Callabl
         runtime.store.close()
 
 
-@pytest.mark.parametrize(("entries", "endpoint", "allowed"), [
-    (("api.example.com",), "https://API.example.com:6443", True),
-    (("api.example.com",), "https://api.example.com.evil.test", False),
-    (("*.example.com",), "https://east.example.com", True),
-    (("*.example.com",), "https://example.com", False),
-    (("*.example.com",), "https://east.example.com@evil.test/", False),
-    (("10.0.0.0/8",), "https://10.1.2.3:6443", True),
-    (("10.0.0.0/8",), "https://11.1.2.3", False),
-    (("10.0.0.0/8",), "https://10.example.com", False),
-    (("fd00::/8",), "https://[fd00::1]:6443", True),
-    (("192.0.2.7",), "192.0.2.7:443", True),
-    ((), "https://anything.example", True),
-])
+@pytest.mark.parametrize(
+    ("entries", "endpoint", "allowed"),
+    [
+        (("api.example.com",), "https://API.example.com:6443", True),
+        (("api.example.com",), "https://api.example.com.evil.test", False),
+        (("*.example.com",), "https://east.example.com", True),
+        (("*.example.com",), "https://example.com", False),
+        (("*.example.com",), "https://east.example.com@evil.test/", False),
+        (("10.0.0.0/8",), "https://10.1.2.3:6443", True),
+        (("10.0.0.0/8",), "https://11.1.2.3", False),
+        (("10.0.0.0/8",), "https://10.example.com", False),
+        (("fd00::/8",), "https://[fd00::1]:6443", True),
+        (("192.0.2.7",), "192.0.2.7:443", True),
+        ((), "https://anything.example", True),
+    ],
+)
 def test_allow_list_entries(entries: tuple[str, ...], endpoint: str, allowed: bool) -> None:
     policy = CredentialsPolicy(entries)
     if allowed:

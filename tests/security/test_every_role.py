@@ -17,8 +17,16 @@ from clusterpulse_core.runtime.bootstrap import load
 CONFIG = Path(__file__).parents[2] / "deploy" / "base" / "clusterpulse.toml"
 READ = {"get", "list", "watch"}
 #: What MetricSources could make the agent read: Secrets in every spelling, wildcards, and a real type.
-ASKED = (("", "secrets"), ("", "Secrets"), ("", "SECRETS "), ("", "secrets/status"), ("*", "pods"), ("apps", "*"),
-         ("*", "*"), ("batch", "jobs"))
+ASKED = (
+    ("", "secrets"),
+    ("", "Secrets"),
+    ("", "SECRETS "),
+    ("", "secrets/status"),
+    ("*", "pods"),
+    ("apps", "*"),
+    ("*", "*"),
+    ("batch", "jobs"),
+)
 
 
 def _generated() -> dict[str, list[dict[str, Any]]]:
@@ -27,26 +35,44 @@ def _generated() -> dict[str, list[dict[str, Any]]]:
     kinds = [kind for _owner, kind in host.kinds.values()]
     extra = [rbac.parse_read(text) for text in ("apps/replicasets", "batch/jobs", "configmaps")]
     sharded = attrs.evolve(config.core, sharding=True)
-    hub = [*rbac.hub_manifests(kinds, config.core), *rbac.hub_manifests(kinds, sharded),
-           *rbac.cross_namespace_manifests(kinds, config.core)]
+    hub = [
+        *rbac.hub_manifests(kinds, config.core),
+        *rbac.hub_manifests(kinds, sharded),
+        *rbac.cross_namespace_manifests(kinds, config.core),
+    ]
     managed = [*rbac.managed_manifests(kinds, extra), *rbac.managed_manifests(kinds, extra, push=True)]
-    plan = AgentPlan(owner=Owner("clusterpulse", "east"), cluster_name="east", ingester_address="ingester:9443",
-                     token="t", image="clusterpulse-collector", version="1", read_types=ASKED)
+    plan = AgentPlan(
+        owner=Owner("clusterpulse", "east"),
+        cluster_name="east",
+        ingester_address="ingester:9443",
+        token="t",
+        image="clusterpulse-collector",
+        version="1",
+        read_types=ASKED,
+    )
     agent = [to_wire(obj) for _step, obj in plan.objects() if isinstance(obj, ClusterRole)]
     roles = {"hub": hub, "managed": managed, "agent": agent}
     return {where: [doc for doc in docs if doc["kind"] in ("Role", "ClusterRole")] for where, docs in roles.items()}
 
 
 def _names(rule: dict[str, Any]) -> list[str]:
-    return [*rule.get("apiGroups", ()), *rule.get("resources", ()), *rule.get("verbs", ()),
-            *rule.get("resourceNames", ())]
+    return [
+        *rule.get("apiGroups", ()),
+        *rule.get("resources", ()),
+        *rule.get("verbs", ()),
+        *rule.get("resourceNames", ()),
+    ]
 
 
 def test_every_generated_role_is_checked() -> None:
     roles = _generated()
     assert {where: len(docs) for where, docs in roles.items()} == {"hub": 3, "managed": 3, "agent": 1}
-    agent_resources = {(group, resource) for rule in roles["agent"][0]["rules"] for group in rule["apiGroups"]
-                       for resource in rule["resources"]}
+    agent_resources = {
+        (group, resource)
+        for rule in roles["agent"][0]["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
     assert ("batch", "jobs") in agent_resources, "the agent still gets what a MetricSource may read"
 
 

@@ -39,10 +39,13 @@ def test_a_backtracking_pattern_takes_one_step_per_character(pattern: str, name:
 
 
 def _metric_source(include: list[str]) -> dict[str, Any]:
-    return {"metadata": {"name": "pvcs", "namespace": "clusterpulse"},
-            "spec": {"source": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                                "namespaces": {"include": include}},
-                     "fields": [{"name": "phase", "path": ".status.phase"}]}}
+    return {
+        "metadata": {"name": "pvcs", "namespace": "clusterpulse"},
+        "spec": {
+            "source": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespaces": {"include": include}},
+            "fields": [{"name": "phase", "path": ".status.phase"}],
+        },
+    }
 
 
 def test_a_metricsource_pattern_over_the_cap_is_an_error_naming_it_on_the_hub_and_the_agent() -> None:
@@ -54,9 +57,13 @@ def test_a_metricsource_pattern_over_the_cap_is_an_error_naming_it_on_the_hub_an
     assert caught.value.field == "spec.source.namespaces.include[1]"
     assert f"longer than {MAX_PATTERN_LENGTH}" in str(caught.value)
     # An agent gets the compiled definition from the hub: an over-long pattern in it is refused there too.
-    pushed = attrs.evolve(program.compiled, source=attrs.evolve(
-        program.compiled.source, namespaces=attrs.evolve(program.compiled.source.namespaces,
-                                                         include=("prod", longest + "x"))))
+    pushed = attrs.evolve(
+        program.compiled,
+        source=attrs.evolve(
+            program.compiled.source,
+            namespaces=attrs.evolve(program.compiled.source.namespaces, include=("prod", longest + "x")),
+        ),
+    )
     with pytest.raises(SpecError) as caught:
         program_from_compiled(pushed)
     assert caught.value.field == "spec.source.namespaces.include[1]"
@@ -64,12 +71,24 @@ def test_a_metricsource_pattern_over_the_cap_is_an_error_naming_it_on_the_hub_an
 
 def test_a_policy_pattern_over_the_cap_is_an_error_naming_it() -> None:
     def policy(name: str) -> Any:
-        return parse_spec({"spec": {
-            "identity": {"priority": 10, "subjects": {"groups": ["ops"]}},
-            "access": {"effect": "Allow"},
-            "scope": {"clusters": {"rules": [{"selector": {"matchNames": ["a"]},
-                                              "resources": [{"type": "pods", "filters": {
-                                                  "names": {"allowed": ["web", name]}}}]}]}}}})
+        return parse_spec(
+            {
+                "spec": {
+                    "identity": {"priority": 10, "subjects": {"groups": ["ops"]}},
+                    "access": {"effect": "Allow"},
+                    "scope": {
+                        "clusters": {
+                            "rules": [
+                                {
+                                    "selector": {"matchNames": ["a"]},
+                                    "resources": [{"type": "pods", "filters": {"names": {"allowed": ["web", name]}}}],
+                                }
+                            ]
+                        }
+                    },
+                }
+            }
+        )
 
     longest = "web-*" + "x" * (MAX_PATTERN_LENGTH - 5)
     compiled = compile_policy("p", "clusterpulse", policy(longest), utcnow())
@@ -77,4 +96,5 @@ def test_a_policy_pattern_over_the_cap_is_an_error_naming_it() -> None:
     with pytest.raises(CompileError) as caught:
         compile_policy("p", "clusterpulse", policy(longest + "x"), utcnow())
     assert str(caught.value).startswith(
-        "spec.scope.clusters.rules[0].resources[0].filters.names.allowed[1]: pattern is"), caught.value
+        "spec.scope.clusters.rules[0].resources[0].filters.names.allowed[1]: pattern is"
+    ), caught.value

@@ -28,8 +28,9 @@ def no_tls_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_plaintext_on_either_side_is_warned_about(tmp_path: Path) -> None:
-    warnings = check(tmp_path, "[plugins.ingester]\ntls_enabled = false\n"
-                               "[plugins.cluster]\ningester_tls_enabled = false\n")
+    warnings = check(
+        tmp_path, "[plugins.ingester]\ntls_enabled = false\n[plugins.cluster]\ningester_tls_enabled = false\n"
+    )
     assert any(INGESTER in line for line in warnings), warnings
     assert any(AGENTS in line for line in warnings), warnings
 

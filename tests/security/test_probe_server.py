@@ -17,8 +17,13 @@ MAX_CONNECTIONS = 3
 
 @pytest.fixture
 def server() -> Iterator[ProbeServer]:
-    probe = ProbeServer("health", ("127.0.0.1", 0), {"/healthz": lambda: Reply(200, b"ok")},
-                        request_timeout=REQUEST_TIMEOUT, max_connections=MAX_CONNECTIONS)
+    probe = ProbeServer(
+        "health",
+        ("127.0.0.1", 0),
+        {"/healthz": lambda: Reply(200, b"ok")},
+        request_timeout=REQUEST_TIMEOUT,
+        max_connections=MAX_CONNECTIONS,
+    )
     probe.start()
     yield probe
     probe.stop()
@@ -52,8 +57,11 @@ def test_half_open_requests_do_not_hold_the_server(server: ProbeServer) -> None:
     slow = [_half_open(server.port) for _ in range(MAX_CONNECTIONS)]
     try:
         # The pool is full: one more connection is answered 503 at once, without waiting for a slot.
-        busy = eventually(lambda: (reply := _get(server.port)).startswith(b"HTTP/1.0 503") and reply,
-                          "a 503 while every slot is held", timeout=10 * REQUEST_TIMEOUT)
+        busy = eventually(
+            lambda: (reply := _get(server.port)).startswith(b"HTTP/1.0 503") and reply,
+            "a 503 while every slot is held",
+            timeout=10 * REQUEST_TIMEOUT,
+        )
         assert b"Connection: close" in busy
         # Each half-open client is cut at the request timeout (recv returns end of stream, no timeout).
         for sock in slow:
@@ -61,8 +69,9 @@ def test_half_open_requests_do_not_hold_the_server(server: ProbeServer) -> None:
     finally:
         for sock in slow:
             sock.close()
-    assert eventually(lambda: _get(server.port).startswith(b"HTTP/1.0 200"), "served again",
-                      timeout=10 * REQUEST_TIMEOUT)
+    assert eventually(
+        lambda: _get(server.port).startswith(b"HTTP/1.0 200"), "served again", timeout=10 * REQUEST_TIMEOUT
+    )
 
 
 def test_a_client_trickling_bytes_is_cut_at_the_request_timeout(server: ProbeServer) -> None:

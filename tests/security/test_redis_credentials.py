@@ -49,21 +49,39 @@ def _whoami(client: redis.Redis) -> str:
     return who.decode() if isinstance(who, bytes) else str(who)
 
 
-def test_an_acl_user_from_redis_username_and_redis_password(tls_redis: ServerProcess,
-                                                           certificates: Certificates) -> None:
-    settings = _settings({"REDIS_HOST": "localhost", "REDIS_PORT": str(tls_redis.port), "REDIS_USERNAME": "alice",
-                          "REDIS_PASSWORD": PASSWORD}, tls=True, tls_ca_file=str(certificates.ca_file))
+def test_an_acl_user_from_redis_username_and_redis_password(
+    tls_redis: ServerProcess, certificates: Certificates
+) -> None:
+    settings = _settings(
+        {
+            "REDIS_HOST": "localhost",
+            "REDIS_PORT": str(tls_redis.port),
+            "REDIS_USERNAME": "alice",
+            "REDIS_PASSWORD": PASSWORD,
+        },
+        tls=True,
+        tls_ca_file=str(certificates.ca_file),
+    )
     client = connect(settings)
     assert _whoami(client) == "alice"
     client.close()
     # The same user with a rediss:// URL naming no credentials.
-    url = _settings({"REDIS_USERNAME": "alice", "REDIS_PASSWORD": PASSWORD},
-                    url=f"rediss://localhost:{tls_redis.port}/0", tls_ca_file=str(certificates.ca_file))
+    url = _settings(
+        {"REDIS_USERNAME": "alice", "REDIS_PASSWORD": PASSWORD},
+        url=f"rediss://localhost:{tls_redis.port}/0",
+        tls_ca_file=str(certificates.ca_file),
+    )
     client = connect(url)
     assert _whoami(client) == "alice"
     client.close()
-    wrong = _settings({"REDIS_USERNAME": "alice", "REDIS_PASSWORD": "wrong"}, host="localhost",
-                      port=tls_redis.port, tls=True, tls_ca_file=str(certificates.ca_file), retry_attempts=0)
+    wrong = _settings(
+        {"REDIS_USERNAME": "alice", "REDIS_PASSWORD": "wrong"},
+        host="localhost",
+        port=tls_redis.port,
+        tls=True,
+        tls_ca_file=str(certificates.ca_file),
+        retry_attempts=0,
+    )
     client = connect(wrong)
     with pytest.raises(redis.AuthenticationError):
         client.ping()
@@ -75,10 +93,12 @@ def test_redis_tls_checks_the_host_name(tls_redis: ServerProcess, certificates: 
     # The certificate names localhost, not 127.0.0.1: same server, same CA, only the name differs.
     def settings(host: str) -> RedisSettings:
         if form == "url":
-            return RedisSettings(url=f"rediss://{host}:{tls_redis.port}/0", tls_ca_file=str(certificates.ca_file),
-                                 retry_attempts=0)
-        return RedisSettings(host=host, port=tls_redis.port, tls=True, tls_ca_file=str(certificates.ca_file),
-                             retry_attempts=0)
+            return RedisSettings(
+                url=f"rediss://{host}:{tls_redis.port}/0", tls_ca_file=str(certificates.ca_file), retry_attempts=0
+            )
+        return RedisSettings(
+            host=host, port=tls_redis.port, tls=True, tls_ca_file=str(certificates.ca_file), retry_attempts=0
+        )
 
     good = connect(settings("localhost"))
     assert good.ping()
@@ -91,8 +111,9 @@ def test_redis_tls_checks_the_host_name(tls_redis: ServerProcess, certificates: 
 
 def test_redis_tls_refuses_a_certificate_of_another_ca(tls_redis: ServerProcess, tmp_path: Path) -> None:
     other = make_certificates(tmp_path, "localhost", ca_name="another CA")
-    client = connect(RedisSettings(host="localhost", port=tls_redis.port, tls=True, tls_ca_file=str(other.ca_file),
-                                   retry_attempts=0))
+    client = connect(
+        RedisSettings(host="localhost", port=tls_redis.port, tls=True, tls_ca_file=str(other.ca_file), retry_attempts=0)
+    )
     with pytest.raises(redis.ConnectionError, match=r"(?i)certificate verify failed"):
         client.ping()
     client.close()
@@ -112,11 +133,17 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_config_show_masks_every_password_inside_urls(tmp_path: Path) -> None:
-    path = _write(tmp_path, '[clusterpulse]\nplugins = ["redis", "vmwriter"]\n'
-                            '[plugins.redis]\nurl = "rediss://alice:S3cret-url@redis.example:6380/0"\n'
-                            '[plugins.vmwriter]\nendpoint = "https://writer:S3cret-vm@vm.example:8428"\n')
-    result = CliRunner().invoke(cli, ["--config", str(path), "config", "show"],
-                                env={"VM_BEARER_TOKEN": "", "VM_PASSWORD": "", "REDIS_PASSWORD": ""})
+    path = _write(
+        tmp_path,
+        '[clusterpulse]\nplugins = ["redis", "vmwriter"]\n'
+        '[plugins.redis]\nurl = "rediss://alice:S3cret-url@redis.example:6380/0"\n'
+        '[plugins.vmwriter]\nendpoint = "https://writer:S3cret-vm@vm.example:8428"\n',
+    )
+    result = CliRunner().invoke(
+        cli,
+        ["--config", str(path), "config", "show"],
+        env={"VM_BEARER_TOKEN": "", "VM_PASSWORD": "", "REDIS_PASSWORD": ""},
+    )
     assert result.exit_code == 0, result.output
     assert "S3cret" not in result.output
     shown = json.loads(result.output)
@@ -126,9 +153,16 @@ def test_config_show_masks_every_password_inside_urls(tmp_path: Path) -> None:
 
 def test_config_show_masks_credentials_from_the_environment(tmp_path: Path) -> None:
     path = _write(tmp_path, '[clusterpulse]\nplugins = ["redis", "vmwriter"]\n')
-    result = CliRunner().invoke(cli, ["--config", str(path), "config", "show"],
-                                env={"REDIS_USERNAME": "alice", "REDIS_PASSWORD": "S3cret-env",
-                                     "VM_PASSWORD": "S3cret-vm-env", "VM_USERNAME": "writer"})
+    result = CliRunner().invoke(
+        cli,
+        ["--config", str(path), "config", "show"],
+        env={
+            "REDIS_USERNAME": "alice",
+            "REDIS_PASSWORD": "S3cret-env",
+            "VM_PASSWORD": "S3cret-vm-env",
+            "VM_USERNAME": "writer",
+        },
+    )
     assert result.exit_code == 0, result.output
     assert "S3cret" not in result.output
     shown = json.loads(result.output)
@@ -138,18 +172,26 @@ def test_config_show_masks_credentials_from_the_environment(tmp_path: Path) -> N
 
 
 def test_config_check_warns_about_credentials_over_plain_transport(tmp_path: Path) -> None:
-    path = _write(tmp_path, '[clusterpulse]\nplugins = ["redis", "vmwriter"]\n'
-                            '[plugins.redis]\npassword = "p"\n'
-                            '[plugins.vmwriter]\nendpoint = "http://vm:8428"\nbearer_token = "t"\n')
+    path = _write(
+        tmp_path,
+        '[clusterpulse]\nplugins = ["redis", "vmwriter"]\n'
+        '[plugins.redis]\npassword = "p"\n'
+        '[plugins.vmwriter]\nendpoint = "http://vm:8428"\nbearer_token = "t"\n',
+    )
     result = CliRunner().invoke(cli, ["--config", str(path), "config", "check"], env={"REDIS_PASSWORD": ""})
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
     assert any("plugins.redis.password: sent to Redis over plain TCP" in line for line in warnings), warnings
-    assert any("plugins.vmwriter.endpoint: credentials are sent to VictoriaMetrics over plain http://" in line
-               for line in warnings), warnings
-    secure = _write(tmp_path, '[clusterpulse]\nplugins = ["redis", "vmwriter"]\n'
-                              '[plugins.redis]\npassword = "p"\ntls = true\n'
-                              '[plugins.vmwriter]\nendpoint = "https://vm:8428"\nbearer_token = "t"\n')
+    assert any(
+        "plugins.vmwriter.endpoint: credentials are sent to VictoriaMetrics over plain http://" in line
+        for line in warnings
+    ), warnings
+    secure = _write(
+        tmp_path,
+        '[clusterpulse]\nplugins = ["redis", "vmwriter"]\n'
+        '[plugins.redis]\npassword = "p"\ntls = true\n'
+        '[plugins.vmwriter]\nendpoint = "https://vm:8428"\nbearer_token = "t"\n',
+    )
     result = CliRunner().invoke(cli, ["--config", str(secure), "config", "check"], env={"REDIS_PASSWORD": ""})
     assert result.exit_code == 0, result.output
     assert "warning:" not in result.output

@@ -48,9 +48,15 @@ class VictoriaMetrics:
         self.server = ServerProcess("victoria-metrics", self._command, self._healthy)
 
     def _command(self, port: int, workdir: Path) -> list[str]:
-        argv = [self._binary, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={workdir / 'data'}",
-                "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache",
-                "-loggerLevel=ERROR"]
+        argv = [
+            self._binary,
+            f"-httpListenAddr=127.0.0.1:{port}",
+            f"-storageDataPath={workdir / 'data'}",
+            "-retentionPeriod=100y",
+            "-search.latencyOffset=0s",
+            "-search.disableCache",
+            "-loggerLevel=ERROR",
+        ]
         if self.username:
             argv += [f"-httpAuth.username={self.username}", f"-httpAuth.password={self.password}"]
         return argv
@@ -88,8 +94,12 @@ class VictoriaMetrics:
         """Every stored sample of the matching series (flushes first so fresh samples are visible)."""
         flushed = self._http.request("GET", f"{self.url}/internal/force_flush", headers=self._headers())
         assert flushed.status == 200, flushed.data
-        response = self._http.request("GET", f"{self.url}/api/v1/export", headers=self._headers(),
-                                      fields={"match[]": match, "start": "0", "end": str(int(time.time()) + 86400)})
+        response = self._http.request(
+            "GET",
+            f"{self.url}/api/v1/export",
+            headers=self._headers(),
+            fields={"match[]": match, "start": "0", "end": str(int(time.time()) + 86400)},
+        )
         assert response.status == 200, response.data
         samples: Samples = {}
         for line in response.data.splitlines():
@@ -221,19 +231,41 @@ def ms(moment: datetime) -> int:
 def node(name: str, when: datetime, index: int = 0) -> NodeMetrics:
     """A node with a distinct value in every gauge."""
     return NodeMetrics(
-        name=name, timestamp=when,
-        cpu_usage_percent=11.290322580645162 + index, memory_usage_percent=42.5,
-        pods_total=12 + index, pods_running=10, cpu_capacity=16.0, memory_capacity=68719476736,
-        storage_capacity=107374182400, pods_capacity=110, cpu_allocatable=15.5,
-        memory_allocatable=66571993088, storage_allocatable=96636764160, pods_allocatable=109,
-        cpu_requested=1.75, memory_requested=4294967296, pods_pending=1, pods_failed=0, pods_succeeded=1,
+        name=name,
+        timestamp=when,
+        cpu_usage_percent=11.290322580645162 + index,
+        memory_usage_percent=42.5,
+        pods_total=12 + index,
+        pods_running=10,
+        cpu_capacity=16.0,
+        memory_capacity=68719476736,
+        storage_capacity=107374182400,
+        pods_capacity=110,
+        cpu_allocatable=15.5,
+        memory_allocatable=66571993088,
+        storage_allocatable=96636764160,
+        pods_allocatable=109,
+        cpu_requested=1.75,
+        memory_requested=4294967296,
+        pods_pending=1,
+        pods_failed=0,
+        pods_succeeded=1,
     )
 
 
 def cluster_metrics(when: datetime) -> ClusterMetrics:
     """Cluster totals with distinct values."""
-    return ClusterMetrics(timestamp=when, nodes=3, nodes_ready=2, namespaces=7, pods=36, pods_running=30,
-                          cpu_capacity=48.0, memory_capacity=206158430208, deployments=9)
+    return ClusterMetrics(
+        timestamp=when,
+        nodes=3,
+        nodes_ready=2,
+        namespaces=7,
+        pods=36,
+        pods_running=30,
+        cpu_capacity=48.0,
+        memory_capacity=206158430208,
+        deployments=9,
+    )
 
 
 def reconcile_pieces(cluster: str, when: datetime, nodes: int = 2) -> list[Piece]:
@@ -242,20 +274,30 @@ def reconcile_pieces(cluster: str, when: datetime, nodes: int = 2) -> list[Piece
         NodesPiece(cluster, tuple(node(f"worker-{i}", when, i) for i in range(nodes))),
         ClusterMetricsPiece(cluster, cluster_metrics(when)),
         OperatorsPiece(cluster, (OperatorInfo(name="cert-manager.v1.12.0"), OperatorInfo(name="etcd.v0.9.4"))),
-        ClusterOperatorsPiece(cluster, (
-            ClusterOperatorInfo(name="dns", available=True, progressing=False, degraded=True, upgradeable=False),
-        )),
+        ClusterOperatorsPiece(
+            cluster,
+            (ClusterOperatorInfo(name="dns", available=True, progressing=False, degraded=True, upgradeable=False),),
+        ),
     ]
 
 
 def aggregation_piece(cluster: str, source_id: str, when: datetime) -> AggregationsPiece:
     """A MetricSource result with a plain, a bool, a grouped, a null and a text value."""
-    return AggregationsPiece(cluster, AggregationResults(
-        source_id=source_id, computed_at=when,
-        values={"total-cpu": 8.5, "count": 3, "all_ready": True,
+    return AggregationsPiece(
+        cluster,
+        AggregationResults(
+            source_id=source_id,
+            computed_at=when,
+            values={
+                "total-cpu": 8.5,
+                "count": 3,
+                "all_ready": True,
                 "by_phase": {"Running": 2, "Pending": 1, 'we"ird\\key\n': 4, "odd": "x"},
-                "nothing": None, "label": "abc"},
-    ))
+                "nothing": None,
+                "label": "abc",
+            },
+        ),
+    )
 
 
 @pytest.fixture

@@ -15,10 +15,18 @@ STARTED = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
 
 def _alert(**changes: Any) -> Alert:
     values: dict[str, Any] = {
-        "id": "OperatorFailed-0123456789abcdef", "name": "OperatorFailed", "severity": "warning",
-        "message": "operator bad is in phase Failed", "timestamp": STARTED, "source": "builtin",
-        "resource_type": "operator", "resource_name": "bad", "namespace": "ops", "cluster": "prod",
-        "rule": "OperatorFailed"}
+        "id": "OperatorFailed-0123456789abcdef",
+        "name": "OperatorFailed",
+        "severity": "warning",
+        "message": "operator bad is in phase Failed",
+        "timestamp": STARTED,
+        "source": "builtin",
+        "resource_type": "operator",
+        "resource_name": "bad",
+        "namespace": "ops",
+        "cluster": "prod",
+        "rule": "OperatorFailed",
+    }
     values.update(changes)
     return Alert(**values)
 
@@ -37,5 +45,6 @@ def test_victoria_metrics_gets_one_while_firing_and_zero_once_resolved(vm: Any) 
     labels = {"cluster": "prod", "alert": "OperatorFailed", "severity": "warning"}
     by_resource = {dict(name[1])["resource"]: sorted(points.values()) for name, points in series.items()}
     assert {tuple(sorted(dict(name[1]).items())) for name in series} == {
-        tuple(sorted({**labels, "resource": resource}.items())) for resource in ("ops/bad", "ops/worse")}
+        tuple(sorted({**labels, "resource": resource}.items())) for resource in ("ops/bad", "ops/worse")
+    }
     assert by_resource == {"ops/bad": [1.0], "ops/worse": [0.0, 1.0]}

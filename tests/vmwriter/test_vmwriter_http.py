@@ -108,4 +108,6 @@ def test_credentials_from_files_mounted_from_a_secret(recorder: Any, pieces: Any
     backend.store([ClusterMetricsPiece("c", pieces.cluster_metrics(pieces.at(1)))])
     backend.close()
     assert [request.headers["authorization"] for request in recorder.requests] == [
-        "Bearer from-file", "Basic " + base64.b64encode(b"writer:pw-file").decode()]
+        "Bearer from-file",
+        "Basic " + base64.b64encode(b"writer:pw-file").decode(),
+    ]

@@ -32,11 +32,27 @@ from clusterpulse_core.clock import ZERO_TIME
 
 
 def test_float_text_spec_examples() -> None:
-    examples = [(8.0, "8"), (15.5, "15.5"), (0.0001, "0.0001"), (1e-05, "1e-05"), (0.00012, "0.00012"),
-                (999999.0, "999999"), (1e6, "1e+06"), (1234567.0, "1.234567e+06"),
-                (1000000.5, "1.0000005e+06"), (6.4e10, "6.4e+10"), (123456.7, "123456.7"), (0.0, "0"),
-                (-0.0, "-0"), (math.inf, "+Inf"), (-math.inf, "-Inf"), (-1234567.0, "-1.234567e+06"),
-                (123456789012345.0, "1.23456789012345e+14"), (1e16, "1e+16"), (-2.5e-07, "-2.5e-07")]
+    examples = [
+        (8.0, "8"),
+        (15.5, "15.5"),
+        (0.0001, "0.0001"),
+        (1e-05, "1e-05"),
+        (0.00012, "0.00012"),
+        (999999.0, "999999"),
+        (1e6, "1e+06"),
+        (1234567.0, "1.234567e+06"),
+        (1000000.5, "1.0000005e+06"),
+        (6.4e10, "6.4e+10"),
+        (123456.7, "123456.7"),
+        (0.0, "0"),
+        (-0.0, "-0"),
+        (math.inf, "+Inf"),
+        (-math.inf, "-Inf"),
+        (-1234567.0, "-1.234567e+06"),
+        (123456789012345.0, "1.23456789012345e+14"),
+        (1e16, "1e+16"),
+        (-2.5e-07, "-2.5e-07"),
+    ]
     assert [(value, float_text(value)) for value, _ in examples] == examples
     assert float_text(math.nan) == "NaN"
 
@@ -102,22 +118,29 @@ def test_node_lines_table_order_and_types(pieces: Any) -> None:
 
 def test_operator_lines_write_only_the_collected_kinds() -> None:
     only_olm = operator_lines("c", [OperatorInfo(name="a")], None, 1)
-    assert only_olm == ['clusterpulse_operator_installed{cluster="c",operator="a"} 1 1',
-                        'clusterpulse_cluster_operators_total{cluster="c"} 1 1']
+    assert only_olm == [
+        'clusterpulse_operator_installed{cluster="c",operator="a"} 1 1',
+        'clusterpulse_cluster_operators_total{cluster="c"} 1 1',
+    ]
     only_openshift = operator_lines("c", None, [ClusterOperatorInfo(name="dns", available=True)], 1)
     assert only_openshift[-1] == 'clusterpulse_cluster_operators_count{cluster="c"} 1 1'
     assert not any("operators_total" in line for line in only_openshift)
-    assert operator_lines("c", [], [], 1) == ['clusterpulse_cluster_operators_total{cluster="c"} 0 1',
-                                             'clusterpulse_cluster_operators_count{cluster="c"} 0 1']
+    assert operator_lines("c", [], [], 1) == [
+        'clusterpulse_cluster_operators_total{cluster="c"} 0 1',
+        'clusterpulse_cluster_operators_count{cluster="c"} 0 1',
+    ]
 
 
 def test_custom_resource_lines_of_every_shape() -> None:
     assert custom_resource_lines("n", "c", "a/b", 3, 1) == [
-        'clusterpulse_custom_resource_n{cluster="c",source="a/b"} 3 1']
+        'clusterpulse_custom_resource_n{cluster="c",source="a/b"} 3 1'
+    ]
     assert custom_resource_lines("flag", "c", "a/b", False, 1) == [
-        'clusterpulse_custom_resource_flag{cluster="c",source="a/b"} 0 1']
-    grouped = custom_resource_lines("by-phase", "c", "a/b", {"Running": 2, 'we"ird': 0.5, "x": None}, 1,
-                                    extra=[("env", "dev")])
+        'clusterpulse_custom_resource_flag{cluster="c",source="a/b"} 0 1'
+    ]
+    grouped = custom_resource_lines(
+        "by-phase", "c", "a/b", {"Running": 2, 'we"ird': 0.5, "x": None}, 1, extra=[("env", "dev")]
+    )
     assert grouped == [
         'clusterpulse_custom_resource_by_phase{cluster="c",source="a/b",group="Running",env="dev"} 2 1',
         'clusterpulse_custom_resource_by_phase{cluster="c",source="a/b",group="we\\"ird",env="dev"} 0.5 1',
@@ -146,15 +169,22 @@ def test_timestamps_come_from_the_pieces(pieces: Any) -> None:
 
 
 def test_operators_of_one_store_call_share_one_line_group() -> None:
-    _, lines = piece_lines([
-        ClusterOperatorsPiece("c", (ClusterOperatorInfo(name="dns"),)),
-        OperatorsPiece("c", (OperatorInfo(name="op"),)),
-    ], received_ms=5)
+    _, lines = piece_lines(
+        [
+            ClusterOperatorsPiece("c", (ClusterOperatorInfo(name="dns"),)),
+            OperatorsPiece("c", (OperatorInfo(name="op"),)),
+        ],
+        received_ms=5,
+    )
     assert [line.split("{")[0] for line in lines] == [
-        "clusterpulse_operator_installed", "clusterpulse_cluster_operator_available",
-        "clusterpulse_cluster_operator_progressing", "clusterpulse_cluster_operator_degraded",
-        "clusterpulse_cluster_operator_upgradeable", "clusterpulse_cluster_operators_total",
-        "clusterpulse_cluster_operators_count"]
+        "clusterpulse_operator_installed",
+        "clusterpulse_cluster_operator_available",
+        "clusterpulse_cluster_operator_progressing",
+        "clusterpulse_cluster_operator_degraded",
+        "clusterpulse_cluster_operator_upgradeable",
+        "clusterpulse_cluster_operators_total",
+        "clusterpulse_cluster_operators_count",
+    ]
 
 
 def test_batches_split_at_batch_size(pieces: Any) -> None:

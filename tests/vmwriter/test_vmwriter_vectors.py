@@ -19,10 +19,16 @@ from clusterpulse_vmwriter import (
 from clusterpulse_vmwriter.render import epoch_ms
 
 #: camelCase keys of the vectors' ClusterMetrics -> attribute names.
-CLUSTER_METRIC_FIELDS = {"nodes": "nodes", "nodesReady": "nodes_ready", "pods": "pods",
-                         "podsRunning": "pods_running", "cpuCapacity": "cpu_capacity",
-                         "memoryCapacity": "memory_capacity", "namespaces": "namespaces",
-                         "deployments": "deployments"}
+CLUSTER_METRIC_FIELDS = {
+    "nodes": "nodes",
+    "nodesReady": "nodes_ready",
+    "pods": "pods",
+    "podsRunning": "pods_running",
+    "cpuCapacity": "cpu_capacity",
+    "memoryCapacity": "memory_capacity",
+    "namespaces": "namespaces",
+    "deployments": "deployments",
+}
 
 
 @vector_test("utils", "vm_format_line")
@@ -38,8 +44,9 @@ def test_float_text(case: dict[str, Any]) -> None:
 
 @vector_test("utils", "vm_custom_resource_line")
 def test_custom_resource_line(case: dict[str, Any]) -> None:
-    line = custom_resource_line(case["aggregation"], case["cluster"], case["source_id"],
-                                decode_value(case["value"]), case["ts_ms"])
+    line = custom_resource_line(
+        case["aggregation"], case["cluster"], case["source_id"], decode_value(case["value"]), case["ts_ms"]
+    )
     assert line == case["out"]
 
 
@@ -56,8 +63,7 @@ def test_cluster_lines(case: dict[str, Any], recorder: Any) -> None:
     assert cluster_lines(case["cluster"], metrics, case["ts_ms"]) == case["out"]
 
     # The same write through the backend, as the HTTP request the vector describes.
-    backend = VMWriterBackend(VMSettings(endpoint=recorder.url + "/", enabled=True),
-                              clock_ms=lambda: case["ts_ms"])
+    backend = VMWriterBackend(VMSettings(endpoint=recorder.url + "/", enabled=True), clock_ms=lambda: case["ts_ms"])
     backend.store([ClusterMetricsPiece(case["cluster"], metrics)])
     assert backend.flush(10)
     backend.close()

@@ -16,13 +16,20 @@ SOURCE = "monitoring/pvc-usage"
 #: Samples of one reconcile_pieces() with 2 nodes.
 RECONCILE_SAMPLES = 2 * 17 + 8 + 2 + 4 + 2
 NODE_VALUES = {
-    "clusterpulse_node_memory_usage_percent": 42.5, "clusterpulse_node_pods_running": 10,
-    "clusterpulse_node_cpu_capacity": 16, "clusterpulse_node_memory_capacity_bytes": 68719476736,
-    "clusterpulse_node_storage_capacity_bytes": 107374182400, "clusterpulse_node_pods_capacity": 110,
-    "clusterpulse_node_cpu_allocatable": 15.5, "clusterpulse_node_memory_allocatable_bytes": 66571993088,
-    "clusterpulse_node_storage_allocatable_bytes": 96636764160, "clusterpulse_node_pods_allocatable": 109,
-    "clusterpulse_node_cpu_requested": 1.75, "clusterpulse_node_memory_requested_bytes": 4294967296,
-    "clusterpulse_node_pods_pending": 1, "clusterpulse_node_pods_failed": 0,
+    "clusterpulse_node_memory_usage_percent": 42.5,
+    "clusterpulse_node_pods_running": 10,
+    "clusterpulse_node_cpu_capacity": 16,
+    "clusterpulse_node_memory_capacity_bytes": 68719476736,
+    "clusterpulse_node_storage_capacity_bytes": 107374182400,
+    "clusterpulse_node_pods_capacity": 110,
+    "clusterpulse_node_cpu_allocatable": 15.5,
+    "clusterpulse_node_memory_allocatable_bytes": 66571993088,
+    "clusterpulse_node_storage_allocatable_bytes": 96636764160,
+    "clusterpulse_node_pods_allocatable": 109,
+    "clusterpulse_node_cpu_requested": 1.75,
+    "clusterpulse_node_memory_requested_bytes": 4294967296,
+    "clusterpulse_node_pods_pending": 1,
+    "clusterpulse_node_pods_failed": 0,
     "clusterpulse_node_pods_succeeded": 1,
 }
 
@@ -39,16 +46,30 @@ def expected_reconcile(cluster: str, ts: int, **extra: str) -> dict[Any, dict[in
         series[key("clusterpulse_node_cpu_usage_percent", **node)] = 11.290322580645162 + index
         series[key("clusterpulse_node_pods_total", **node)] = 12 + index
         series.update({key(name, **node): value for name, value in NODE_VALUES.items()})
-    totals = {"nodes_total": 3, "nodes_ready": 2, "pods_total": 36, "pods_running": 30, "cpu_capacity": 48,
-              "memory_capacity_bytes": 206158430208, "namespaces_total": 7, "deployments_total": 9,
-              "operators_total": 2, "operators_count": 1}
-    series.update({key(f"clusterpulse_cluster_{name}", cluster=cluster, **extra): value
-                   for name, value in totals.items()})
+    totals = {
+        "nodes_total": 3,
+        "nodes_ready": 2,
+        "pods_total": 36,
+        "pods_running": 30,
+        "cpu_capacity": 48,
+        "memory_capacity_bytes": 206158430208,
+        "namespaces_total": 7,
+        "deployments_total": 9,
+        "operators_total": 2,
+        "operators_count": 1,
+    }
+    series.update(
+        {key(f"clusterpulse_cluster_{name}", cluster=cluster, **extra): value for name, value in totals.items()}
+    )
     for operator in ("cert-manager.v1.12.0", "etcd.v0.9.4"):
         series[key("clusterpulse_operator_installed", cluster=cluster, operator=operator, **extra)] = 1
     flags = {"available": 1, "progressing": 0, "degraded": 1, "upgradeable": 0}
-    series.update({key(f"clusterpulse_cluster_operator_{flag}", cluster=cluster, operator="dns", **extra): value
-                   for flag, value in flags.items()})
+    series.update(
+        {
+            key(f"clusterpulse_cluster_operator_{flag}", cluster=cluster, operator="dns", **extra): value
+            for flag, value in flags.items()
+        }
+    )
     return {name: {ts: float(value)} for name, value in series.items()}
 
 
@@ -164,11 +185,11 @@ def test_basic_auth_and_gzip_against_victoria_metrics(victoria_metrics: Any, pie
     assert_same_samples(vm.export(), expected_aggregation(CLUSTER, SOURCE, pieces.ms(when)))
 
 
-def test_through_the_core_with_env_and_extra_labels(vm: Any, kube_api: Any, pieces: Any,
-                                                    tmp_path: Path) -> None:
+def test_through_the_core_with_env_and_extra_labels(vm: Any, kube_api: Any, pieces: Any, tmp_path: Path) -> None:
     config_file = tmp_path / "clusterpulse.toml"
-    config_file.write_text('[clusterpulse]\nplugins = ["vmwriter"]\n\n'
-                           '[plugins.vmwriter]\nextra_labels = { region = "eu-1" }\n')
+    config_file.write_text(
+        '[clusterpulse]\nplugins = ["vmwriter"]\n\n[plugins.vmwriter]\nextra_labels = { region = "eu-1" }\n'
+    )
     config, host = load(str(config_file), env={"VM_ENABLED": "true", "VM_ENDPOINT": vm.url + "///"})
     hub = KubeClient(make_api_client(kube_api().url))
     runtime = build_runtime(config, host, hub=hub)
@@ -179,9 +200,9 @@ def test_through_the_core_with_env_and_extra_labels(vm: Any, kube_api: Any, piec
 
     exported = vm.export()
     assert len(exported) == RECONCILE_SAMPLES
-    assert all(dict(labels)["region"] == "eu-1" and dict(labels)["cluster"] == CLUSTER
-               for _, labels in exported)
+    assert all(dict(labels)["region"] == "eu-1" and dict(labels)["cluster"] == CLUSTER for _, labels in exported)
     assert exported[key("clusterpulse_cluster_nodes_total", cluster=CLUSTER, region="eu-1")] == {
-        pieces.ms(collected): 3.0}
+        pieces.ms(collected): 3.0
+    }
     assert runtime.metrics.get_sample_value("clusterpulse_vm_samples_written_total") == RECONCILE_SAMPLES
     assert runtime.metrics.get_sample_value("clusterpulse_vm_queue_batches") == 0

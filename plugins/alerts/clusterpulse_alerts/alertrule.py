@@ -222,8 +222,7 @@ def rule_key(namespace: str, name: str) -> str:
     return f"AlertRule/{namespace}/{name}"
 
 
-def compile_rule(obj: Mapping[str, Any], compiler: ExpressionCompiler | None,
-                 functions: Mapping[str, Any]) -> Rule:
+def compile_rule(obj: Mapping[str, Any], compiler: ExpressionCompiler | None, functions: Mapping[str, Any]) -> Rule:
     """An AlertRule object as an engine rule; :class:`RuleError` names the bad field."""
     meta = obj.get("metadata") or {}
     namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -254,10 +253,25 @@ def compile_rule(obj: Mapping[str, Any], compiler: ExpressionCompiler | None,
     if not isinstance(message, str) or not isinstance(alert_name, str):
         raise RuleError("spec.message" if not isinstance(message, str) else "spec.alertName", "expected a string")
     key = rule_key(namespace, name)
-    check = AlertRuleCheck(key, namespace, read_selector(spec.get("clusterSelector")), expression,
-                           bool(expression.references), message, alert_name, severity)
-    return Rule(key=key, name=alert_name, severity=severity, target="cluster", for_seconds=for_seconds,
-                source=f"AlertRule {namespace}/{name}", check=check)
+    check = AlertRuleCheck(
+        key,
+        namespace,
+        read_selector(spec.get("clusterSelector")),
+        expression,
+        bool(expression.references),
+        message,
+        alert_name,
+        severity,
+    )
+    return Rule(
+        key=key,
+        name=alert_name,
+        severity=severity,
+        target="cluster",
+        for_seconds=for_seconds,
+        source=f"AlertRule {namespace}/{name}",
+        check=check,
+    )
 
 
 def _position_of(text: str, identifier: str) -> int | None:

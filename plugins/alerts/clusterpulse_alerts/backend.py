@@ -43,8 +43,16 @@ log = logging.getLogger(__name__)
 
 Emit = Callable[..., None]
 #: Pieces that make (or update) a cluster's view.
-_CLUSTER_VIEW_PIECES = (NodesPiece, ClusterStatusPiece, ClusterMetricsPiece, OperatorsPiece, ClusterOperatorsPiece,
-                        ClusterSpecPiece, ClusterLabelsPiece, AggregationsPiece)
+_CLUSTER_VIEW_PIECES = (
+    NodesPiece,
+    ClusterStatusPiece,
+    ClusterMetricsPiece,
+    OperatorsPiece,
+    ClusterOperatorsPiece,
+    ClusterSpecPiece,
+    ClusterLabelsPiece,
+    AggregationsPiece,
+)
 
 
 class AlertsBackend:
@@ -122,8 +130,11 @@ class AlertsBackend:
         try:
             stored = stored_alerts(runtime)
         except Exception as exc:
-            log.warning("cannot read the stored alerts of clusters taken over (%s: %s); those still firing "
-                        "are announced again", type(exc).__name__, exc)
+            log.warning(
+                "cannot read the stored alerts of clusters taken over (%s: %s); those still firing are announced again",
+                type(exc).__name__,
+                exc,
+            )
             return {}
         found: dict[str, list[Alert]] = {name: [] for name in new}
         for alert in stored:
@@ -182,9 +193,9 @@ class AlertsBackend:
                 engine.update_cluster(
                     cluster,
                     aggregations={k: v for k, v in view.aggregations.items() if k != piece.source_id},
-                    metricsource_failures={k: v for k, v in view.metricsource_failures.items()
-                                           if k != piece.source_id},
-                    metricsources_seen=view.metricsources_seen - {piece.source_id})
+                    metricsource_failures={k: v for k, v in view.metricsource_failures.items() if k != piece.source_id},
+                    metricsources_seen=view.metricsources_seen - {piece.source_id},
+                )
                 touched[("cluster", cluster)] = None
             return []
         elif isinstance(piece, RegistryStatusPiece):

@@ -19,8 +19,9 @@ def make_alerts_command(plugins: PluginHost) -> click.Command:
     @click.command("alerts")
     @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
     @click.option("--cluster", default=None, help="only this cluster (or registry)")
-    @click.option("--severity", type=click.Choice(["critical", "warning", "info"]), default=None,
-                  help="only this severity")
+    @click.option(
+        "--severity", type=click.Choice(["critical", "warning", "info"]), default=None, help="only this severity"
+    )
     def alerts_cmd(as_json: bool, cluster: str | None, severity: str | None) -> None:
         """List the firing alerts (from Redis), most severe first."""
         hook = plugins.hook("clusterpulse_stored_alerts")
@@ -32,8 +33,11 @@ def make_alerts_command(plugins: PluginHost) -> click.Command:
         except Exception as exc:
             click.echo(f"error: cannot read alerts: {type(exc).__name__}: {exc}", err=True)
             sys.exit(1)
-        alerts = [a for a in alerts if (cluster is None or a.cluster == cluster)
-                  and (severity is None or a.severity == severity)]
+        alerts = [
+            a
+            for a in alerts
+            if (cluster is None or a.cluster == cluster) and (severity is None or a.severity == severity)
+        ]
         alerts.sort(key=lambda a: (_SEVERITY_ORDER.get(a.severity, 9), a.cluster, a.name, a.resource_name))
         if as_json:
             click.echo(json.dumps([unstructure(a) for a in alerts], indent=2))
@@ -56,5 +60,7 @@ def format_alerts(rows: list[dict[str, str]]) -> str:
             resource = f"{row['resource_type']}/{row['namespace']}/{row['resource_name']}"
         lines.append((row["severity"], row["cluster"], row["name"], resource, row["timestamp"], row["message"]))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)) + "  " + line[-1]
-                     for line in lines)
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)) + "  " + line[-1]
+        for line in lines
+    )

@@ -38,14 +38,20 @@ _SPEC: dict[str, Any] = {
         "condition": {
             **STRING,
             "description": "MetricSource expression over the cluster metrics (pods_running > 100) and "
-                           "MetricSource aggregations (agg('pod-phases', 'by_phase', 'Failed') > 0); "
-                           "the alert fires while it is true.",
+            "MetricSource aggregations (agg('pod-phases', 'by_phase', 'Failed') > 0); "
+            "the alert fires while it is true.",
         },
         "severity": {**STRING, "enum": ["critical", "warning", "info"], "default": "warning"},
-        "for": {**STRING, "pattern": DURATION_PATTERN, "default": "0s",
-                "description": "How long the condition must hold before firing (30s, 5m, 1h30m)."},
-        "message": {**STRING, "description": "Alert message; {cluster}, {rule}, {severity} and any metric "
-                                             "name in braces are replaced."},
+        "for": {
+            **STRING,
+            "pattern": DURATION_PATTERN,
+            "default": "0s",
+            "description": "How long the condition must hold before firing (30s, 5m, 1h30m).",
+        },
+        "message": {
+            **STRING,
+            "description": "Alert message; {cluster}, {rule}, {severity} and any metric name in braces are replaced.",
+        },
         "alertName": {**STRING, "description": "Alert name shown by readers (default: metadata.name)."},
     },
 }
@@ -70,8 +76,9 @@ ALERT_RULE = ResourceKind(
     plural="alertrules",
     singular="alertrule",
     short_names=("ar",),
-    schema=resource_schema("AlertRule fires an alert on every selected cluster where its condition holds.",
-                           _SPEC, _STATUS),
+    schema=resource_schema(
+        "AlertRule fires an alert on every selected cluster where its condition holds.", _SPEC, _STATUS
+    ),
     namespaced=True,
     printer_columns=(
         PrinterColumn("Severity", "string", ".spec.severity"),

@@ -78,8 +78,12 @@ TargetKey = tuple[str, str]  # ("cluster" | "registry", name)
 class Engine:
     """Views, rules and active alerts, behind one lock; every method returns the pieces to store."""
 
-    def __init__(self, clock: Callable[[], datetime] = utcnow, monotonic: Callable[[], float] = time.monotonic,
-                 restore_grace: float = 120.0) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], datetime] = utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
+        restore_grace: float = 120.0,
+    ) -> None:
         self.clock = clock
         self.monotonic = monotonic
         self.restore_grace = restore_grace
@@ -209,15 +213,23 @@ class Engine:
                     found[alert_id(rule.key, rule.name, finding)] = (rule, finding)
             except Exception as exc:
                 undecided.add(rule.key)
-                log.warning("alert rule %s failed on %s %s: %s: %s", rule.key, kind, name,
-                            type(exc).__name__, exc)
+                log.warning("alert rule %s failed on %s %s: %s: %s", rule.key, kind, name, type(exc).__name__, exc)
         active = self.active.setdefault((kind, name), {})
         out: list[Piece] = []
         for id_, (rule, finding) in found.items():
-            alert = Alert(id=id_, name=rule.name, severity=rule.severity, message=finding.message, timestamp=now,
-                          source=rule.source, resource_type=finding.resource_type,
-                          resource_name=finding.resource_name, namespace=finding.namespace, cluster=name,
-                          rule=rule.key)
+            alert = Alert(
+                id=id_,
+                name=rule.name,
+                severity=rule.severity,
+                message=finding.message,
+                timestamp=now,
+                source=rule.source,
+                resource_type=finding.resource_type,
+                resource_name=finding.resource_name,
+                namespace=finding.namespace,
+                cluster=name,
+                rule=rule.key,
+            )
             entry = active.get(id_)
             if entry is None:
                 entry = active[id_] = Active(rule.key, alert, now_m, False)
@@ -247,9 +259,15 @@ class Engine:
     def firing(self, rule_key: str | None = None) -> list[Alert]:
         """The firing alerts (of one rule), sorted by target and id."""
         with self.lock:
-            return sorted((entry.alert for active in self.active.values() for entry in active.values()
-                           if entry.firing and (rule_key is None or entry.rule == rule_key)),
-                          key=lambda a: (a.cluster, a.id))
+            return sorted(
+                (
+                    entry.alert
+                    for active in self.active.values()
+                    for entry in active.values()
+                    if entry.firing and (rule_key is None or entry.rule == rule_key)
+                ),
+                key=lambda a: (a.cluster, a.id),
+            )
 
 
 def _resolved(name: str, alert: Alert, now: datetime) -> list[Piece]:

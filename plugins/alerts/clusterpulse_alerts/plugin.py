@@ -32,13 +32,16 @@ log = logging.getLogger(__name__)
 STATUS_FIRING_SHOWN = 50
 
 
-def contributed_rules(definitions: Mapping[str, AlertRuleDef], overrides: Mapping[str, RuleOverride],
-                      default_for: float) -> list[Rule]:
+def contributed_rules(
+    definitions: Mapping[str, AlertRuleDef], overrides: Mapping[str, RuleOverride], default_for: float
+) -> list[Rule]:
     """Engine rules from the registered definitions with ``[plugins.alerts.rules.*]`` applied."""
     unknown = sorted(set(overrides) - set(definitions))
     if unknown:
-        raise ConfigError(f"plugins.alerts.rules.{unknown[0]}: no alert rule named {unknown[0]!r} "
-                          f"(registered: {', '.join(sorted(definitions))})")
+        raise ConfigError(
+            f"plugins.alerts.rules.{unknown[0]}: no alert rule named {unknown[0]!r} "
+            f"(registered: {', '.join(sorted(definitions))})"
+        )
     rules = []
     for name, definition in definitions.items():
         override = overrides.get(name, RuleOverride())
@@ -53,8 +56,17 @@ def contributed_rules(definitions: Mapping[str, AlertRuleDef], overrides: Mappin
             return _evaluate(view, _threshold)
 
         source = "builtin" if definition.plugin == "alerts" else f"plugin {definition.plugin}"
-        rules.append(Rule(key=name, name=name, severity=override.severity or definition.severity,
-                          target=definition.target, for_seconds=for_seconds, source=source, check=check))
+        rules.append(
+            Rule(
+                key=name,
+                name=name,
+                severity=override.severity or definition.severity,
+                target=definition.target,
+                for_seconds=for_seconds,
+                source=source,
+                check=check,
+            )
+        )
     return rules
 
 
@@ -110,16 +122,19 @@ class AlertsPlugin:
         """Load the rules, restore firing alerts from storage, start emitting and the ticker."""
         self.runtime = runtime
         self.engine.mark_started()
-        definitions = {name: AlertRuleDef.from_registration(name, c.impl, c.plugin, c.meta)
-                       for name, c in runtime.contributions.alert_rules.items()}
+        definitions = {
+            name: AlertRuleDef.from_registration(name, c.impl, c.plugin, c.meta)
+            for name, c in runtime.contributions.alert_rules.items()
+        }
         for rule in contributed_rules(definitions, self.settings.overrides(), self.settings.default_for):
             self.engine.set_rule(rule)
         try:
             restored = stored_alerts(runtime)
         except Exception as exc:
             # Alerting still works; alerts firing before the restart are announced once more.
-            log.warning("could not read the firing alerts back (%s: %s); starting without them",
-                        type(exc).__name__, exc)
+            log.warning(
+                "could not read the firing alerts back (%s: %s); starting without them", type(exc).__name__, exc
+            )
             restored = []
         if restored:
             log.info("restored %d firing alerts", self.engine.restore(restored))
@@ -177,8 +192,17 @@ class AlertsPlugin:
         except RuleError as exc:
             self.backend.send(self.engine.remove_rule(key))
             if reports:
-                self._patch(obj, ctx, {"phase": "Error", "message": str(exc), "errorPosition": exc.position,
-                                       "firingClusters": 0, "firing": []})
+                self._patch(
+                    obj,
+                    ctx,
+                    {
+                        "phase": "Error",
+                        "message": str(exc),
+                        "errorPosition": exc.position,
+                        "firingClusters": 0,
+                        "firing": [],
+                    },
+                )
             ctx.log.warning("invalid AlertRule: %s", exc)
             return ReconcileResult(requeue_after=None, error=str(exc))
         self.backend.release_lost()
@@ -189,12 +213,23 @@ class AlertsPlugin:
                 out += self.engine.evaluate("cluster", cluster, refresh=False)
         self.backend.send(out)
         if reports:
-            firing = self._firing_everywhere(key, ctx) if sharded else sorted(
-                {alert.cluster for alert in self.engine.firing(key)})
+            firing = (
+                self._firing_everywhere(key, ctx)
+                if sharded
+                else sorted({alert.cluster for alert in self.engine.firing(key)})
+            )
             if firing is not None:
-                self._patch(obj, ctx, {"phase": "Ready", "message": f"firing on {len(firing)} clusters",
-                                       "errorPosition": None, "firingClusters": len(firing),
-                                       "firing": firing[:STATUS_FIRING_SHOWN]})
+                self._patch(
+                    obj,
+                    ctx,
+                    {
+                        "phase": "Ready",
+                        "message": f"firing on {len(firing)} clusters",
+                        "errorPosition": None,
+                        "firingClusters": len(firing),
+                        "firing": firing[:STATUS_FIRING_SHOWN],
+                    },
+                )
         return ReconcileResult(requeue_after=self.settings.status_interval)
 
     def _firing_everywhere(self, key: str, ctx: ReconcileContext) -> list[str] | None:
@@ -209,8 +244,9 @@ class AlertsPlugin:
                 try:
                     alerts = stored_alerts(ctx.runtime)
                 except Exception as exc:
-                    ctx.log.warning("status not refreshed: cannot read the stored alerts (%s: %s)",
-                                    type(exc).__name__, exc)
+                    ctx.log.warning(
+                        "status not refreshed: cannot read the stored alerts (%s: %s)", type(exc).__name__, exc
+                    )
                     return None
                 by_rule: dict[str, set[str]] = {}
                 for alert in alerts:

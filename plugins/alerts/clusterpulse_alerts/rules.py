@@ -43,17 +43,18 @@ def node_not_ready(view: ClusterView, threshold: float | None) -> list[Finding] 
     """Nodes whose ``Ready`` condition is not ``True``."""
     if view.nodes is None:
         return None
-    return [Finding("node", node.name, f"node {node.name} is not ready")
-            for node in view.nodes if _not_ready(node)]
+    return [Finding("node", node.name, f"node {node.name} is not ready") for node in view.nodes if _not_ready(node)]
 
 
 def _pressure(condition_type: str, what: str) -> ClusterRule:
     def rule(view: ClusterView, threshold: float | None) -> list[Finding] | None:
         if view.nodes is None:
             return None
-        return [Finding("node", node.name, f"node {node.name} has {what} pressure")
-                for node in view.nodes
-                if any(c.type == condition_type and c.status == "True" for c in node.conditions)]
+        return [
+            Finding("node", node.name, f"node {node.name} has {what} pressure")
+            for node in view.nodes
+            if any(c.type == condition_type and c.status == "True" for c in node.conditions)
+        ]
 
     rule.__doc__ = f"Nodes whose ``{condition_type}`` condition is ``True``."
     return rule
@@ -68,10 +69,11 @@ def node_unschedulable(view: ClusterView, threshold: float | None) -> list[Findi
     """Cordoned nodes (``spec.unschedulable`` or the unschedulable taint)."""
     if view.nodes is None:
         return None
-    return [Finding("node", node.name, f"node {node.name} is cordoned (scheduling disabled)")
-            for node in view.nodes
-            if node.status == NodeStatus.SCHEDULING_DISABLED.value
-            or any(t.key == UNSCHEDULABLE_TAINT for t in node.taints)]
+    return [
+        Finding("node", node.name, f"node {node.name} is cordoned (scheduling disabled)")
+        for node in view.nodes
+        if node.status == NodeStatus.SCHEDULING_DISABLED.value or any(t.key == UNSCHEDULABLE_TAINT for t in node.taints)
+    ]
 
 
 def cluster_operator_down(view: ClusterView, threshold: float | None) -> list[Finding] | None:
@@ -92,8 +94,11 @@ def operator_failed(view: ClusterView, threshold: float | None) -> list[Finding]
     """OLM operators whose ClusterServiceVersion phase is ``Failed``."""
     if view.operators is None:
         return None
-    return [Finding("operator", op.name, f"operator {op.name} is in phase Failed", op.installed_namespace)
-            for op in view.operators if op.status == "Failed"]
+    return [
+        Finding("operator", op.name, f"operator {op.name} is in phase Failed", op.installed_namespace)
+        for op in view.operators
+        if op.status == "Failed"
+    ]
 
 
 def _requests(view: ClusterView) -> Iterator[tuple[str, float, float]]:
@@ -121,9 +126,13 @@ def _requests_rule(resource: str) -> ClusterRule:
                 return []
             percent = requested / allocatable * 100.0
             if percent > limit:
-                return [Finding("cluster", view.name,
-                                f"{name} requests are {percent:.1f}% of allocatable on cluster {view.name} "
-                                f"(limit {limit:g}%)")]
+                return [
+                    Finding(
+                        "cluster",
+                        view.name,
+                        f"{name} requests are {percent:.1f}% of allocatable on cluster {view.name} (limit {limit:g}%)",
+                    )
+                ]
         return []
 
     rule.__doc__ = f"Cluster {resource} requests above ``threshold`` percent of allocatable."
@@ -151,9 +160,13 @@ def registry_degraded(view: RegistryView, threshold: float | None) -> list[Findi
     limit = 5000.0 if threshold is None else threshold
     if not view.status.available or view.status.response_time <= limit:
         return []
-    return [Finding("registry", view.name,
-                    f"registry {view.name} is degraded: answered in {view.status.response_time} ms "
-                    f"(limit {limit:g} ms)")]
+    return [
+        Finding(
+            "registry",
+            view.name,
+            f"registry {view.name} is degraded: answered in {view.status.response_time} ms (limit {limit:g} ms)",
+        )
+    ]
 
 
 def metricsource_failing(view: ClusterView, threshold: float | None) -> list[Finding] | None:
@@ -161,37 +174,102 @@ def metricsource_failing(view: ClusterView, threshold: float | None) -> list[Fin
     found = []
     for source_id, error in sorted(view.metricsource_failures.items()):
         namespace, _, name = source_id.partition("/")
-        found.append(Finding("metricsource", name,
-                             f"MetricSource {source_id} cannot collect from cluster {view.name}: {error}",
-                             namespace))
+        found.append(
+            Finding(
+                "metricsource",
+                name,
+                f"MetricSource {source_id} cannot collect from cluster {view.name}: {error}",
+                namespace,
+            )
+        )
     return found
 
 
 def register_builtin_rules(register: Register) -> None:
     """Every built-in rule with its severity, default ``for`` and threshold."""
-    register("ClusterUnreachable", cluster_unreachable, severity="critical", for_seconds=60.0,
-             summary="the cluster cannot be reached")
-    register("NodeNotReady", node_not_ready, severity="critical", for_seconds=60.0,
-             summary="a node's Ready condition is not True")
-    register("NodeMemoryPressure", node_memory_pressure, severity="warning", for_seconds=60.0,
-             summary="a node reports MemoryPressure")
-    register("NodeDiskPressure", node_disk_pressure, severity="warning", for_seconds=60.0,
-             summary="a node reports DiskPressure")
-    register("NodePIDPressure", node_pid_pressure, severity="warning", for_seconds=60.0,
-             summary="a node reports PIDPressure")
-    register("NodeUnschedulable", node_unschedulable, severity="info", for_seconds=0.0,
-             summary="a node is cordoned")
-    register("ClusterOperatorDown", cluster_operator_down, severity="critical", for_seconds=60.0,
-             summary="an OpenShift ClusterOperator is unavailable or degraded")
-    register("OperatorFailed", operator_failed, severity="warning", for_seconds=60.0,
-             summary="an OLM operator's CSV is in phase Failed")
-    register("ClusterCPURequestsHigh", cpu_requests_high, severity="warning", for_seconds=300.0, threshold=90.0,
-             summary="CPU requests above threshold % of allocatable")
-    register("ClusterMemoryRequestsHigh", memory_requests_high, severity="warning", for_seconds=300.0,
-             threshold=90.0, summary="memory requests above threshold % of allocatable")
-    register("RegistryUnavailable", registry_unavailable, severity="critical", target="registry",
-             for_seconds=60.0, summary="a registry's health check fails")
-    register("RegistryDegraded", registry_degraded, severity="warning", target="registry", for_seconds=60.0,
-             threshold=5000.0, summary="a registry answers slower than threshold ms")
-    register("MetricSourceCollectionFailing", metricsource_failing, severity="warning", for_seconds=60.0,
-             summary="a MetricSource cannot collect from a cluster")
+    register(
+        "ClusterUnreachable",
+        cluster_unreachable,
+        severity="critical",
+        for_seconds=60.0,
+        summary="the cluster cannot be reached",
+    )
+    register(
+        "NodeNotReady",
+        node_not_ready,
+        severity="critical",
+        for_seconds=60.0,
+        summary="a node's Ready condition is not True",
+    )
+    register(
+        "NodeMemoryPressure",
+        node_memory_pressure,
+        severity="warning",
+        for_seconds=60.0,
+        summary="a node reports MemoryPressure",
+    )
+    register(
+        "NodeDiskPressure",
+        node_disk_pressure,
+        severity="warning",
+        for_seconds=60.0,
+        summary="a node reports DiskPressure",
+    )
+    register(
+        "NodePIDPressure", node_pid_pressure, severity="warning", for_seconds=60.0, summary="a node reports PIDPressure"
+    )
+    register("NodeUnschedulable", node_unschedulable, severity="info", for_seconds=0.0, summary="a node is cordoned")
+    register(
+        "ClusterOperatorDown",
+        cluster_operator_down,
+        severity="critical",
+        for_seconds=60.0,
+        summary="an OpenShift ClusterOperator is unavailable or degraded",
+    )
+    register(
+        "OperatorFailed",
+        operator_failed,
+        severity="warning",
+        for_seconds=60.0,
+        summary="an OLM operator's CSV is in phase Failed",
+    )
+    register(
+        "ClusterCPURequestsHigh",
+        cpu_requests_high,
+        severity="warning",
+        for_seconds=300.0,
+        threshold=90.0,
+        summary="CPU requests above threshold % of allocatable",
+    )
+    register(
+        "ClusterMemoryRequestsHigh",
+        memory_requests_high,
+        severity="warning",
+        for_seconds=300.0,
+        threshold=90.0,
+        summary="memory requests above threshold % of allocatable",
+    )
+    register(
+        "RegistryUnavailable",
+        registry_unavailable,
+        severity="critical",
+        target="registry",
+        for_seconds=60.0,
+        summary="a registry's health check fails",
+    )
+    register(
+        "RegistryDegraded",
+        registry_degraded,
+        severity="warning",
+        target="registry",
+        for_seconds=60.0,
+        threshold=5000.0,
+        summary="a registry answers slower than threshold ms",
+    )
+    register(
+        "MetricSourceCollectionFailing",
+        metricsource_failing,
+        severity="warning",
+        for_seconds=60.0,
+        summary="a MetricSource cannot collect from a cluster",
+    )

@@ -59,14 +59,18 @@ class AlertsSettings:
     """Timing of the evaluation; rules are tuned in ``[plugins.alerts.rules.<Name>]``."""
 
     evaluation_interval: float = setting(
-        5.0, help="seconds between re-evaluations of the last seen state (pending alerts fire in between reconciles)")
+        5.0, help="seconds between re-evaluations of the last seen state (pending alerts fire in between reconciles)"
+    )
     default_for: float = setting(
-        -1.0, help="when >= 0, the `for` (seconds) of every built-in and plugin rule without its own `for`")
+        -1.0, help="when >= 0, the `for` (seconds) of every built-in and plugin rule without its own `for`"
+    )
     restore_grace: float = setting(
-        120.0, help="seconds after start during which restored alerts of rules not (yet) loaded are kept")
+        120.0, help="seconds after start during which restored alerts of rules not (yet) loaded are kept"
+    )
     status_interval: float = setting(30.0, help="seconds between AlertRule status refreshes")
     rules: dict[str, Any] = setting(  # noqa: RUF009
-        factory=dict, help="per-rule tables: enabled, for (seconds), threshold, severity")
+        factory=dict, help="per-rule tables: enabled, for (seconds), threshold, severity"
+    )
 
     def overrides(self) -> dict[str, RuleOverride]:
         """The validated ``rules`` table."""

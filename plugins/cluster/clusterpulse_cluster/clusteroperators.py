@@ -35,8 +35,11 @@ def _condition(raw: Mapping[str, Any]) -> ClusterOperatorCondition:
     except (KeyError, TypeError, ValueError, AttributeError):
         when = ZERO_TIME
     return ClusterOperatorCondition(
-        type=_text(raw.get("type")), status=_text(raw.get("status")), last_transition_time=when,
-        reason=_text(raw.get("reason")), message=_text(raw.get("message")),
+        type=_text(raw.get("type")),
+        status=_text(raw.get("status")),
+        last_transition_time=when,
+        reason=_text(raw.get("reason")),
+        message=_text(raw.get("message")),
     )
 
 
@@ -69,7 +72,8 @@ def cluster_operator_info(obj: Mapping[str, Any]) -> ClusterOperatorInfo:
         latest = max(latest, condition.last_transition_time)
     versions = tuple(
         ClusterOperatorVersion(_text(v.get("name")), _text(v.get("version")))
-        for v in status.get("versions") or () if isinstance(v, Mapping)
+        for v in status.get("versions") or ()
+        if isinstance(v, Mapping)
     )
     return ClusterOperatorInfo(
         name=name,
@@ -80,9 +84,11 @@ def cluster_operator_info(obj: Mapping[str, Any]) -> ClusterOperatorInfo:
         conditions=conditions,
         versions=versions,
         related_objects=tuple(
-            RelatedObject(_text(r.get("group")), _text(r.get("resource")), _text(r.get("namespace")),
-                          _text(r.get("name")))
-            for r in status.get("relatedObjects") or () if isinstance(r, Mapping)
+            RelatedObject(
+                _text(r.get("group")), _text(r.get("resource")), _text(r.get("namespace")), _text(r.get("name"))
+            )
+            for r in status.get("relatedObjects") or ()
+            if isinstance(r, Mapping)
         ),
         **flags,
     )
@@ -99,18 +105,21 @@ def operator_version(name: str, versions: Sequence[ClusterOperatorVersion]) -> s
     return chosen
 
 
-def list_cluster_operators(target: ClusterTarget, max_objects: int = MAX_LIST_OBJECTS,
-                           page_size: int = 500) -> list[ClusterOperatorInfo]:
+def list_cluster_operators(
+    target: ClusterTarget, max_objects: int = MAX_LIST_OBJECTS, page_size: int = 500
+) -> list[ClusterOperatorInfo]:
     """The first ``max_objects`` ClusterOperators (the rest counted in ``target.skipped``) sorted by
     name; ``[]`` when the cluster is not OpenShift."""
     listed = list_optional(target.client, CLUSTER_OPERATORS_PATH, max_objects, page_size)
     if listed is None:
         return []
     if listed.skipped:
-        target.skipped.append(Skipped("cluster operators", listed.skipped,
-                                      over_limit("max_list_objects", max_objects), len(listed.items)))
-    return sorted((cluster_operator_info(item) for item in listed.items if isinstance(item, Mapping)),
-                  key=lambda info: info.name)
+        target.skipped.append(
+            Skipped("cluster operators", listed.skipped, over_limit("max_list_objects", max_objects), len(listed.items))
+        )
+    return sorted(
+        (cluster_operator_info(item) for item in listed.items if isinstance(item, Mapping)), key=lambda info: info.name
+    )
 
 
 @attrs.frozen

@@ -24,10 +24,18 @@ _MONITORING: dict[str, Any] = {
     "type": "object",
     "description": "Timing knobs.",
     "properties": {
-        "interval": {**_INT32, "minimum": 0, "maximum": spec.MAX_INTERVAL,
-                     "description": "Reconcile period in seconds (0 = the default, 30; below 30 is raised to 30)."},
-        "timeout": {**_INT32, "minimum": 0, "maximum": spec.MAX_TIMEOUT,
-                    "description": "Connection-test timeout and reconcile deadline in seconds (0 = the defaults)."},
+        "interval": {
+            **_INT32,
+            "minimum": 0,
+            "maximum": spec.MAX_INTERVAL,
+            "description": "Reconcile period in seconds (0 = the default, 30; below 30 is raised to 30).",
+        },
+        "timeout": {
+            **_INT32,
+            "minimum": 0,
+            "maximum": spec.MAX_TIMEOUT,
+            "description": "Connection-test timeout and reconcile deadline in seconds (0 = the defaults).",
+        },
     },
 }
 
@@ -36,20 +44,37 @@ _SPEC: dict[str, Any] = {
     "required": ["endpoint", "credentialsRef"],
     "properties": {
         "displayName": {**_STRING, "maxLength": spec.MAX_DISPLAY_NAME, "description": "Human-friendly name."},
-        "endpoint": {**_STRING, "minLength": 1, "maxLength": spec.MAX_ENDPOINT,
-                     "description": "API server URL of the target cluster."},
+        "endpoint": {
+            **_STRING,
+            "minLength": 1,
+            "maxLength": spec.MAX_ENDPOINT,
+            "description": "API server URL of the target cluster.",
+        },
         "credentialsRef": _CREDENTIALS_REF,
-        "labels": {"type": "object", "maxProperties": spec.MAX_LABELS,
-                   "additionalProperties": {**_STRING, "maxLength": spec.MAX_LABEL_VALUE},
-                   "description": "Free-form categorisation labels."},
+        "labels": {
+            "type": "object",
+            "maxProperties": spec.MAX_LABELS,
+            "additionalProperties": {**_STRING, "maxLength": spec.MAX_LABEL_VALUE},
+            "description": "Free-form categorisation labels.",
+        },
         "monitoring": _MONITORING,
-        "collectionMode": {**_STRING, "enum": ["pull", "push"], "default": "pull",
-                           "description": "How data is collected."},
-        "ingesterAddress": {**_STRING, "maxLength": spec.MAX_INGESTER_ADDRESS,
-                            "pattern": spec.INGESTER_ADDRESS_PATTERN,
-                            "description": "host:port of the hub ingester (push mode)."},
-        "collectorVersion": {**_STRING, "pattern": spec.COLLECTOR_VERSION_PATTERN,
-                             "description": "Image tag override for the collector agent."},
+        "collectionMode": {
+            **_STRING,
+            "enum": ["pull", "push"],
+            "default": "pull",
+            "description": "How data is collected.",
+        },
+        "ingesterAddress": {
+            **_STRING,
+            "maxLength": spec.MAX_INGESTER_ADDRESS,
+            "pattern": spec.INGESTER_ADDRESS_PATTERN,
+            "description": "host:port of the hub ingester (push mode).",
+        },
+        "collectorVersion": {
+            **_STRING,
+            "pattern": spec.COLLECTOR_VERSION_PATTERN,
+            "description": "Image tag override for the collector agent.",
+        },
     },
 }
 
@@ -90,7 +115,8 @@ _STATUS: dict[str, Any] = {
 }
 
 SCHEMA = resource_schema(
-    "ClusterConnection registers one remote Kubernetes/OpenShift cluster to be monitored.", _SPEC, _STATUS)
+    "ClusterConnection registers one remote Kubernetes/OpenShift cluster to be monitored.", _SPEC, _STATUS
+)
 
 #: Push mode, agent deployment: the finalizer (get/patch of the ClusterConnection) and the CA bundle;
 #: the ingester watches the Secrets of the hub namespace (collector tokens: checked from memory, and
@@ -107,8 +133,12 @@ AGENT_HUB_ACCESS = (
     ApiAccess("", ("configmaps",), ("create",)),
     ApiAccess("", ("configmaps",), ("update",), resource_names=("ingester-ca",)),
 )
-_AGENT_NS, _AGENT, _AGENT_TOKEN, _AGENT_CA = ("clusterpulse-system", "clusterpulse-collector",
-                                              "clusterpulse-collector-token", "ingester-ca")
+_AGENT_NS, _AGENT, _AGENT_TOKEN, _AGENT_CA = (
+    "clusterpulse-system",
+    "clusterpulse-collector",
+    "clusterpulse-collector-token",
+    "ingester-ca",
+)
 _RBAC = "rbac.authorization.k8s.io"
 #: Push mode: what the hub does on the managed cluster to install and remove the agent (agent_deploy/),
 #: scoped to the agent's namespace (a Role there) and to the agent objects' names wherever Kubernetes
@@ -123,8 +153,13 @@ AGENT_MANAGED_ACCESS = (
     ApiAccess("", ("serviceaccounts", "secrets", "configmaps"), ("create",), namespace=_AGENT_NS),
     ApiAccess("apps", ("deployments",), ("create",), namespace=_AGENT_NS),
     ApiAccess("networking.k8s.io", ("networkpolicies",), ("create",), namespace=_AGENT_NS),
-    ApiAccess("networking.k8s.io", ("networkpolicies",), ("get", "patch", "delete"), resource_names=(_AGENT,),
-              namespace=_AGENT_NS),
+    ApiAccess(
+        "networking.k8s.io",
+        ("networkpolicies",),
+        ("get", "patch", "delete"),
+        resource_names=(_AGENT,),
+        namespace=_AGENT_NS,
+    ),
     ApiAccess("", ("serviceaccounts",), ("get", "patch", "delete"), resource_names=(_AGENT,), namespace=_AGENT_NS),
     ApiAccess("", ("secrets",), ("get", "patch", "delete"), resource_names=(_AGENT_TOKEN,), namespace=_AGENT_NS),
     ApiAccess("", ("configmaps",), ("get", "patch", "delete"), resource_names=(_AGENT_CA,), namespace=_AGENT_NS),
@@ -156,7 +191,10 @@ CLUSTER_CONNECTION = ResourceKind(
     status_subresource=True,
     workers=10,
     sharded=True,
-    hub_access=(READ_REFERENCED_SECRETS, *AGENT_HUB_ACCESS,),
+    hub_access=(
+        READ_REFERENCED_SECRETS,
+        *AGENT_HUB_ACCESS,
+    ),
     # What the collectors read on a managed cluster (inventory, counts, resources, info, olm,
     # clusteroperators).
     managed_access=(
@@ -174,8 +212,12 @@ CLUSTER_CONNECTION = ResourceKind(
         ApiAccess("", ("configmaps",), ("get",), resource_names=("ingester-ca",)),
         ApiAccess("apps", ("deployments",), ("get",), resource_names=("clusterpulse-collector",)),
         ApiAccess("networking.k8s.io", ("networkpolicies",), ("get",), resource_names=("clusterpulse-collector",)),
-        ApiAccess("rbac.authorization.k8s.io", ("clusterroles", "clusterrolebindings"), ("get",),
-                  resource_names=("clusterpulse-collector",)),
+        ApiAccess(
+            "rbac.authorization.k8s.io",
+            ("clusterroles", "clusterrolebindings"),
+            ("get",),
+            resource_names=("clusterpulse-collector",),
+        ),
     ),
     managed_push_access=AGENT_MANAGED_ACCESS,
 )

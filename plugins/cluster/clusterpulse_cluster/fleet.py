@@ -46,14 +46,18 @@ def fleet_cluster(obj: Mapping[str, Any]) -> FleetCluster:
         name=_text(meta.get("name")),
         namespace=namespace,
         endpoint=_text(spec.get("endpoint")),
-        credentials=CredentialsRef(name=_text(credentials.get("name")),
-                                   namespace=_text(credentials.get("namespace")) or namespace),
+        credentials=CredentialsRef(
+            name=_text(credentials.get("name")), namespace=_text(credentials.get("namespace")) or namespace
+        ),
         # Only exactly "push" selects push mode (docs/compatibility.md#cluster-reconcile).
         collection_mode=PUSH if spec.get("collectionMode") == PUSH else PULL,
         phase=_text(status.get("phase")),
-        agent=AgentStatus(deployed=deployed.get("deployed") is True, version=_text(deployed.get("version")),
-                          connected=collector.get("connected") is True,
-                          last_heartbeat=_time(collector.get("lastHeartbeat"))),
+        agent=AgentStatus(
+            deployed=deployed.get("deployed") is True,
+            version=_text(deployed.get("version")),
+            connected=collector.get("connected") is True,
+            last_heartbeat=_time(collector.get("lastHeartbeat")),
+        ),
     )
 
 

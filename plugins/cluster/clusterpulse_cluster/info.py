@@ -25,7 +25,7 @@ def derive_console_url(endpoint: str) -> str:
     """The console URL guessed from the API endpoint: ``api.<rest>`` -> OpenShift console, else as is."""
     host = endpoint.removeprefix("https://").removeprefix("http://").split(":", 1)[0]
     if host.startswith("api."):
-        return f"https://console-openshift-console.apps.{host[len('api.'):]}"
+        return f"https://console-openshift-console.apps.{host[len('api.') :]}"
     return endpoint
 
 
@@ -74,8 +74,9 @@ def cluster_version_info(cv: Mapping[str, Any]) -> dict[str, Any]:
                 {key: c.get(key) for key in ("type", "status", "message", "reason")} for c in conditions
             ]
         for condition in conditions:
-            flag = {"Progressing": "is_progressing", "Degraded": "is_degraded",
-                    "Available": "is_available"}.get(str(condition.get("type")))
+            flag = {"Progressing": "is_progressing", "Degraded": "is_degraded", "Available": "is_available"}.get(
+                str(condition.get("type"))
+            )
             if flag and condition.get("status") == "True":
                 info[flag] = True
     info["platform"] = "OpenShift"

@@ -75,8 +75,9 @@ def list_nodes(target: ClusterTarget, page_size: int, max_nodes: int = MAX_NODES
     return nodes
 
 
-def sweep_pods(target: ClusterTarget, page_size: int, summaries: PodSummaries | None = None,
-               nodes: frozenset[str] | None = None) -> dict[str, PodTally]:
+def sweep_pods(
+    target: ClusterTarget, page_size: int, summaries: PodSummaries | None = None, nodes: frozenset[str] | None = None
+) -> dict[str, PodTally]:
     """Per-node pod counts and requests over every pod of the cluster, page by page.
 
     With ``summaries``, each page also goes to the resource lists' pod summaries before it is
@@ -108,8 +109,9 @@ def list_namespaces(target: ClusterTarget, page_size: int, max_namespaces: int =
         log.warning("cluster %s: listing namespaces failed: %s", target.name, exc)
         return []
     if listed.skipped:
-        target.skipped.append(Skipped("namespaces", listed.skipped, over_limit("max_list_objects", max_namespaces),
-                                      len(listed.items)))
+        target.skipped.append(
+            Skipped("namespaces", listed.skipped, over_limit("max_list_objects", max_namespaces), len(listed.items))
+        )
     return [ns.metadata.name for ns in listed.items]
 
 
@@ -173,8 +175,7 @@ class InventoryCollector:
         docs = list_nodes(target, self.page_size, self.max_nodes)
         tallies, resource_lists = self._sweep_pods(target, frozenset(doc.metadata.name for doc in docs))
         now = self.clock()
-        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name), now, self.max_annotation_bytes)
-                      for doc in docs)
+        nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name), now, self.max_annotation_bytes) for doc in docs)
         pods = pod_phases(tallies)
         del docs, tallies
         namespaces = list_namespaces(target, self.page_size, self.max_list_objects)

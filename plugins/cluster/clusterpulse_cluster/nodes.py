@@ -95,7 +95,7 @@ def node_status(conditions: Iterable[tuple[str, str]], unschedulable: bool) -> s
 
 def node_roles(labels: Mapping[str, str] | None) -> tuple[str, ...]:
     """The ``node-role.kubernetes.io/<role>`` label keys' roles, sorted (values ignored)."""
-    return tuple(sorted(key[len(ROLE_PREFIX):] for key in labels or () if key.startswith(ROLE_PREFIX)))
+    return tuple(sorted(key[len(ROLE_PREFIX) :] for key in labels or () if key.startswith(ROLE_PREFIX)))
 
 
 #: Default limit of one stored annotation value, bytes (UTF-8).
@@ -113,8 +113,9 @@ def bounded_annotations(annotations: Mapping[str, str] | None, limit: int) -> di
     return out
 
 
-def node_metrics(node: NodeDoc, tally: PodTally | None, now: datetime,
-                 max_annotation_bytes: int = MAX_ANNOTATION_BYTES) -> NodeMetrics:
+def node_metrics(
+    node: NodeDoc, tally: PodTally | None, now: datetime, max_annotation_bytes: int = MAX_ANNOTATION_BYTES
+) -> NodeMetrics:
     """Every NodeMetrics field of one node, with the requests of the pods bound to it.
 
     Annotation values longer than ``max_annotation_bytes`` are truncated: a cluster is not

@@ -62,7 +62,8 @@ def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any], agent
     install_mode, cluster_wide = "", False
     if "installModes" in spec:
         install_modes = [
-            str(mode.get("type", "")) for mode in spec.get("installModes") or ()
+            str(mode.get("type", ""))
+            for mode in spec.get("installModes") or ()
             if isinstance(mode, Mapping) and mode.get("supported") is True
         ]
         cluster_wide = "AllNamespaces" in install_modes
@@ -111,15 +112,19 @@ def operator_info(csv: Mapping[str, Any], subscription: Mapping[str, Any], agent
     )
 
 
-def list_operators(target: ClusterTarget, agent: bool = False, max_objects: int = MAX_LIST_OBJECTS,
-                   page_size: int = 500) -> list[OperatorInfo]:
+def list_operators(
+    target: ClusterTarget, agent: bool = False, max_objects: int = MAX_LIST_OBJECTS, page_size: int = 500
+) -> list[OperatorInfo]:
     """The installed operator of each of the first ``max_objects`` Subscriptions, in Subscription
     order (the others counted in ``target.skipped``); ``[]`` without OLM."""
     listed = list_optional(target.client, SUBSCRIPTIONS_PATH, max_objects, page_size)
     subscriptions = listed.items if listed is not None else []
     if listed is not None and listed.skipped:
-        target.skipped.append(Skipped("operator subscriptions", listed.skipped,
-                                      over_limit("max_list_objects", max_objects), len(listed.items)))
+        target.skipped.append(
+            Skipped(
+                "operator subscriptions", listed.skipped, over_limit("max_list_objects", max_objects), len(listed.items)
+            )
+        )
     operators: list[OperatorInfo] = []
     for subscription in subscriptions:
         if not isinstance(subscription, Mapping):

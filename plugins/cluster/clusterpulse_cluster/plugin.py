@@ -92,14 +92,30 @@ class ClusterPlugin:
         settings = self.settings
         resources = ResourceLists(settings, self.now) if settings.resource_collection_enabled else None
         return [
-            Collector(NODES_COLLECTOR, InventoryCollector(settings.page_size, self.now, settings.max_annotation_bytes,
-                                                        tuple(COUNTED_PATHS), resources, settings.max_nodes,
-                                                        settings.max_list_objects),
-                      critical=True),
+            Collector(
+                NODES_COLLECTOR,
+                InventoryCollector(
+                    settings.page_size,
+                    self.now,
+                    settings.max_annotation_bytes,
+                    tuple(COUNTED_PATHS),
+                    resources,
+                    settings.max_nodes,
+                    settings.max_list_objects,
+                ),
+                critical=True,
+            ),
             Collector("cluster_info", ClusterInfoCollector()),
-            Collector("operators", OperatorsCollector(settings.operator_scan_interval, self.now, agent=agent,
-                                                      max_objects=settings.max_list_objects,
-                                                      page_size=settings.page_size)),
+            Collector(
+                "operators",
+                OperatorsCollector(
+                    settings.operator_scan_interval,
+                    self.now,
+                    agent=agent,
+                    max_objects=settings.max_list_objects,
+                    page_size=settings.page_size,
+                ),
+            ),
             Collector("cluster_operators", ClusterOperatorsCollector(settings.max_list_objects, settings.page_size)),
         ]
 

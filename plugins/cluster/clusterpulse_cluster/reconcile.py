@@ -66,14 +66,21 @@ COLLECT_THREADS = 64
 NODES_COLLECTOR = "nodes"
 #: Write order of one successful reconcile (docs/compatibility.md#write-order); other pieces follow in collector order.
 _PIECE_ORDER: tuple[type[Piece], ...] = (
-    NodesPiece, ClusterMetricsPiece, NamespacesPiece, ClusterInfoPiece, OperatorsPiece, ClusterOperatorsPiece,
+    NodesPiece,
+    ClusterMetricsPiece,
+    NamespacesPiece,
+    ClusterInfoPiece,
+    OperatorsPiece,
+    ClusterOperatorsPiece,
 )
 
 
 #: ``InsecureTransport`` reason of a push cluster whose agent talks to the ingester without TLS.
 PLAINTEXT_INGESTER = "PlaintextIngester"
-PLAINTEXT_MESSAGE = ("push mode without TLS (INGESTER_TLS_ENABLED=false): the collector token, batches and "
-                     "ConfigUpdates travel between agent and ingester in plaintext (docs/push-mode.md#tls)")
+PLAINTEXT_MESSAGE = (
+    "push mode without TLS (INGESTER_TLS_ENABLED=false): the collector token, batches and "
+    "ConfigUpdates travel between agent and ingester in plaintext (docs/push-mode.md#tls)"
+)
 
 
 def _generation(obj: Mapping[str, Any]) -> int:
@@ -91,13 +98,18 @@ class ReconcileFailure(Exception):
 
 def reconciled_event(verdict: HealthVerdict, metrics: ClusterMetrics | None, display_name: str) -> dict[str, Any]:
     """The data of a ``cluster.reconciled`` event (docs/readers.md#r7-health)."""
-    return {"health": verdict.health, "nodes": metrics.nodes if metrics else 0,
-            "nodes_ready": metrics.nodes_ready if metrics else 0,
-            "namespaces": metrics.namespaces if metrics else 0, "display_name": display_name}
+    return {
+        "health": verdict.health,
+        "nodes": metrics.nodes if metrics else 0,
+        "nodes_ready": metrics.nodes_ready if metrics else 0,
+        "namespaces": metrics.namespaces if metrics else 0,
+        "display_name": display_name,
+    }
 
 
 def ordered(pieces: Sequence[Piece]) -> list[Piece]:
     """Pieces in the write order of docs/compatibility.md#write-order; unknown piece types keep their order, last."""
+
     def rank(piece: Piece) -> int:
         for index, kind in enumerate(_PIECE_ORDER):
             if isinstance(piece, kind):
@@ -146,8 +158,9 @@ class ClusterReconciler:
 
     # ------------------------------------------------------------------ reconcile
 
-    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext,
-                  collectors: Sequence[Collector]) -> ReconcileResult:
+    def reconcile(
+        self, obj: Mapping[str, Any], ctx: ReconcileContext, collectors: Sequence[Collector]
+    ) -> ReconcileResult:
         """Store the spec, collect the cluster, store the pieces, patch the status, say when to return."""
         meta = obj.get("metadata") or {}
         name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
@@ -174,19 +187,29 @@ class ClusterReconciler:
         nodes = next((p for p in pieces if isinstance(p, NodesPiece)), None)
         namespaces = next((p for p in pieces if isinstance(p, NamespacesPiece)), None)
         metrics = next((p.metrics for p in pieces if isinstance(p, ClusterMetricsPiece)), None)
-        verdict = (cluster_health(metrics, self.settings.health_thresholds()) if metrics is not None
-                   else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE))
+        verdict = (
+            cluster_health(metrics, self.settings.health_thresholds())
+            if metrics is not None
+            else HealthVerdict(Health.HEALTHY.value, HEALTHY_MESSAGE)
+        )
         node_count = len(nodes.nodes) if nodes else 0
         namespace_count = len(namespaces.namespaces) if namespaces else 0
         skipped = merged(target.skipped)
         truncation = describe(skipped)
         ctx.store(
             *ordered(pieces),
-            ClusterStatusPiece(name, ClusterStatusRecord(
-                verdict.health, f"{verdict.message}; {truncation}" if truncation else verdict.message, now,
-                self.agents.redis_status(name))),
-            EventPiece("cluster.reconciled", name, reconciled_event(verdict, metrics, spec.display_name),
-                       timestamp=now),
+            ClusterStatusPiece(
+                name,
+                ClusterStatusRecord(
+                    verdict.health,
+                    f"{verdict.message}; {truncation}" if truncation else verdict.message,
+                    now,
+                    self.agents.redis_status(name),
+                ),
+            ),
+            EventPiece(
+                "cluster.reconciled", name, reconciled_event(verdict, metrics, spec.display_name), timestamp=now
+            ),
         )
         for stored in target.after_store:
             stored()
@@ -194,18 +217,27 @@ class ClusterReconciler:
         skipped_metric(ctx.runtime.metrics).publish(name, skipped)
         if truncation and truncation != connection_status.truncation_announced(current):
             ctx.log.warning("collection truncated: %s", truncation)
-        self._patch_status(ctx, current, connection_status.connected(
-            now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure, skipped))
+        self._patch_status(
+            ctx,
+            current,
+            connection_status.connected(
+                now, node_count, namespace_count, _generation(obj), current, fallback, verdict, insecure, skipped
+            ),
+        )
         previous_phase = current.get("phase")
         if previous_phase != connection_status.PHASE_CONNECTED:
             recovered = previous_phase == connection_status.PHASE_ERROR
-            ctx.event("Recovered" if recovered else "Connected",
-                      f"cluster {name} is reachable" + (" again" if recovered else ""), uid=_uid(obj))
+            ctx.event(
+                "Recovered" if recovered else "Connected",
+                f"cluster {name} is reachable" + (" again" if recovered else ""),
+                uid=_uid(obj),
+            )
         self.agents.after_pull(ctx, obj, spec)
         return ReconcileResult(requeue_after=interval)
 
-    def _push_state(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any],
-                    obj: Mapping[str, Any]) -> tuple[str, float]:
+    def _push_state(
+        self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], obj: Mapping[str, Any]
+    ) -> tuple[str, float]:
         """Push mode: ``("", seconds)`` when the agent is connected and heard from (status patched),
         with the seconds until it would count as silent; else why we pull.
 
@@ -217,16 +249,26 @@ class ClusterReconciler:
         now = self.clock()
         age = (now - agent.last_heartbeat).total_seconds() if agent is not None else 0.0
         if agent is not None and age <= self.settings.agent_silence_limit:
-            patch = connection_status.push_active(agent.version, agent.last_heartbeat, now, _generation(obj),
-                                                  current, agent.health, self._insecure(ctx, name, current, obj))
+            patch = connection_status.push_active(
+                agent.version,
+                agent.last_heartbeat,
+                now,
+                _generation(obj),
+                current,
+                agent.health,
+                self._insecure(ctx, name, current, obj),
+            )
             if any(current.get(key) != value for key, value in patch.items()):
                 ctx.patch_status(patch)
             return "", self.settings.agent_silence_limit - age
         disconnected = connection_status.collector_disconnected(current)
         if disconnected is not None:
             ctx.patch_status({"collectorStatus": disconnected})
-        reason = connection_status.push_fallback_reason(agent.version, agent.last_heartbeat) if agent else \
-            connection_status.push_fallback_reason("", None)
+        reason = (
+            connection_status.push_fallback_reason(agent.version, agent.last_heartbeat)
+            if agent
+            else connection_status.push_fallback_reason("", None)
+        )
         ctx.log.info("%s (docs/compatibility.md#c3)", reason)
         return reason, 0.0
 
@@ -239,9 +281,14 @@ class ClusterReconciler:
         except StoreError as exc:
             ctx.log.warning("storing the spec failed: %s", exc)
 
-    def _collect_within_deadline(self, ctx: ReconcileContext, name: str, namespace: str,
-                                 spec: ClusterConnectionSpec,
-                                 collectors: Sequence[Collector]) -> tuple[list[Piece], ClusterTarget]:
+    def _collect_within_deadline(
+        self,
+        ctx: ReconcileContext,
+        name: str,
+        namespace: str,
+        spec: ClusterConnectionSpec,
+        collectors: Sequence[Collector],
+    ) -> tuple[list[Piece], ClusterTarget]:
         """Collect under the reconcile deadline (``monitoring.timeout``, else ``collect_timeout``).
 
         Every call to the cluster stops at the deadline, and at most ``cluster_max_in_flight``
@@ -254,8 +301,14 @@ class ClusterReconciler:
         except ClusterBusyError as exc:
             raise ReconcileFailure(str(exc)) from exc
 
-    def _collect(self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec,
-                 collectors: Sequence[Collector]) -> tuple[list[Piece], ClusterTarget]:
+    def _collect(
+        self,
+        ctx: ReconcileContext,
+        name: str,
+        namespace: str,
+        spec: ClusterConnectionSpec,
+        collectors: Sequence[Collector],
+    ) -> tuple[list[Piece], ClusterTarget]:
         client = self._client(ctx, name, namespace, spec)
         timeout = connect_timeout(self.settings.connect_timeout, spec.monitoring.timeout)
         try:
@@ -270,37 +323,50 @@ class ClusterReconciler:
             raise ReconcileFailure(f"failed to get {what}: {exc}") from exc
         return list(report.pieces), target
 
-    def _client(self, ctx: ReconcileContext, name: str, namespace: str,
-                spec: ClusterConnectionSpec) -> KubeClient:
+    def _client(self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec) -> KubeClient:
         secret_namespace = spec.credentials_ref.namespace or namespace
         try:
-            credentials = cluster_credentials(ctx.hub, api_url(spec.endpoint), secret_namespace,
-                                              spec.credentials_ref.name, ctx.runtime.secrets)
+            credentials = cluster_credentials(
+                ctx.hub, api_url(spec.endpoint), secret_namespace, spec.credentials_ref.name, ctx.runtime.secrets
+            )
             return ctx.runtime.pool.get(name, credentials)
         except CredentialsError as exc:
             raise ReconcileFailure(f"failed to get cluster client: {exc}") from exc
         except Exception as exc:
             raise ReconcileFailure(f"failed to get cluster client: {type(exc).__name__}: {exc}") from exc
 
-    def _fail(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], interval: int,
-              message: str, obj: Mapping[str, Any]) -> ReconcileResult:
+    def _fail(
+        self,
+        ctx: ReconcileContext,
+        name: str,
+        current: Mapping[str, Any],
+        interval: int,
+        message: str,
+        obj: Mapping[str, Any],
+    ) -> ReconcileResult:
         # A repeating failure is logged when it starts or changes, not on every retry (the status holds it).
-        repeated = (current.get("phase") == connection_status.PHASE_ERROR
-                    and current.get("message") == clip(message, MAX_STATUS_MESSAGE))
+        repeated = current.get("phase") == connection_status.PHASE_ERROR and current.get("message") == clip(
+            message, MAX_STATUS_MESSAGE
+        )
         (ctx.log.debug if repeated else ctx.log.warning)("reconcile failed: %s", message)
         now = self.clock()
-        ctx.store(ClusterStatusPiece(name, ClusterStatusRecord(Health.UNHEALTHY.value, message, now,
-                                                               self.agents.redis_status(name))))
+        ctx.store(
+            ClusterStatusPiece(
+                name, ClusterStatusRecord(Health.UNHEALTHY.value, message, now, self.agents.redis_status(name))
+            )
+        )
         reason = "CircuitOpen" if CircuitOpenError.MESSAGE in message else "ConnectionFailed"
         insecure = self._insecure(ctx, name, current, obj)
-        self._patch_status(ctx, current, connection_status.failed(message, now, _generation(obj), current, reason,
-                                                                  insecure))
+        self._patch_status(
+            ctx, current, connection_status.failed(message, now, _generation(obj), current, reason, insecure)
+        )
         if current.get("phase") != connection_status.PHASE_ERROR or current.get("message") != message:
             ctx.event(reason, message, warning=True, uid=_uid(obj))
         return ReconcileResult(requeue_after=error_requeue_seconds(interval), error=message)
 
-    def _insecure(self, ctx: ReconcileContext, name: str, current: Mapping[str, Any],
-                  obj: Mapping[str, Any]) -> TransportWarning | None:
+    def _insecure(
+        self, ctx: ReconcileContext, name: str, current: Mapping[str, Any], obj: Mapping[str, Any]
+    ) -> TransportWarning | None:
         """What weakens the cluster's transport (its Secret's opt-outs; for a push cluster, an ingester
         without TLS); a Warning Event when that is new."""
         insecure = ctx.runtime.pool.insecure(name)
@@ -308,16 +374,20 @@ class ClusterReconciler:
         push = isinstance(spec, Mapping) and spec.get("collectionMode") == "push"
         if push and not self.settings.ingester_tls_enabled:
             plaintext = TransportWarning(PLAINTEXT_INGESTER, PLAINTEXT_MESSAGE)
-            insecure = plaintext if insecure is None else TransportWarning(
-                insecure.reason, f"{insecure.message}; {plaintext.message}")
+            insecure = (
+                plaintext
+                if insecure is None
+                else TransportWarning(insecure.reason, f"{insecure.message}; {plaintext.message}")
+            )
         if insecure is not None and connection_status.insecure_announced(current) != insecure.message:
             ctx.log.warning("%s", insecure.message)
             ctx.event(connection_status.INSECURE_TRANSPORT, insecure.message, warning=True, uid=_uid(obj))
         return insecure
 
     @staticmethod
-    def _patch_status(ctx: ReconcileContext, current: Mapping[str, Any],
-                      desired: connection_status.ConnectionStatus) -> None:
+    def _patch_status(
+        ctx: ReconcileContext, current: Mapping[str, Any], desired: connection_status.ConnectionStatus
+    ) -> None:
         """Patch when something changed, and after every successful sync (``lastSyncTime`` moves).
 
         A hub that cannot take the patch does not fail the reconcile: the cluster's state is

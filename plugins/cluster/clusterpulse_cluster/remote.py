@@ -19,8 +19,9 @@ def get_optional(client: KubeClient, path: str, timeout: float | None = None, **
         return None
 
 
-def list_optional(client: KubeClient, path: str, cap: int, page_size: int,
-                  timeout: float | None = None) -> CappedList[Any] | None:
+def list_optional(
+    client: KubeClient, path: str, cap: int, page_size: int, timeout: float | None = None
+) -> CappedList[Any] | None:
     """The first ``cap`` objects (decoded) of an optional list, page by page, the rest counted;
     ``None`` when the API answers 404 (see :func:`get_optional`)."""
     try:

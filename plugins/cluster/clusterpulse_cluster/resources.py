@@ -119,8 +119,7 @@ _DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
 T = TypeVar("T")
 
 
-def read_capped(target: ClusterTarget, path: str, kind: type[T], cap: int,
-                page_size: int) -> tuple[list[T], bool]:
+def read_capped(target: ClusterTarget, path: str, kind: type[T], cap: int, page_size: int) -> tuple[list[T], bool]:
     """At most ``cap`` decoded items of a list, read page by page; True when the list had more."""
     decoder = _DECODERS[kind]
     items: list[T] = []
@@ -164,8 +163,12 @@ class PodSummaries:
     @classmethod
     def from_settings(cls, settings: ClusterSettings) -> PodSummaries:
         """Empty summaries with the caps, filter and label choice of ``settings``."""
-        return cls(settings.max_total_pods, settings.max_pods_per_namespace, settings.resource_namespace_filter,
-                   settings.collect_resource_labels)
+        return cls(
+            settings.max_total_pods,
+            settings.max_pods_per_namespace,
+            settings.resource_namespace_filter,
+            settings.collect_resource_labels,
+        )
 
     def add(self, pods: Iterable[PodDoc]) -> None:
         """Summarise the next pods of the listing (with ``include_labels``, pods decoded with their labels)."""
@@ -227,24 +230,40 @@ class ResourceLists:
             return items
 
         deployments = [
-            DeploymentSummary(d.metadata.name, d.metadata.namespace, d.spec.replicas or 0,
-                              d.status.ready_replicas, _labels(d.metadata, labels))
+            DeploymentSummary(
+                d.metadata.name,
+                d.metadata.namespace,
+                d.spec.replicas or 0,
+                d.status.ready_replicas,
+                _labels(d.metadata, labels),
+            )
             for d in capped(DEPLOYMENTS_PATH, _Replicated, settings.max_deployments)
         ]
         services = [
-            ServiceSummary(s.metadata.name, s.metadata.namespace, s.spec.type, s.spec.cluster_ip,
-                           _labels(s.metadata, labels))
+            ServiceSummary(
+                s.metadata.name, s.metadata.namespace, s.spec.type, s.spec.cluster_ip, _labels(s.metadata, labels)
+            )
             for s in capped(SERVICES_PATH, _Service, settings.max_services)
         ]
         statefulsets = [
-            StatefulSetSummary(s.metadata.name, s.metadata.namespace, s.spec.replicas or 0,
-                               s.status.ready_replicas, _labels(s.metadata, labels))
+            StatefulSetSummary(
+                s.metadata.name,
+                s.metadata.namespace,
+                s.spec.replicas or 0,
+                s.status.ready_replicas,
+                _labels(s.metadata, labels),
+            )
             for s in capped(STATEFULSETS_PATH, _Replicated, settings.max_deployments)
         ]
         daemonsets = [
-            DaemonSetSummary(d.metadata.name, d.metadata.namespace, d.status.desired_number_scheduled,
-                             d.status.current_number_scheduled, d.status.number_ready,
-                             _labels(d.metadata, labels))
+            DaemonSetSummary(
+                d.metadata.name,
+                d.metadata.namespace,
+                d.status.desired_number_scheduled,
+                d.status.current_number_scheduled,
+                d.status.number_ready,
+                _labels(d.metadata, labels),
+            )
             for d in capped(DAEMONSETS_PATH, _DaemonSet, MAX_DAEMONSETS)
         ]
         return ResourceCollection(
@@ -255,6 +274,5 @@ class ResourceLists:
             statefulsets=tuple(statefulsets),
             daemonsets=tuple(daemonsets),
             truncated=truncated,
-            total_resources=len(pods.pods) + len(deployments) + len(services) + len(statefulsets)
-            + len(daemonsets),
+            total_resources=len(pods.pods) + len(deployments) + len(services) + len(statefulsets) + len(daemonsets),
         )

@@ -82,8 +82,7 @@ def decode_spec(obj: Mapping[str, Any]) -> ClusterConnectionSpec:
         if raw.get(key) is not None and not isinstance(raw[key], str):
             raise _invalid(key, f"must be a string, got {type(raw[key]).__name__}")
     labels = raw.get("labels")
-    if labels is not None and (not isinstance(labels, Mapping)
-                               or not all(isinstance(v, str) for v in labels.values())):
+    if labels is not None and (not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values())):
         raise _invalid("labels", "must map strings to strings")
     try:
         return structure(dict(raw), ClusterConnectionSpec)
@@ -144,8 +143,11 @@ def validate_spec(spec: ClusterConnectionSpec) -> None:
     if spec.is_push and not spec.ingester_address.strip():
         raise _invalid("ingesterAddress", "is required when collectionMode is push")
     address = spec.ingester_address
-    if address and (len(address) > MAX_INGESTER_ADDRESS or re.fullmatch(INGESTER_ADDRESS_PATTERN, address) is None
-                    or not 0 < int(address.rsplit(":", 1)[1]) < 65536):
+    if address and (
+        len(address) > MAX_INGESTER_ADDRESS
+        or re.fullmatch(INGESTER_ADDRESS_PATTERN, address) is None
+        or not 0 < int(address.rsplit(":", 1)[1]) < 65536
+    ):
         raise _invalid("ingesterAddress", f"must be host:port, got {address[:100]!r}")
     if spec.collector_version and re.fullmatch(COLLECTOR_VERSION_PATTERN, spec.collector_version) is None:
         raise _invalid("collectorVersion", f"must be an image tag, got {spec.collector_version[:100]!r}")

@@ -46,10 +46,17 @@ class ConnectionStatus:
         return {key: value for key, value in unstructure(self).items() if value is not None}
 
 
-def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
-              previous: Mapping[str, Any] | None = None, note: str = "",
-              verdict: HealthVerdict | None = None, insecure: TransportWarning | None = None,
-              skipped: Sequence[Skipped] = ()) -> ConnectionStatus:
+def connected(
+    now: datetime,
+    nodes: int,
+    namespaces: int,
+    generation: int = 0,
+    previous: Mapping[str, Any] | None = None,
+    note: str = "",
+    verdict: HealthVerdict | None = None,
+    insecure: TransportWarning | None = None,
+    skipped: Sequence[Skipped] = (),
+) -> ConnectionStatus:
     """Status after a successful pull collection, with ``Ready=True`` (``note``: why a push cluster was pulled).
 
     ``health`` and ``message`` are the cluster's health ``verdict`` (docs/readers.md#r7-health);
@@ -57,18 +64,30 @@ def connected(now: datetime, nodes: int, namespaces: int, generation: int = 0,
     docs/security.md) adds the ``InsecureTransport`` warning condition, ``skipped`` (what the
     collection left out) the ``Truncated`` condition.
     """
+
     def noted(text: str) -> str:
         return f"{text} ({note})" if note else text
 
     verdict = verdict or HealthVerdict(Health.HEALTHY.value, REACHABLE)
     ready = ready_condition(True, PHASE_CONNECTED, noted(REACHABLE), generation, now, _conditions(previous))
-    return ConnectionStatus(PHASE_CONNECTED, verdict.health, noted(verdict.message), now, nodes, namespaces,
-                            (ready, *insecure_conditions(insecure, generation, now, previous),
-                             *truncated_conditions(skipped, generation, now, previous)))
+    return ConnectionStatus(
+        PHASE_CONNECTED,
+        verdict.health,
+        noted(verdict.message),
+        now,
+        nodes,
+        namespaces,
+        (
+            ready,
+            *insecure_conditions(insecure, generation, now, previous),
+            *truncated_conditions(skipped, generation, now, previous),
+        ),
+    )
 
 
-def truncated_conditions(skipped: Sequence[Skipped], generation: int, now: datetime,
-                         previous: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+def truncated_conditions(
+    skipped: Sequence[Skipped], generation: int, now: datetime, previous: Mapping[str, Any] | None
+) -> tuple[Condition, ...]:
     """The ``Truncated=True`` condition saying what was left out and why, else none.
 
     Its reason is ``CountLimit`` when a count bound cut a list, else ``InvalidNames``.
@@ -88,23 +107,35 @@ def truncation_announced(current: Mapping[str, Any]) -> str:
     return ""
 
 
-def failed(message: str, now: datetime | None = None, generation: int = 0,
-           previous: Mapping[str, Any] | None = None, reason: str = "ConnectionFailed",
-           insecure: TransportWarning | None = None) -> ConnectionStatus:
+def failed(
+    message: str,
+    now: datetime | None = None,
+    generation: int = 0,
+    previous: Mapping[str, Any] | None = None,
+    reason: str = "ConnectionFailed",
+    insecure: TransportWarning | None = None,
+) -> ConnectionStatus:
     """Status after a failed reconcile (docs/compatibility.md#c1), with ``Ready=False`` when ``now`` is given."""
-    conditions = () if now is None else (
-        ready_condition(False, reason, message, generation, now, _conditions(previous)),
-        *insecure_conditions(insecure, generation, now, previous))
+    conditions = (
+        ()
+        if now is None
+        else (
+            ready_condition(False, reason, message, generation, now, _conditions(previous)),
+            *insecure_conditions(insecure, generation, now, previous),
+        )
+    )
     return ConnectionStatus(PHASE_ERROR, Health.UNHEALTHY.value, message, conditions=conditions)
 
 
-def insecure_conditions(insecure: TransportWarning | None, generation: int, now: datetime,
-                        previous: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+def insecure_conditions(
+    insecure: TransportWarning | None, generation: int, now: datetime, previous: Mapping[str, Any] | None
+) -> tuple[Condition, ...]:
     """The ``InsecureTransport=True`` condition when the transport is weakened, else none."""
     if insecure is None:
         return ()
-    return (condition(INSECURE_TRANSPORT, True, insecure.reason, insecure.message, generation, now,
-                      _conditions(previous)),)
+    return (
+        condition(INSECURE_TRANSPORT, True, insecure.reason, insecure.message, generation, now, _conditions(previous)),
+    )
 
 
 def insecure_announced(current: Mapping[str, Any]) -> str:
@@ -123,9 +154,15 @@ def _conditions(status: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
 PUSH_ACTIVE = "Collector push active"
 
 
-def push_active(version: str, last_heartbeat: datetime, now: datetime, generation: int = 0,
-                previous: Mapping[str, Any] | None = None, health: str = Health.HEALTHY.value,
-                insecure: TransportWarning | None = None) -> dict[str, Any]:
+def push_active(
+    version: str,
+    last_heartbeat: datetime,
+    now: datetime,
+    generation: int = 0,
+    previous: Mapping[str, Any] | None = None,
+    health: str = Health.HEALTHY.value,
+    insecure: TransportWarning | None = None,
+) -> dict[str, Any]:
     """Status patch of a push-mode cluster whose agent is connected and heard from
     (docs/compatibility.md#cluster-reconcile).
 

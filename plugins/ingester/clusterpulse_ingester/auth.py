@@ -129,7 +129,7 @@ def token_cluster(secret: Obj) -> str:
         if isinstance(owner, Mapping) and owner.get("kind") == "ClusterConnection":
             return str(owner.get("name") or "")
     name = str(meta.get("name") or "")
-    return name[len(collector_token.PREFIX):] if name.startswith(collector_token.PREFIX) else ""
+    return name[len(collector_token.PREFIX) :] if name.startswith(collector_token.PREFIX) else ""
 
 
 class HubView:
@@ -143,8 +143,15 @@ class HubView:
     caches have synced every look-up fails with ``not_ready``.
     """
 
-    def __init__(self, hub: KubeClient, core: CoreSettings, fleet: Fleet, on_change: Callable[[Obj, bool], None],
-                 token_source: str = collector_token.HUB, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        hub: KubeClient,
+        core: CoreSettings,
+        fleet: Fleet,
+        on_change: Callable[[Obj, bool], None],
+        token_source: str = collector_token.HUB,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
         self.namespace = core.namespace
         self.fleet = fleet
         self.token_source = token_source
@@ -173,8 +180,9 @@ class HubView:
             raise AuthError("not_ready", "the ingester's ClusterConnection and Secret caches have not synced yet")
         obj = self._connections.get(self.namespace, cluster)
         if obj is None:
-            raise AuthError("unknown_cluster", f"unknown cluster {cluster!r}: no ClusterConnection "
-                                               f"{self.namespace}/{cluster}")
+            raise AuthError(
+                "unknown_cluster", f"unknown cluster {cluster!r}: no ClusterConnection {self.namespace}/{cluster}"
+            )
         known = self.fleet.cluster(obj)
         agent = hub_view(known)
         if agent is None:
@@ -184,8 +192,11 @@ class HubView:
         else:
             namespace, name = known.credentials.namespace, known.credentials.name
         if namespace != self.namespace:
-            raise AuthError("no_token", f"cluster {cluster!r}: its token Secret {namespace}/{name} is outside "
-                                        f"the hub namespace {self.namespace}")
+            raise AuthError(
+                "no_token",
+                f"cluster {cluster!r}: its token Secret {namespace}/{name} is outside "
+                f"the hub namespace {self.namespace}",
+            )
         secret = self._secrets.get(namespace, name) if name else None
         if secret is None:
             raise AuthError("no_token", f"cluster {cluster!r}: no Secret {namespace}/{name or '(unnamed)'}")
@@ -193,4 +204,3 @@ class HubView:
         if not tokens:
             raise AuthError("no_token", f"cluster {cluster!r}: Secret {namespace}/{name} has no token")
         return KnownCluster(tuple(digest(t) for t in tokens), agent, known.endpoint)
-

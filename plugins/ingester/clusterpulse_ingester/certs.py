@@ -86,8 +86,9 @@ def _pem(cert: x509.Certificate) -> str:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> str:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
 
 
 def new_ca(common_name: str, now: dt.datetime, lifetime: dt.timedelta) -> KeyPair:
@@ -95,15 +96,32 @@ def new_ca(common_name: str, now: dt.datetime, lifetime: dt.timedelta) -> KeyPai
     key = ec.generate_private_key(ec.SECP256R1())
     # The issue time in the name keeps a renewed CA's subject distinct from its predecessor's.
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name} {now:%Y%m%dT%H%M%SZ}")])
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=1)).not_valid_after(now + lifetime)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                         content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                         key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + lifetime)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
     return KeyPair(_pem(cert), _key_pem(key))
 
 
@@ -114,24 +132,30 @@ def _general_name(name: str) -> x509.GeneralName:
         return x509.DNSName(name)
 
 
-def new_leaf(ca: KeyPair, names: Sequence[str], now: dt.datetime, lifetime: dt.timedelta,
-             client: bool = False) -> KeyPair:
+def new_leaf(
+    ca: KeyPair, names: Sequence[str], now: dt.datetime, lifetime: dt.timedelta, client: bool = False
+) -> KeyPair:
     """A certificate for ``names`` (DNS names or IP addresses) signed by ``ca``: a server certificate, or
     with ``client`` a client one (its first name is its common name)."""
     key = ec.generate_private_key(ec.SECP256R1())
     issuer = ca.cert
     usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0][:64])]))
-            .issuer_name(issuer.subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=1)).not_valid_after(now + lifetime)
-            .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.private_key().public_key()),
-                           critical=False)
-            .sign(ca.private_key(), hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0][:64])]))
+        .issuer_name(issuer.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + lifetime)
+        .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.private_key().public_key()), critical=False
+        )
+        .sign(ca.private_key(), hashes.SHA256())
+    )
     return KeyPair(_pem(cert), _key_pem(key))
 
 
@@ -171,9 +195,16 @@ def _b64(data: Mapping[str, str]) -> dict[str, str]:
 class CertificateKeeper:
     """Makes, renews and reads the ingester's CA and server certificate in the hub namespace."""
 
-    def __init__(self, hub: KubeClient, namespace: str, names: Sequence[str], ca_lifetime: dt.timedelta,
-                 cert_lifetime: dt.timedelta, ca_configmap: tuple[str, str, str] | None = None,
-                 timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        hub: KubeClient,
+        namespace: str,
+        names: Sequence[str],
+        ca_lifetime: dt.timedelta,
+        cert_lifetime: dt.timedelta,
+        ca_configmap: tuple[str, str, str] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
         self.hub = hub
         self.namespace = namespace
         self.names = list(dict.fromkeys(names))
@@ -195,8 +226,11 @@ class CertificateKeeper:
                 bundle = "".join(ca.cert_pem for ca in (current, previous) if ca is not None)
                 # The old CA keeps issuing while it outlives the certificate: agents that have not yet
                 # received the new bundle still verify it.
-                issuer = previous if previous is not None and \
-                    previous.cert.not_valid_after_utc - now > self.cert_lifetime else current
+                issuer = (
+                    previous
+                    if previous is not None and previous.cert.not_valid_after_utc - now > self.cert_lifetime
+                    else current
+                )
                 leaf = self._ensure_leaf(issuer, bundle, now)
                 if self.ca_configmap is not None:
                     self._publish(bundle)
@@ -205,8 +239,9 @@ class CertificateKeeper:
                 last = exc
             except KubeApiError as exc:
                 raise CertificateError(f"ingester TLS certificates (namespace {self.namespace}): {exc}") from exc
-        raise CertificateError(f"ingester TLS certificates (namespace {self.namespace}): other writers kept "
-                               f"changing them ({last})")
+        raise CertificateError(
+            f"ingester TLS certificates (namespace {self.namespace}): other writers kept changing them ({last})"
+        )
 
     # ------------------------------------------------------------------ CA
 
@@ -224,10 +259,16 @@ class CertificateKeeper:
         """Create the Secret, or replace its data (``resourceVersion`` kept: a concurrent writer conflicts)."""
         if found is None:
             body: dict[str, Any] = {
-                "apiVersion": "v1", "kind": "Secret", "type": kind,
-                "metadata": {"name": name, "namespace": self.namespace,
-                             "labels": {"app.kubernetes.io/part-of": "clusterpulse", LABEL: "true"}},
-                "data": _b64(data)}
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": kind,
+                "metadata": {
+                    "name": name,
+                    "namespace": self.namespace,
+                    "labels": {"app.kubernetes.io/part-of": "clusterpulse", LABEL: "true"},
+                },
+                "data": _b64(data),
+            }
             try:
                 self.hub.request("POST", self._secret_path(), body=body, timeout=self.timeout)
             except KubeApiError as exc:
@@ -244,8 +285,11 @@ class CertificateKeeper:
         found = self._read(CA_SECRET)
         data = decode_secret_data(found) if found is not None else {}
         current = KeyPair(data[CA_CERT], data[CA_KEY]) if data.get(CA_CERT) and data.get(CA_KEY) else None
-        previous = KeyPair(data[PREVIOUS_CERT], data[PREVIOUS_KEY]) \
-            if data.get(PREVIOUS_CERT) and data.get(PREVIOUS_KEY) else None
+        previous = (
+            KeyPair(data[PREVIOUS_CERT], data[PREVIOUS_KEY])
+            if data.get(PREVIOUS_CERT) and data.get(PREVIOUS_KEY)
+            else None
+        )
         try:
             if previous is not None and previous.cert.not_valid_after_utc <= now:
                 previous = None
@@ -254,8 +298,12 @@ class CertificateKeeper:
             if current is not None:
                 current.private_key()
         except (ValueError, CertificateError) as exc:
-            log.warning("ingester TLS: Secret %s/%s holds an unreadable CA (%s): making a new one",
-                        self.namespace, CA_SECRET, exc)
+            log.warning(
+                "ingester TLS: Secret %s/%s holds an unreadable CA (%s): making a new one",
+                self.namespace,
+                CA_SECRET,
+                exc,
+            )
             current = previous = None
         changed = current is None
         if current is None:
@@ -263,8 +311,12 @@ class CertificateKeeper:
             log.info("ingester TLS: made a new CA in Secret %s/%s", self.namespace, CA_SECRET)
         elif renewal_due(current.cert, now):
             previous, current, changed = current, new_ca("clusterpulse-ingester-ca", now, self.ca_lifetime), True
-            log.info("ingester TLS: renewed the CA in Secret %s/%s (the previous one stays trusted until %s)",
-                     self.namespace, CA_SECRET, previous.cert.not_valid_after_utc.isoformat())
+            log.info(
+                "ingester TLS: renewed the CA in Secret %s/%s (the previous one stays trusted until %s)",
+                self.namespace,
+                CA_SECRET,
+                previous.cert.not_valid_after_utc.isoformat(),
+            )
         kept_previous = bool(data.get(PREVIOUS_CERT)) and previous is None
         if changed or kept_previous:
             new = {CA_CERT: current.cert_pem, CA_KEY: current.key_pem}
@@ -282,17 +334,27 @@ class CertificateKeeper:
             leaf = KeyPair(data[TLS_CERT], data[TLS_KEY])
             try:
                 cert = leaf.cert
-                usable = (not renewal_due(cert, now) and leaf_names(cert) == set(self.names)
-                          and issued_by(cert, issuer.cert) and data.get(CA_CERT) == bundle)
+                usable = (
+                    not renewal_due(cert, now)
+                    and leaf_names(cert) == set(self.names)
+                    and issued_by(cert, issuer.cert)
+                    and data.get(CA_CERT) == bundle
+                )
             except ValueError:
                 usable = False
             if usable:
                 return leaf
         leaf = new_leaf(issuer, self.names, now, self.cert_lifetime)
-        self._write(found, SERVER_SECRET, {TLS_CERT: leaf.cert_pem, TLS_KEY: leaf.key_pem, CA_CERT: bundle},
-                    "kubernetes.io/tls")
-        log.info("ingester TLS: issued a server certificate for %s, valid until %s (Secret %s/%s)",
-                 ", ".join(self.names), leaf.cert.not_valid_after_utc.isoformat(), self.namespace, SERVER_SECRET)
+        self._write(
+            found, SERVER_SECRET, {TLS_CERT: leaf.cert_pem, TLS_KEY: leaf.key_pem, CA_CERT: bundle}, "kubernetes.io/tls"
+        )
+        log.info(
+            "ingester TLS: issued a server certificate for %s, valid until %s (Secret %s/%s)",
+            ", ".join(self.names),
+            leaf.cert.not_valid_after_utc.isoformat(),
+            self.namespace,
+            SERVER_SECRET,
+        )
         return leaf
 
     # ------------------------------------------------------------------ the CA bundle for agents
@@ -304,10 +366,16 @@ class CertificateKeeper:
         try:
             found = self.hub.get(f"{path}/{name}", timeout=self.timeout)
         except NotFoundError:
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name, "namespace": namespace,
-                                 "labels": {"app.kubernetes.io/part-of": "clusterpulse", LABEL: "true"}},
-                    "data": {key: bundle}}
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": {"app.kubernetes.io/part-of": "clusterpulse", LABEL: "true"},
+                },
+                "data": {key: bundle},
+            }
             try:
                 self.hub.request("POST", path, body=body, timeout=self.timeout)
             except KubeApiError as exc:
@@ -319,7 +387,8 @@ class CertificateKeeper:
         if labels.get(LABEL) != "true":
             raise CertificateError(
                 f"ConfigMap {namespace}/{name} exists and was not made by the hub (no label {LABEL}=true): it "
-                f"holds another CA bundle; delete it, or bring your own certificate (tls_certificates = \"files\")")
+                f'holds another CA bundle; delete it, or bring your own certificate (tls_certificates = "files")'
+            )
         if ((found.get("data") or {}).get(key)) == bundle:
             return
         body = dict(found)

@@ -23,8 +23,9 @@ class Stream:
 
     def info(self) -> AgentConnection:
         """The immutable view handed to other plugins."""
-        return AgentConnection(self.cluster, self.version, self.connected_at, self.last_heartbeat,
-                               self.buffered_batches)
+        return AgentConnection(
+            self.cluster, self.version, self.connected_at, self.last_heartbeat, self.buffered_batches
+        )
 
 
 class ConnectionTable:

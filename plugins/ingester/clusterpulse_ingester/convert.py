@@ -95,8 +95,7 @@ def cluster_info_map(info: pb.ClusterInfo, endpoint: str = "") -> dict[str, Any]
     An agent that sends no ``api_url`` (ours reaches its API server in-cluster) gets ``endpoint``,
     its ClusterConnection's ``spec.endpoint``, as a pull reconcile stores it.
     """
-    out: dict[str, Any] = {"api_url": info.api_url or endpoint, "version": info.version,
-                           "platform": info.platform}
+    out: dict[str, Any] = {"api_url": info.api_url or endpoint, "version": info.version, "platform": info.platform}
     for key in _INFO_OPTIONAL:
         value = getattr(info, key)
         if value:
@@ -125,11 +124,30 @@ def batch_time(batch: pb.MetricsBatch, received: datetime) -> datetime:
 
 #: NodeMetrics fields from ``cpu_capacity`` to ``architecture``, in the model's order: the proto
 #: carries each under the same name and type, so they are read in one C call per node.
-NODE_FIELDS = ("cpu_capacity", "memory_capacity", "storage_capacity", "pods_capacity", "cpu_allocatable",
-               "memory_allocatable", "storage_allocatable", "pods_allocatable", "cpu_requested",
-               "memory_requested", "cpu_usage_percent", "memory_usage_percent", "pods_running", "pods_pending",
-               "pods_failed", "pods_succeeded", "pods_total", "kernel_version", "os_image", "container_runtime",
-               "kubelet_version", "architecture")
+NODE_FIELDS = (
+    "cpu_capacity",
+    "memory_capacity",
+    "storage_capacity",
+    "pods_capacity",
+    "cpu_allocatable",
+    "memory_allocatable",
+    "storage_allocatable",
+    "pods_allocatable",
+    "cpu_requested",
+    "memory_requested",
+    "cpu_usage_percent",
+    "memory_usage_percent",
+    "pods_running",
+    "pods_pending",
+    "pods_failed",
+    "pods_succeeded",
+    "pods_total",
+    "kernel_version",
+    "os_image",
+    "container_runtime",
+    "kubelet_version",
+    "architecture",
+)
 _node_fields = operator.attrgetter(*NODE_FIELDS)
 #: The proto's NodeMetrics fields that are NodeMetrics fields of the same name and type.
 _PROTO_NODE_FIELDS = ("name", "status", *NODE_FIELDS, "internal_ip", "hostname")
@@ -141,15 +159,20 @@ _proto_node_values = operator.attrgetter(*_PROTO_NODE_FIELDS)
 
 def _add_node(nodes: Any, node: NodeMetrics) -> None:
     # Built in place in the batch's repeated field (no copy), values read in one C call.
-    nodes.add(roles=node.roles, labels=node.labels, **dict(zip(_PROTO_NODE_FIELDS, _proto_node_values(node),
-                                                               strict=True)))
+    nodes.add(
+        roles=node.roles, labels=node.labels, **dict(zip(_PROTO_NODE_FIELDS, _proto_node_values(node), strict=True))
+    )
 
 
 def _add_node_extension(nodes: Any, node: NodeMetrics) -> None:
     # The protocol extension (docs/push-mode.md#protocol-extension): conditions and creation time.
-    ext = nodes.add(name=node.name, conditions=[
-        pb.ExtensionNodeCondition(type=c.type, status=c.status, reason=c.reason, message=c.message)
-        for c in node.conditions])
+    ext = nodes.add(
+        name=node.name,
+        conditions=[
+            pb.ExtensionNodeCondition(type=c.type, status=c.status, reason=c.reason, message=c.message)
+            for c in node.conditions
+        ],
+    )
     for sent, condition in zip(ext.conditions, node.conditions, strict=True):
         if condition.last_transition_time != ZERO_TIME:
             sent.last_transition_time.CopyFrom(timestamp_of(condition.last_transition_time))
@@ -159,9 +182,14 @@ def _add_node_extension(nodes: Any, node: NodeMetrics) -> None:
 
 def _metrics_proto(metrics: ClusterMetrics) -> pb.ClusterMetrics:
     return pb.ClusterMetrics(
-        nodes=metrics.nodes, nodes_ready=metrics.nodes_ready, namespaces=metrics.namespaces,
-        namespace_list=list(metrics.namespace_list), pods=metrics.pods, pods_running=metrics.pods_running,
-        cpu_capacity=metrics.cpu_capacity, memory_capacity=metrics.memory_capacity,
+        nodes=metrics.nodes,
+        nodes_ready=metrics.nodes_ready,
+        namespaces=metrics.namespaces,
+        namespace_list=list(metrics.namespace_list),
+        pods=metrics.pods,
+        pods_running=metrics.pods_running,
+        cpu_capacity=metrics.cpu_capacity,
+        memory_capacity=metrics.memory_capacity,
         deployments=metrics.deployments,
     )
 
@@ -169,9 +197,15 @@ def _metrics_proto(metrics: ClusterMetrics) -> pb.ClusterMetrics:
 def operator_proto(op: OperatorInfo) -> pb.OperatorInfo:
     """One OLM operator as the agent sends it."""
     return pb.OperatorInfo(
-        name=op.name, display_name=op.display_name, version=op.version, status=op.status,
-        installed_namespace=op.installed_namespace, install_mode=op.install_mode, provider=op.provider,
-        is_cluster_wide=op.is_cluster_wide, install_modes=list(op.install_modes),
+        name=op.name,
+        display_name=op.display_name,
+        version=op.version,
+        status=op.status,
+        installed_namespace=op.installed_namespace,
+        install_mode=op.install_mode,
+        provider=op.provider,
+        is_cluster_wide=op.is_cluster_wide,
+        install_modes=list(op.install_modes),
         available_in_namespaces=list(op.available_in_namespaces),
         available_count=op.available_count or len(op.available_in_namespaces),
         subscription=dict(op.subscription),
@@ -180,13 +214,23 @@ def operator_proto(op: OperatorInfo) -> pb.OperatorInfo:
 
 def _cluster_operator_proto(co: ClusterOperatorInfo) -> pb.ClusterOperatorInfo:
     return pb.ClusterOperatorInfo(
-        name=co.name, version=co.version, available=co.available, progressing=co.progressing,
-        degraded=co.degraded, upgradeable=co.upgradeable, message=co.message, reason=co.reason,
-        conditions=[pb.ClusterOperatorCondition(type=c.type, status=c.status, reason=c.reason, message=c.message)
-                    for c in co.conditions],
+        name=co.name,
+        version=co.version,
+        available=co.available,
+        progressing=co.progressing,
+        degraded=co.degraded,
+        upgradeable=co.upgradeable,
+        message=co.message,
+        reason=co.reason,
+        conditions=[
+            pb.ClusterOperatorCondition(type=c.type, status=c.status, reason=c.reason, message=c.message)
+            for c in co.conditions
+        ],
         versions=[pb.ClusterOperatorVersion(name=v.name, version=v.version) for v in co.versions],
-        related_objects=[pb.RelatedObject(group=r.group, resource=r.resource, namespace=r.namespace, name=r.name)
-                         for r in co.related_objects],
+        related_objects=[
+            pb.RelatedObject(group=r.group, resource=r.resource, namespace=r.namespace, name=r.name)
+            for r in co.related_objects
+        ],
     )
 
 
@@ -197,8 +241,13 @@ def _info_proto(info: Mapping[str, Any]) -> pb.ClusterInfo:
 
     # api_url stays empty: the agent reaches its API server in-cluster; the hub stores the
     # ClusterConnection's spec.endpoint instead (see cluster_info_map).
-    return pb.ClusterInfo(version=text("version"), platform=text("platform"), console_url=text("console_url"),
-                          channel=text("channel"), cluster_id=text("cluster_id"))
+    return pb.ClusterInfo(
+        version=text("version"),
+        platform=text("platform"),
+        console_url=text("console_url"),
+        channel=text("channel"),
+        cluster_id=text("cluster_id"),
+    )
 
 
 def _values_json(values: Mapping[str, Any]) -> bytes:
@@ -208,8 +257,9 @@ def _values_json(values: Mapping[str, Any]) -> bytes:
     return json.dumps({k: finite(v) for k, v in values.items()}, separators=(",", ":"), default=str).encode()
 
 
-def batch_from_pieces(cluster: str, pieces: Sequence[Piece], collected_at: datetime,
-                      batch_id: str | None = None) -> pb.MetricsBatch:
+def batch_from_pieces(
+    cluster: str, pieces: Sequence[Piece], collected_at: datetime, batch_id: str | None = None
+) -> pb.MetricsBatch:
     """The MetricsBatch of one agent collection (docs/compatibility.md#collector-protocol); unknown pieces are left
     out."""
     batch = pb.MetricsBatch(cluster_name=cluster, batch_id=batch_id or str(uuid.uuid4()))
@@ -223,8 +273,11 @@ def batch_from_pieces(cluster: str, pieces: Sequence[Piece], collected_at: datet
         elif isinstance(piece, ClusterMetricsPiece):
             batch.cluster_metrics.CopyFrom(_metrics_proto(piece.metrics))
             m = piece.metrics
-            batch.clusterpulse.counts.CopyFrom(pb.ExtensionCounts(
-                services=m.services, statefulsets=m.statefulsets, daemonsets=m.daemonsets, pvcs=m.pvcs))
+            batch.clusterpulse.counts.CopyFrom(
+                pb.ExtensionCounts(
+                    services=m.services, statefulsets=m.statefulsets, daemonsets=m.daemonsets, pvcs=m.pvcs
+                )
+            )
         elif isinstance(piece, ResourceCollectionPiece):
             batch.clusterpulse.resource_collection_json = dumps(piece.collection)
         elif isinstance(piece, ClusterInfoPiece):
@@ -238,9 +291,15 @@ def batch_from_pieces(cluster: str, pieces: Sequence[Piece], collected_at: datet
             entry = customs.setdefault(c.source_id, pb.CustomResourceBatch(source_id=c.source_id))
             entry.resource_count, entry.truncated, entry.duration_ms = c.resource_count, c.truncated, c.duration_ms
             entry.resources.extend(
-                pb.CustomCollectedResource(id=r.id, namespace=r.namespace, name=r.name, labels=dict(r.labels),
-                                           values_json=_values_json(r.values))
-                for r in c.resources)
+                pb.CustomCollectedResource(
+                    id=r.id,
+                    namespace=r.namespace,
+                    name=r.name,
+                    labels=dict(r.labels),
+                    values_json=_values_json(r.values),
+                )
+                for r in c.resources
+            )
         elif isinstance(piece, AggregationsPiece):
             source_id = piece.results.source_id
             entry = customs.setdefault(source_id, pb.CustomResourceBatch(source_id=source_id))
@@ -268,13 +327,32 @@ def _node(node: pb.NodeMetrics, at: datetime, index: int) -> NodeMetrics:
     if not name:
         raise BatchError(f"node_metrics[{index}].name: empty node name")
     labels = node.labels
-    return _new_node(name, at, node.status or _UNKNOWN, tuple(node.roles[:]), (), *_node_fields(node),
-                       {key: labels[key] for key in labels}, {}, (), node.internal_ip, "", node.hostname)
+    return _new_node(
+        name,
+        at,
+        node.status or _UNKNOWN,
+        tuple(node.roles[:]),
+        (),
+        *_node_fields(node),
+        {key: labels[key] for key in labels},
+        {},
+        (),
+        node.internal_ip,
+        "",
+        node.hostname,
+    )
 
 
 #: The NodeMetrics fields cluster totals are summed from, read in one C call per node.
-_node_totals = operator.attrgetter("pods_pending", "pods_failed", "cpu_allocatable", "cpu_requested",
-                                   "memory_allocatable", "memory_requested", "storage_capacity")
+_node_totals = operator.attrgetter(
+    "pods_pending",
+    "pods_failed",
+    "cpu_allocatable",
+    "cpu_requested",
+    "memory_allocatable",
+    "memory_requested",
+    "storage_capacity",
+)
 
 
 def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics], at: datetime) -> ClusterMetrics:
@@ -286,18 +364,32 @@ def cluster_metrics_of(metrics: pb.ClusterMetrics, nodes: Sequence[NodeMetrics],
     tallies (unbound pods are not carried); Services, StatefulSets, DaemonSets and PVCs are not
     carried and stay 0.
     """
-    pending, failed, cpu_allocatable, cpu_requested, memory_allocatable, memory_requested, storage = (
-        [sum(column) for column in zip(*map(_node_totals, nodes), strict=True)] or [0, 0, 0.0, 0.0, 0, 0, 0])
+    pending, failed, cpu_allocatable, cpu_requested, memory_allocatable, memory_requested, storage = [
+        sum(column) for column in zip(*map(_node_totals, nodes), strict=True)
+    ] or [0, 0, 0.0, 0.0, 0, 0, 0]
     return ClusterMetrics(
-        timestamp=at, nodes=metrics.nodes, nodes_ready=metrics.nodes_ready,
-        nodes_not_ready=max(0, metrics.nodes - metrics.nodes_ready), namespaces=metrics.namespaces,
-        namespace_list=tuple(metrics.namespace_list), pods=metrics.pods, pods_running=metrics.pods_running,
-        pods_pending=pending, pods_failed=failed, cpu_capacity=metrics.cpu_capacity,
-        cpu_allocatable=cpu_allocatable, cpu_requested=cpu_requested,
-        cpu_usage_percent=usage_percent(cpu_requested, cpu_allocatable), memory_capacity=metrics.memory_capacity,
-        memory_allocatable=memory_allocatable, memory_requested=memory_requested,
-        memory_usage_percent=usage_percent(memory_requested, memory_allocatable), storage_capacity=storage,
-        deployments=metrics.deployments, nodes_cordoned=sum(1 for node in nodes if cordoned_ready(node)))
+        timestamp=at,
+        nodes=metrics.nodes,
+        nodes_ready=metrics.nodes_ready,
+        nodes_not_ready=max(0, metrics.nodes - metrics.nodes_ready),
+        namespaces=metrics.namespaces,
+        namespace_list=tuple(metrics.namespace_list),
+        pods=metrics.pods,
+        pods_running=metrics.pods_running,
+        pods_pending=pending,
+        pods_failed=failed,
+        cpu_capacity=metrics.cpu_capacity,
+        cpu_allocatable=cpu_allocatable,
+        cpu_requested=cpu_requested,
+        cpu_usage_percent=usage_percent(cpu_requested, cpu_allocatable),
+        memory_capacity=metrics.memory_capacity,
+        memory_allocatable=memory_allocatable,
+        memory_requested=memory_requested,
+        memory_usage_percent=usage_percent(memory_requested, memory_allocatable),
+        storage_capacity=storage,
+        deployments=metrics.deployments,
+        nodes_cordoned=sum(1 for node in nodes if cordoned_ready(node)),
+    )
 
 
 def _with_node_extension(nodes: tuple[NodeMetrics, ...], extensions: Any) -> tuple[NodeMetrics, ...]:
@@ -309,10 +401,18 @@ def _with_node_extension(nodes: tuple[NodeMetrics, ...], extensions: Any) -> tup
         if ext is None:
             out.append(node)
             continue
-        conditions = tuple(NodeCondition(
-            type=c.type, status=c.status, reason=c.reason, message=c.message,
-            last_transition_time=c.last_transition_time.ToDatetime(tzinfo=UTC)
-            if c.HasField("last_transition_time") else ZERO_TIME) for c in ext.conditions)
+        conditions = tuple(
+            NodeCondition(
+                type=c.type,
+                status=c.status,
+                reason=c.reason,
+                message=c.message,
+                last_transition_time=c.last_transition_time.ToDatetime(tzinfo=UTC)
+                if c.HasField("last_transition_time")
+                else ZERO_TIME,
+            )
+            for c in ext.conditions
+        )
         created = ext.creation_timestamp.ToDatetime(tzinfo=UTC) if ext.HasField("creation_timestamp") else None
         out.append(attrs.evolve(node, conditions=conditions, creation_timestamp=created))
     return tuple(out)
@@ -328,21 +428,40 @@ def _resource_collection(raw: bytes) -> ResourceCollection:
 
 def _operator(op: pb.OperatorInfo, at: datetime) -> OperatorInfo:
     return OperatorInfo(
-        name=op.name, display_name=op.display_name, version=op.version, status=op.status,
-        installed_namespace=op.installed_namespace, install_modes=tuple(op.install_modes),
-        install_mode=op.install_mode, provider=op.provider, created_at=at, updated_at=at,
-        is_cluster_wide=op.is_cluster_wide, available_in_namespaces=tuple(op.available_in_namespaces),
-        available_count=op.available_count, subscription=dict(op.subscription),
+        name=op.name,
+        display_name=op.display_name,
+        version=op.version,
+        status=op.status,
+        installed_namespace=op.installed_namespace,
+        install_modes=tuple(op.install_modes),
+        install_mode=op.install_mode,
+        provider=op.provider,
+        created_at=at,
+        updated_at=at,
+        is_cluster_wide=op.is_cluster_wide,
+        available_in_namespaces=tuple(op.available_in_namespaces),
+        available_count=op.available_count,
+        subscription=dict(op.subscription),
     )
 
 
 def _cluster_operator(co: pb.ClusterOperatorInfo, at: datetime) -> ClusterOperatorInfo:
     return ClusterOperatorInfo(
-        name=co.name, version=co.version, available=co.available, progressing=co.progressing,
-        degraded=co.degraded, upgradeable=co.upgradeable, message=co.message, reason=co.reason,
+        name=co.name,
+        version=co.version,
+        available=co.available,
+        progressing=co.progressing,
+        degraded=co.degraded,
+        upgradeable=co.upgradeable,
+        message=co.message,
+        reason=co.reason,
         last_transition_time=at,
-        conditions=tuple(ClusterOperatorCondition(type=c.type, status=c.status, last_transition_time=ZERO_TIME,
-                                                  reason=c.reason, message=c.message) for c in co.conditions),
+        conditions=tuple(
+            ClusterOperatorCondition(
+                type=c.type, status=c.status, last_transition_time=ZERO_TIME, reason=c.reason, message=c.message
+            )
+            for c in co.conditions
+        ),
         versions=tuple(ClusterOperatorVersion(v.name, v.version) for v in co.versions),
         related_objects=tuple(RelatedObject(r.group, r.resource, r.namespace, r.name) for r in co.related_objects),
     )
@@ -393,8 +512,9 @@ def _bounded_nodes(batch: pb.MetricsBatch, at: datetime, cap: int, skipped: list
     return tuple(nodes)
 
 
-def _counted_as_stored(metrics: ClusterMetrics, nodes: Sequence[NodeMetrics], max_namespaces: int,
-                       skipped: list[Skipped]) -> ClusterMetrics:
+def _counted_as_stored(
+    metrics: ClusterMetrics, nodes: Sequence[NodeMetrics], max_namespaces: int, skipped: list[Skipped]
+) -> ClusterMetrics:
     """The totals with the node and namespace counts of what is stored, when something was left out."""
     if any(item.what == "nodes" for item in skipped):
         ready = sum(1 for node in nodes if node.status == NodeStatus.READY.value)
@@ -410,35 +530,71 @@ def _bounded_collection(collection: ResourceCollection, cap: int, skipped: list[
     c = collection
     if all(len(items) <= cap for items in (c.pods, c.deployments, c.services, c.statefulsets, c.daemonsets)):
         return collection
+
     def cut(items: Sequence[T], what: str) -> tuple[T, ...]:
         return tuple(_bounded(items, what, cap, skipped))
 
-    kept = attrs.evolve(c, pods=cut(c.pods, "pods"), deployments=cut(c.deployments, "deployments"),
-                        services=cut(c.services, "services"), statefulsets=cut(c.statefulsets, "statefulsets"),
-                        daemonsets=cut(c.daemonsets, "daemonsets"), truncated=True)
-    return attrs.evolve(kept, total_resources=len(kept.pods) + len(kept.deployments) + len(kept.services)
-                        + len(kept.statefulsets) + len(kept.daemonsets))
+    kept = attrs.evolve(
+        c,
+        pods=cut(c.pods, "pods"),
+        deployments=cut(c.deployments, "deployments"),
+        services=cut(c.services, "services"),
+        statefulsets=cut(c.statefulsets, "statefulsets"),
+        daemonsets=cut(c.daemonsets, "daemonsets"),
+        truncated=True,
+    )
+    return attrs.evolve(
+        kept,
+        total_resources=len(kept.pods)
+        + len(kept.deployments)
+        + len(kept.services)
+        + len(kept.statefulsets)
+        + len(kept.daemonsets),
+    )
 
 
 #: ``aggregate(source_id, resources)``: the hub's aggregations of a source over pushed resources.
 Aggregate = Callable[[str, Sequence[CollectedResource]], AggregationResults | None]
 
 
-def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: str,
-            aggregate: Aggregate | None = None, max_objects: int = BatchLimits.max_objects,
-            skipped: list[Skipped] | None = None) -> list[Piece]:
+def _custom(
+    cluster: str,
+    entry: pb.CustomResourceBatch,
+    at: datetime,
+    where: str,
+    aggregate: Aggregate | None = None,
+    max_objects: int = BatchLimits.max_objects,
+    skipped: list[Skipped] | None = None,
+) -> list[Piece]:
     if "/" not in entry.source_id:
         raise BatchError(f"{where}.source_id: expected <namespace>/<name>, got {entry.source_id!r}")
-    kept = _bounded(entry.resources, f"resources of {entry.source_id}", max_objects,
-                    skipped if skipped is not None else [])
+    kept = _bounded(
+        entry.resources, f"resources of {entry.source_id}", max_objects, skipped if skipped is not None else []
+    )
     resources = tuple(
-        CollectedResource(id=r.id, name=r.name, namespace=r.namespace, labels=dict(r.labels),
-                          values=_resource_values(r.values_json, f"{where}.resources[{j}]"))
-        for j, r in enumerate(kept))
-    pieces: list[Piece] = [CustomResourcesPiece(cluster, CustomResourceCollection(
-        source_id=entry.source_id, cluster_name=cluster, collected_at=at, resource_count=entry.resource_count,
-        truncated=entry.truncated or len(kept) < len(entry.resources), duration_ms=entry.duration_ms,
-        resources=resources))]
+        CollectedResource(
+            id=r.id,
+            name=r.name,
+            namespace=r.namespace,
+            labels=dict(r.labels),
+            values=_resource_values(r.values_json, f"{where}.resources[{j}]"),
+        )
+        for j, r in enumerate(kept)
+    )
+    pieces: list[Piece] = [
+        CustomResourcesPiece(
+            cluster,
+            CustomResourceCollection(
+                source_id=entry.source_id,
+                cluster_name=cluster,
+                collected_at=at,
+                resource_count=entry.resource_count,
+                truncated=entry.truncated or len(kept) < len(entry.resources),
+                duration_ms=entry.duration_ms,
+                resources=resources,
+            ),
+        )
+    ]
     # The hub aggregates the resources itself, as a pull collection does (grouped results and
     # every type, whatever the agent computed); the agent's numbers only when it sent none.
     sent = bool(resources) or entry.resource_count == 0
@@ -446,17 +602,32 @@ def _custom(cluster: str, entry: pb.CustomResourceBatch, at: datetime, where: st
     if recomputed is not None:
         pieces.append(AggregationsPiece(cluster, attrs.evolve(recomputed, computed_at=at)))
     elif entry.aggregation_values:
-        pieces.append(AggregationsPiece(cluster, AggregationResults(
-            source_id=entry.source_id, computed_at=at, duration_ms=entry.duration_ms,
-            values={k: float(v) for k, v in entry.aggregation_values.items()})))
+        pieces.append(
+            AggregationsPiece(
+                cluster,
+                AggregationResults(
+                    source_id=entry.source_id,
+                    computed_at=at,
+                    duration_ms=entry.duration_ms,
+                    values={k: float(v) for k, v in entry.aggregation_values.items()},
+                ),
+            )
+        )
     return pieces
 
 
-def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
-                      agent: AgentStatus | None = None, endpoint: str = "", display_name: str = "",
-                      health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health,
-                      aggregate: Aggregate | None = None, limits: BatchLimits | None = None,
-                      skipped: list[Skipped] | None = None) -> list[Piece]:
+def pieces_from_batch(
+    batch: pb.MetricsBatch,
+    cluster: str,
+    received: datetime,
+    agent: AgentStatus | None = None,
+    endpoint: str = "",
+    display_name: str = "",
+    health: Callable[[ClusterMetrics], HealthVerdict] = cluster_health,
+    aggregate: Aggregate | None = None,
+    limits: BatchLimits | None = None,
+    skipped: list[Skipped] | None = None,
+) -> list[Piece]:
     """Every piece a batch stores, in the pull write order, then status and event
     (docs/compatibility.md#collector-protocol).
 
@@ -489,8 +660,9 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
         metrics = cluster_metrics_of(batch.cluster_metrics, nodes, at)
         if extension is not None and extension.HasField("counts"):
             c = extension.counts
-            metrics = attrs.evolve(metrics, services=c.services, statefulsets=c.statefulsets,
-                                   daemonsets=c.daemonsets, pvcs=c.pvcs)
+            metrics = attrs.evolve(
+                metrics, services=c.services, statefulsets=c.statefulsets, daemonsets=c.daemonsets, pvcs=c.pvcs
+            )
         metrics = _counted_as_stored(metrics, nodes, limits.max_objects, left_out)
         pieces.append(ClusterMetricsPiece(cluster, metrics))
         if metrics.namespace_list:
@@ -498,8 +670,9 @@ def pieces_from_batch(batch: pb.MetricsBatch, cluster: str, received: datetime,
     if batch.HasField("cluster_info"):
         pieces.append(ClusterInfoPiece(cluster, cluster_info_map(batch.cluster_info, endpoint)))
     if extension is not None and extension.resource_collection_json:
-        collection = _bounded_collection(_resource_collection(extension.resource_collection_json),
-                                         limits.max_objects, left_out)
+        collection = _bounded_collection(
+            _resource_collection(extension.resource_collection_json), limits.max_objects, left_out
+        )
         pieces.append(ResourceCollectionPiece(cluster, collection))
     if batch.operators:
         kept_operators = _bounded(batch.operators, "operators", limits.max_objects, left_out)

@@ -30,7 +30,8 @@ _VERSION_LINE = re.compile(r"(Protobuf Python Version|GRPC_GENERATED_VERSION =|^
 #: blank line that separates a top-level block from what precedes it.
 _EXTENSION_BLOCK = re.compile(
     r"(?:^\n)?^[ \t]*// ---- clusterpulse extension begin.*?^[ \t]*// ---- clusterpulse extension end ----\n",
-    re.S | re.M)
+    re.S | re.M,
+)
 #: Field numbers the extension may use (upstream's are below 100).
 EXTENSION_NUMBERS = range(1000, 2000)
 
@@ -57,10 +58,17 @@ def generate(proto_root: Path | None = None) -> dict[str, str]:
     root = proto_root or default_proto_root()
     include = Path(protoc.__file__).resolve().parent / "_proto"
     with tempfile.TemporaryDirectory() as out:
-        code = protoc.main([
-            "grpc_tools.protoc", f"-I{root}", f"-I{include}",
-            f"--python_out={out}", f"--pyi_out={out}", f"--grpc_python_out={out}", str(root / PROTO_FILE),
-        ])
+        code = protoc.main(
+            [
+                "grpc_tools.protoc",
+                f"-I{root}",
+                f"-I{include}",
+                f"--python_out={out}",
+                f"--pyi_out={out}",
+                f"--grpc_python_out={out}",
+                str(root / PROTO_FILE),
+            ]
+        )
         if code != 0:
             raise RuntimeError(f"protoc failed with exit code {code}")
         generated = Path(out) / Path(PROTO_FILE).parent

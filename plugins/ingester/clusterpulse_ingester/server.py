@@ -96,7 +96,8 @@ class StoreWorker:
         self._put = put
         self._loop = loop
         self._queue: queue.SimpleQueue[tuple[Callable[[], Sequence[Piece]], asyncio.Future[None]] | None] = (
-            queue.SimpleQueue())
+            queue.SimpleQueue()
+        )
         self._thread = threading.Thread(target=self._run, name="ingester-store", daemon=True)
         self._thread.start()
 
@@ -138,9 +139,9 @@ class StoreWorker:
             # One wake-up of the event loop per group, not per batch.
             self._loop.call_soon_threadsafe(_settle, outcomes)
 
-
-    def _store(self, converted: Sequence[tuple[asyncio.Future[None], Sequence[Piece]]]
-               ) -> list[tuple[asyncio.Future[None], BaseException | None]]:
+    def _store(
+        self, converted: Sequence[tuple[asyncio.Future[None], Sequence[Piece]]]
+    ) -> list[tuple[asyncio.Future[None], BaseException | None]]:
         """Store the group in one call. A failure that is not the storage's (a StoreError or a
         closed fence, which every batch shares) comes from some batch's content: each batch is
         then stored on its own, so one unstorable batch fails alone."""
@@ -226,8 +227,15 @@ class _Refused(Exception):
 class IngesterServer:
     """Owns the gRPC server, its event loop thread, the connection table and the config pushes."""
 
-    def __init__(self, settings: IngesterSettings, runtime: Runtime, table: ConnectionTable, book: SourceBook,
-                 clock: Callable[[], datetime] = utcnow, agents: AgentBook | None = None) -> None:
+    def __init__(
+        self,
+        settings: IngesterSettings,
+        runtime: Runtime,
+        table: ConnectionTable,
+        book: SourceBook,
+        clock: Callable[[], datetime] = utcnow,
+        agents: AgentBook | None = None,
+    ) -> None:
         self.settings = settings
         #: The hub's ``agent`` decision per cluster, for the status each batch stores.
         self.agents = agents if agents is not None else AgentBook()
@@ -273,14 +281,25 @@ class IngesterServer:
         hook = self.runtime.plugins.hook("clusterpulse_fleet")
         fleet: Fleet | None = hook() if hook is not None else None
         if fleet is None:
-            raise StartError("the ingester signs agents in against their ClusterConnections, which no loaded "
-                             "plugin offers (clusterpulse_fleet): enable the cluster plugin")
+            raise StartError(
+                "the ingester signs agents in against their ClusterConnections, which no loaded "
+                "plugin offers (clusterpulse_fleet): enable the cluster plugin"
+            )
         self._fleet = fleet
-        self._hub_view = HubView(self.runtime.hub, self.runtime.config.core, fleet, self._hub_changed,
-                                 self.settings.collector_token_source, self.clock)
+        self._hub_view = HubView(
+            self.runtime.hub,
+            self.runtime.config.core,
+            fleet,
+            self._hub_changed,
+            self.settings.collector_token_source,
+            self.clock,
+        )
         if not self._hub_view.start(timeout):
-            log.warning("ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
-                        "asked to retry until they have", timeout)
+            log.warning(
+                "ingester: the ClusterConnection and Secret caches have not synced in %.0f s; agents are "
+                "asked to retry until they have",
+                timeout,
+            )
         if self.settings.tls_enabled and self._certificates is None:
             certificates = ServingCertificates(self.settings, self.runtime.hub, self.runtime.namespace, self.clock)
             try:
@@ -298,13 +317,19 @@ class IngesterServer:
             raise StartError("ingester did not start in time")
         if errors:
             raise StartError(str(errors[0])) from errors[0]
-        log.info("ingester listening on %s:%d (TLS %s)", self.settings.bind_address, self.port,
-                 f"on, {self._certificates.source} certificates" if self._certificates is not None else "off")
+        log.info(
+            "ingester listening on %s:%d (TLS %s)",
+            self.settings.bind_address,
+            self.port,
+            f"on, {self._certificates.source} certificates" if self._certificates is not None else "off",
+        )
         self.metrics.plaintext.set(0 if self.settings.tls_enabled else 1)
         if not self.settings.tls_enabled:
-            log.warning("ingester TLS is off (INGESTER_TLS_ENABLED=false): collector tokens, batches and "
-                        "ConfigUpdates travel in plaintext and can be read or changed on the way "
-                        "(docs/push-mode.md#tls)")
+            log.warning(
+                "ingester TLS is off (INGESTER_TLS_ENABLED=false): collector tokens, batches and "
+                "ConfigUpdates travel in plaintext and can be read or changed on the way "
+                "(docs/push-mode.md#tls)"
+            )
         return self.port
 
     def stop(self) -> None:
@@ -330,8 +355,7 @@ class IngesterServer:
 
     def health_changed(self, cluster: str) -> None:
         """A pushed batch changed the cluster's health: the hub reconciles it now to patch its status."""
-        self.runtime.request_resync(f"health of pushed cluster {cluster} changed",
-                                    self._cluster_ref(cluster))
+        self.runtime.request_resync(f"health of pushed cluster {cluster} changed", self._cluster_ref(cluster))
 
     def push_config(self) -> None:
         """Send the current MetricSources to every registered agent (safe from any thread)."""
@@ -352,8 +376,7 @@ class IngesterServer:
         """
         cluster = token_cluster(dict(obj)) if obj.get("kind", "Secret") == "Secret" and not added else ""
         if cluster and valid_cluster_name(cluster):
-            self.runtime.request_resync(f"collector token of cluster {cluster} changed",
-                                        self._cluster_ref(cluster))
+            self.runtime.request_resync(f"collector token of cluster {cluster} changed", self._cluster_ref(cluster))
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:
@@ -440,8 +463,9 @@ class IngesterServer:
                 push.add_done_callback(self._pushes.discard)
 
     async def _send_config(self, peer: _Peer) -> None:
-        update = pb.ConfigUpdate(metric_sources_json=self.book.documents(),
-                                 default_interval_seconds=self.settings.agent_collect_interval)
+        update = pb.ConfigUpdate(
+            metric_sources_json=self.book.documents(), default_interval_seconds=self.settings.agent_collect_interval
+        )
         try:
             async with peer.lock:
                 await peer.context.write(pb.ConnectResponse(config=update))
@@ -469,8 +493,11 @@ class IngesterServer:
                     try:
                         data = await asyncio.wait_for(context.read(), max(deadline - time.monotonic(), 0.0))
                     except TimeoutError:
-                        raise _Refused(grpc.StatusCode.DEADLINE_EXCEEDED, "register_timeout",
-                                       f"no registration within {self.settings.register_timeout:g} s") from None
+                        raise _Refused(
+                            grpc.StatusCode.DEADLINE_EXCEEDED,
+                            "register_timeout",
+                            f"no registration within {self.settings.register_timeout:g} s",
+                        ) from None
                 else:
                     data = await context.read()
                 if data is grpc.aio.EOF:
@@ -482,8 +509,14 @@ class IngesterServer:
             if not peer.revoked:
                 raise
             # Cancelled by _revoke: no more message of this stream is read, nor stored.
-            await self._refuse(peer, _Refused(grpc.StatusCode.PERMISSION_DENIED, f"revoked_{peer.revoked}",
-                                              f"cluster {peer.cluster}: registration revoked ({peer.revoked})"))
+            await self._refuse(
+                peer,
+                _Refused(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"revoked_{peer.revoked}",
+                    f"cluster {peer.cluster}: registration revoked ({peer.revoked})",
+                ),
+            )
         finally:
             self._forget(peer)
 
@@ -491,12 +524,17 @@ class IngesterServer:
         """Count a new stream as unregistered, or refuse it when the ingester or its peer has too many."""
         settings = self.settings
         if self._unregistered_total >= settings.max_unregistered_streams:
-            raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "too_many_unregistered",
-                           f"{self._unregistered_total} streams are waiting to register (max_unregistered_streams)")
+            raise _Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "too_many_unregistered",
+                f"{self._unregistered_total} streams are waiting to register (max_unregistered_streams)",
+            )
         if self._unregistered.get(peer.host, 0) >= settings.max_streams_per_peer:
-            raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "too_many_from_peer",
-                           f"{peer.host} has {settings.max_streams_per_peer} streams waiting to register "
-                           f"(max_streams_per_peer)")
+            raise _Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "too_many_from_peer",
+                f"{peer.host} has {settings.max_streams_per_peer} streams waiting to register (max_streams_per_peer)",
+            )
         peer.unregistered = True
         self._unregistered[peer.host] = self._unregistered.get(peer.host, 0) + 1
         self._unregistered_total += 1
@@ -517,14 +555,18 @@ class IngesterServer:
 
     def _parse(self, peer: _Peer, data: bytes) -> pb.ConnectRequest:
         if peer.stream_id is None and len(data) > self.settings.max_register_bytes:
-            raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "oversized",
-                           f"a {len(data)}-byte message before registration (max_register_bytes "
-                           f"{self.settings.max_register_bytes})")
+            raise _Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "oversized",
+                f"a {len(data)}-byte message before registration (max_register_bytes "
+                f"{self.settings.max_register_bytes})",
+            )
         try:
             return pb.ConnectRequest.FromString(data)
         except DecodeError as exc:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "malformed_message",
-                           f"not a ConnectRequest: {exc}") from exc
+            raise _Refused(
+                grpc.StatusCode.INVALID_ARGUMENT, "malformed_message", f"not a ConnectRequest: {exc}"
+            ) from exc
 
     async def _refuse(self, peer: _Peer, refused: _Refused) -> None:
         """End the stream: the reason in the hub's log and metrics, a generic text to an unregistered client."""
@@ -543,8 +585,9 @@ class IngesterServer:
             return
         self._refusal_log[refused.reason] = (now, 0)
         more = f" ({suppressed} more refused for this reason in the last second)" if suppressed else ""
-        log.warning("agent stream from %s refused (%s): %s%s", _peer_address(peer.context), refused.reason,
-                    refused, more)
+        log.warning(
+            "agent stream from %s refused (%s): %s%s", _peer_address(peer.context), refused.reason, refused, more
+        )
 
     def _forget(self, peer: _Peer) -> None:
         self._peers.discard(peer)
@@ -560,18 +603,28 @@ class IngesterServer:
             await self._register(peer, request.register, metadata_token)
         elif kind == "health":
             if peer.stream_id is None:
-                raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
-                               "health received before registration", public=True)
+                raise _Refused(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "not_registered",
+                    "health received before registration",
+                    public=True,
+                )
             self.table.heartbeat(peer.stream_id, self.clock(), request.health.buffered_batches)
         elif kind == "metrics":
             if peer.stream_id is None:
-                raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "not_registered",
-                               "metrics received before registration", public=True)
+                raise _Refused(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "not_registered",
+                    "metrics received before registration",
+                    public=True,
+                )
             batch = request.metrics
             if batch.cluster_name and batch.cluster_name != peer.cluster:
-                raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "other_cluster",
-                               f"batch for cluster {batch.cluster_name[:80]!r} on a stream registered "
-                               f"as {peer.cluster!r}")
+                raise _Refused(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    "other_cluster",
+                    f"batch for cluster {batch.cluster_name[:80]!r} on a stream registered as {peer.cluster!r}",
+                )
             self._check_held(peer.cluster)
             # In flight until the ack is written, so a graceful stop waits for the ack too.
             self._inflight += 1
@@ -582,8 +635,9 @@ class IngesterServer:
             finally:
                 self._inflight -= 1
         else:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload",
-                           public=True)
+            raise _Refused(
+                grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload", public=True
+            )
 
     def _failed(self, host: str, failures: int) -> None:
         """Remember a failed registration; past ``auth_failures_before_backoff`` the peer waits, doubling."""
@@ -604,14 +658,18 @@ class IngesterServer:
         """
         shard = self.runtime.shard
         if shard is not None and not shard.holds(self._cluster_ref(cluster)):
-            raise _Refused(grpc.StatusCode.UNAVAILABLE, "other_replica",
-                           f"cluster {cluster!r} is held by another replica (sharding): reconnect")
+            raise _Refused(
+                grpc.StatusCode.UNAVAILABLE,
+                "other_replica",
+                f"cluster {cluster!r} is held by another replica (sharding): reconnect",
+            )
 
     async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
         name = register.cluster_name
         if not name:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required",
-                           public=True)
+            raise _Refused(
+                grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required", public=True
+            )
         standby = self.runtime.fence.why_not()
         if standby:
             # A standby replica (behind the same Service) cannot store batches, and its connection
@@ -621,9 +679,12 @@ class IngesterServer:
         assert self._hub_view is not None
         failures, until = self._failures.get(peer.host, (0, 0.0))
         if until > time.monotonic():
-            raise _Refused(grpc.StatusCode.UNAVAILABLE, "backoff",
-                           f"{peer.host}: {failures} failed registrations in a row; refused for "
-                           f"{until - time.monotonic():.1f} s more")
+            raise _Refused(
+                grpc.StatusCode.UNAVAILABLE,
+                "backoff",
+                f"{peer.host}: {failures} failed registrations in a row; refused for "
+                f"{until - time.monotonic():.1f} s more",
+            )
         try:
             known = self._hub_view.lookup(name)
             token_digest = check_tokens(known, register.token, metadata_token)
@@ -644,8 +705,7 @@ class IngesterServer:
         log.info("agent registered: cluster %s, version %s", name, register.version or "?")
         # Reconciled now rather than at its next interval: it stops being pulled, and its status
         # says push is active, with this agent.
-        self.runtime.request_resync(f"agent of cluster {name} registered",
-                                    self._cluster_ref(name))
+        self.runtime.request_resync(f"agent of cluster {name} registered", self._cluster_ref(name))
         await self._send_config(peer)
 
     async def _process(self, peer: _Peer, batch: pb.MetricsBatch) -> pb.Ack:
@@ -667,11 +727,24 @@ class IngesterServer:
             if storing is None:
                 assert self._worker is not None
                 skipped = []
-                storing = self._worker.submit(functools.partial(self._remembered, functools.partial(
-                    pieces_from_batch, batch, peer.cluster, now, self.agents.status(peer.cluster, peer.version, now),
-                    endpoint=self.agents.endpoint(peer.cluster), display_name=self.agents.display_name(peer.cluster),
-                    health=self._health, aggregate=self._aggregate,
-                    limits=self._limits, skipped=skipped)))
+                storing = self._worker.submit(
+                    functools.partial(
+                        self._remembered,
+                        functools.partial(
+                            pieces_from_batch,
+                            batch,
+                            peer.cluster,
+                            now,
+                            self.agents.status(peer.cluster, peer.version, now),
+                            endpoint=self.agents.endpoint(peer.cluster),
+                            display_name=self.agents.display_name(peer.cluster),
+                            health=self._health,
+                            aggregate=self._aggregate,
+                            limits=self._limits,
+                            skipped=skipped,
+                        ),
+                    )
+                )
                 if batch.batch_id:
                     self._storing[key] = storing
                     storing.add_done_callback(functools.partial(self._stored, key))
@@ -688,8 +761,9 @@ class IngesterServer:
                 # Not the storage failing (that is a StoreError) but this batch's content (e.g. JSON
                 # nested too deeply to encode): it would fail the same way every time, so the agent
                 # must drop it rather than send it again.
-                return self._reject(batch, "unstorable",
-                                    f"{REJECTED}the batch cannot be stored: {type(exc).__name__}: {exc}"[:1024])
+                return self._reject(
+                    batch, "unstorable", f"{REJECTED}the batch cannot be stored: {type(exc).__name__}: {exc}"[:1024]
+                )
             if skipped is not None:
                 self._report_skipped(peer.cluster, skipped)
             self.metrics.batches_acked.inc()
@@ -711,8 +785,9 @@ class IngesterServer:
     def _aggregate(self, source_id: str, resources: Sequence[CollectedResource]) -> AggregationResults | None:
         """The hub's aggregations of a pushed source (``None`` without the metricsource plugin: keep the agent's)."""
         hook = self.runtime.plugins.hook("clusterpulse_aggregate_resources")
-        results: AggregationResults | None = (hook(source_id=source_id, resources=list(resources))
-                                              if hook is not None else None)
+        results: AggregationResults | None = (
+            hook(source_id=source_id, resources=list(resources)) if hook is not None else None
+        )
         return results
 
     def _remembered(self, convert: Callable[[], list[Piece]]) -> list[Piece]:
@@ -771,14 +846,19 @@ def add_servicer(server: grpc.aio.Server, servicer: pb_grpc.CollectorServiceServ
     The size is known for free while deserializing; asking the parsed batch (``ByteSize``)
     walks every field again.
     """
+
     def read_request(data: bytes) -> bytes:
         # Parsed by the stream, which first checks the size against what it may receive now.
         received.inc(len(data))
         return data
 
-    handlers = {"Connect": grpc.stream_stream_rpc_method_handler(
-        servicer.Connect, request_deserializer=read_request,
-        response_serializer=pb.ConnectResponse.SerializeToString)}
+    handlers = {
+        "Connect": grpc.stream_stream_rpc_method_handler(
+            servicer.Connect,
+            request_deserializer=read_request,
+            response_serializer=pb.ConnectResponse.SerializeToString,
+        )
+    }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)
 

@@ -35,18 +35,24 @@ def certificate_source(settings: IngesterSettings) -> str:
 class ServingCertificates:
     """The ingester's certificate and key, kept current; :meth:`credentials` for the gRPC server."""
 
-    def __init__(self, settings: IngesterSettings, hub: KubeClient, namespace: str,
-                 clock: Callable[[], dt.datetime]) -> None:
+    def __init__(
+        self, settings: IngesterSettings, hub: KubeClient, namespace: str, clock: Callable[[], dt.datetime]
+    ) -> None:
         self.settings = settings
         self.clock = clock
         self.source = certificate_source(settings)
         self.keeper: CertificateKeeper | None = None
         if self.source == HUB:
             names = [*service_names(settings.service_name, namespace), *settings.tls_server_names]
-            configmap = (settings.ca_configmap_namespace or namespace, settings.ca_configmap,
-                         settings.ca_configmap_key)
-            self.keeper = CertificateKeeper(hub, namespace, names, dt.timedelta(days=settings.tls_ca_lifetime_days),
-                                            dt.timedelta(days=settings.tls_cert_lifetime_days), configmap)
+            configmap = (settings.ca_configmap_namespace or namespace, settings.ca_configmap, settings.ca_configmap_key)
+            self.keeper = CertificateKeeper(
+                hub,
+                namespace,
+                names,
+                dt.timedelta(days=settings.tls_ca_lifetime_days),
+                dt.timedelta(days=settings.tls_cert_lifetime_days),
+                configmap,
+            )
         self._lock = threading.Lock()
         self._material: ServerMaterial | None = None
         #: The material the gRPC server was last handed (the fetcher answers None while it is current).
@@ -58,8 +64,9 @@ class ServingCertificates:
         """Read (files) or make and read (hub) the material; raises :class:`CertificateError`."""
         if self.keeper is None:
             try:
-                material = ServerMaterial(Path(self.settings.tls_cert).read_text(),
-                                          Path(self.settings.tls_key).read_text(), "")
+                material = ServerMaterial(
+                    Path(self.settings.tls_cert).read_text(), Path(self.settings.tls_key).read_text(), ""
+                )
             except OSError as exc:
                 raise CertificateError(f"INGESTER_TLS_CERT/INGESTER_TLS_KEY: {exc}") from exc
         else:
@@ -111,8 +118,11 @@ class ServingCertificates:
                 if self.material() != before:
                     log.info("ingester TLS: serving the renewed certificate from the next connection on")
             except CertificateError as exc:
-                log.error("ingester TLS: renewing the certificates failed (retried in %.0f s): %s",
-                          self.settings.tls_renew_check_interval, exc)
+                log.error(
+                    "ingester TLS: renewing the certificates failed (retried in %.0f s): %s",
+                    self.settings.tls_renew_check_interval,
+                    exc,
+                )
 
 
 def _configuration(material: ServerMaterial) -> grpc.ServerCertificateConfiguration:

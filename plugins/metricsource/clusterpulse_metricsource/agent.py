@@ -58,11 +58,14 @@ class AgentSources:
                 compiled = structure(loads(document), CompiledMetricSource)
                 refused = never_read(compiled.source.group, compiled.source.resource)
                 if refused:
-                    problems.append(f"metric_sources_json[{index}]: source {compiled.source_id} refused: {refused}, "
-                                    "which the agent never reads")
+                    problems.append(
+                        f"metric_sources_json[{index}]: source {compiled.source_id} refused: {refused}, "
+                        "which the agent never reads"
+                    )
                     continue
-                collectors.append(ClusterCollector(program_from_compiled(compiled, catalog), self.discovery,
-                                                   never_read))
+                collectors.append(
+                    ClusterCollector(program_from_compiled(compiled, catalog), self.discovery, never_read)
+                )
             except Exception as exc:
                 problems.append(f"metric_sources_json[{index}]: {type(exc).__name__}: {exc}")
         for problem in problems:

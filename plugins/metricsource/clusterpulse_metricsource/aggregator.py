@@ -89,7 +89,8 @@ class AggregationPlan:
             return None
 
 
-def aggregate(records: Sequence[Values], plans: Sequence[AggregationPlan],
-              tally: FailureTally | None = None) -> dict[str, Any]:
+def aggregate(
+    records: Sequence[Values], plans: Sequence[AggregationPlan], tally: FailureTally | None = None
+) -> dict[str, Any]:
     """Aggregation name -> result (a later aggregation with the same name wins)."""
     return {plan.spec.name: plan.run(records, tally) for plan in plans}

@@ -38,10 +38,20 @@ def make_metricsource_group(catalog: Callable[[], Catalog]) -> click.Group:
         """Work with MetricSource definitions offline."""
 
     @metricsource_group.command("eval")
-    @click.option("-f", "--file", "definition", required=True, metavar="FILE|-",
-                  help="the MetricSource YAML (or JSON); '-' = stdin")
-    @click.option("--objects", required=True, metavar="FILE|-",
-                  help="a `kubectl get ... -o json` dump: a List or a single object; '-' = stdin")
+    @click.option(
+        "-f",
+        "--file",
+        "definition",
+        required=True,
+        metavar="FILE|-",
+        help="the MetricSource YAML (or JSON); '-' = stdin",
+    )
+    @click.option(
+        "--objects",
+        required=True,
+        metavar="FILE|-",
+        help="a `kubectl get ... -o json` dump: a List or a single object; '-' = stdin",
+    )
     @click.option("--table", is_flag=True, help="print a table instead of JSON")
     def eval_command(definition: str, objects: str, table: bool) -> None:
         """Run a MetricSource over a dump and print the resources and aggregations as stored.
@@ -60,8 +70,7 @@ def make_metricsource_group(catalog: Callable[[], Catalog]) -> click.Group:
         if table:
             click.echo(render_table(program, records, aggregations))
         else:
-            click.echo(dumps({"resources": [unstructure(r) for r in records],
-                              "aggregations": aggregations}).decode())
+            click.echo(dumps({"resources": [unstructure(r) for r in records], "aggregations": aggregations}).decode())
 
     return metricsource_group
 
@@ -155,8 +164,7 @@ def render_table(program: Program, records: Sequence[CollectedResource], aggrega
     rows = [["RESOURCE", *(c.upper() for c in columns)]]
     rows += [[r.id, *(_cell(r.values.get(c)) for c in columns)] for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-             for row in rows]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     if aggregations:
         lines.append("")
         lines += [f"{name}: {_cell(value)}" for name, value in aggregations.items()]

@@ -56,10 +56,20 @@ def make_expr_command(functions: Callable[[], FunctionTable]) -> click.Command:
     # a misspelled option still fails, as an extra argument.
     @click.command("expr", context_settings={"ignore_unknown_options": True})
     @click.argument("expression")
-    @click.option("--var", "assignments", multiple=True, metavar="NAME=VALUE",
-                  help="a variable of the context (repeatable); JSON when it parses, else a string")
-    @click.option("--type", "result_type", type=click.Choice(RESULT_TYPES), default=None,
-                  help="coerce the result as a computed field of this type would")
+    @click.option(
+        "--var",
+        "assignments",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="a variable of the context (repeatable); JSON when it parses, else a string",
+    )
+    @click.option(
+        "--type",
+        "result_type",
+        type=click.Choice(RESULT_TYPES),
+        default=None,
+        help="coerce the result as a computed field of this type would",
+    )
     def expr_command(expression: str, assignments: tuple[str, ...], result_type: str | None) -> None:
         """Evaluate a MetricSource EXPRESSION with the enabled plugins' functions; print the JSON result."""
         variables = parse_assignments(assignments)

@@ -120,21 +120,25 @@ class ClusterCollector:
         deadline = Deadline.after(settings.timeout_seconds)
         client = target.client
         source = compiled.source
-        served = self.discovery.serves(client, source.group, source.version, source.kind,
-                                       timeout=deadline.timeout(client))
+        served = self.discovery.serves(
+            client, source.group, source.version, source.kind, timeout=deadline.timeout(client)
+        )
         if served is False:
             raise UnknownKindError(f"kind {source.api_version}/{source.kind} does not exist on cluster {target.name}")
         resource = self._resource_name(client, source, deadline)
         refused = self.refuse(source.group, resource) if self.refuse is not None else ""
         if refused:
-            raise RefusedSourceError(f"kind {source.api_version}/{source.kind} resolves to {source.group or 'core'}/"
-                                     f"{resource} on cluster {target.name}, which is not read: {refused}")
+            raise RefusedSourceError(
+                f"kind {source.api_version}/{source.kind} resolves to {source.group or 'core'}/"
+                f"{resource} on cluster {target.name}, which is not read: {refused}"
+            )
         errors: list[str] = []
         tally = FailureTally()
         if source.scope == "Cluster":
-            listed = self._wrap("failed to collect cluster-scoped resources",
-                                lambda: self._list(client, _path(source, resource), settings.max_resources,
-                                                   deadline, tally))
+            listed = self._wrap(
+                "failed to collect cluster-scoped resources",
+                lambda: self._list(client, _path(source, resource), settings.max_resources, deadline, tally),
+            )
             records, truncated = listed.records, len(listed.records) >= settings.max_resources
         else:
             namespaces = source.namespaces
@@ -157,21 +161,35 @@ class ClusterCollector:
 
     # ------------------------------------------------------------------ strategies
 
-    def _cluster_wide(self, client: KubeClient, source: CompiledSource, resource: str,
-                      deadline: Deadline, tally: FailureTally | None = None) -> tuple[list[CollectedResource], bool]:
+    def _cluster_wide(
+        self,
+        client: KubeClient,
+        source: CompiledSource,
+        resource: str,
+        deadline: Deadline,
+        tally: FailureTally | None = None,
+    ) -> tuple[list[CollectedResource], bool]:
         """One cluster-wide list, capped, then post-filtered by namespace when a selector exists."""
         max_resources = self.program.compiled.collection.max_resources
-        listed = self._wrap("failed to collect resources",
-                            lambda: self._list(client, _path(source, resource), max_resources, deadline, tally))
+        listed = self._wrap(
+            "failed to collect resources",
+            lambda: self._list(client, _path(source, resource), max_resources, deadline, tally),
+        )
         records = listed.records
         if source.namespaces is not None:
             keep = set(self._namespaces(client, deadline))
             records = [r for r in records if r.namespace in keep]
         return records, len(records) >= max_resources
 
-    def _per_namespace(self, client: KubeClient, source: CompiledSource, resource: str,
-                       deadline: Deadline, errors: list[str],
-                       tally: FailureTally | None = None) -> tuple[list[CollectedResource], bool]:
+    def _per_namespace(
+        self,
+        client: KubeClient,
+        source: CompiledSource,
+        resource: str,
+        deadline: Deadline,
+        errors: list[str],
+        tally: FailureTally | None = None,
+    ) -> tuple[list[CollectedResource], bool]:
         """One list per selected namespace, ``parallelism`` at a time, each capped by what is left."""
         settings = self.program.compiled.collection
         max_resources = settings.max_resources
@@ -213,8 +231,9 @@ class ClusterCollector:
             truncated = True
         return records, truncated
 
-    def records_of_page(self, body: bytes, limit: int | None = None,
-                        tally: FailureTally | None = None) -> list[CollectedResource]:
+    def records_of_page(
+        self, body: bytes, limit: int | None = None, tally: FailureTally | None = None
+    ) -> list[CollectedResource]:
         """The records of one raw list page (at most ``limit``), decoding only what the paths read."""
         with no_gc():
             items = self._decoder.decode(body).items or ()
@@ -225,16 +244,16 @@ class ClusterCollector:
 
     # ------------------------------------------------------------------ calls
 
-    def _list(self, client: KubeClient, path: str, cap: int, deadline: Deadline,
-              tally: FailureTally | None = None) -> _Listed:
+    def _list(
+        self, client: KubeClient, path: str, cap: int, deadline: Deadline, tally: FailureTally | None = None
+    ) -> _Listed:
         """Page through ``path`` until no ``continue`` token or ``cap`` records."""
         compiled = self.program.compiled
         records: list[CollectedResource] = []
         query: dict[str, Any] = {}
         if compiled.source.label_selector:
             query["labelSelector"] = compiled.source.label_selector
-        pages = client.list_pages(path, limit=compiled.collection.batch_size,
-                                  timeout=deadline.timeout(client), **query)
+        pages = client.list_pages(path, limit=compiled.collection.batch_size, timeout=deadline.timeout(client), **query)
         try:
             for body in pages:
                 records.extend(self.records_of_page(body, cap - len(records), tally))
@@ -249,10 +268,12 @@ class ClusterCollector:
 
     def _namespaces(self, client: KubeClient, deadline: Deadline) -> list[str]:
         """The names of the namespaces the source's patterns select, in list order."""
+
         def names() -> list[str]:
             found = []
-            for body in client.list_pages("/api/v1/namespaces", limit=NAMESPACE_PAGE_SIZE,
-                                          timeout=deadline.timeout(client)):
+            for body in client.list_pages(
+                "/api/v1/namespaces", limit=NAMESPACE_PAGE_SIZE, timeout=deadline.timeout(client)
+            ):
                 for item in _namespace_page.decode(body).items or ():
                     found.append(item.metadata.name)
                 deadline.timeout(client)
@@ -269,8 +290,9 @@ class ClusterCollector:
 
     def _resource_name(self, client: KubeClient, source: CompiledSource, deadline: Deadline) -> str:
         """The plural from the cluster's API discovery (M7), else the compiled fallback."""
-        discovered = self.discovery.resource_for(client, source.group, source.version, source.kind,
-                                                 timeout=deadline.timeout(client))
+        discovered = self.discovery.resource_for(
+            client, source.group, source.version, source.kind, timeout=deadline.timeout(client)
+        )
         return discovered or source.resource
 
     @staticmethod
@@ -280,8 +302,9 @@ class ClusterCollector:
         except (KubeApiError, CircuitOpenError, msgspec.DecodeError, CollectionError) as exc:
             raise CollectionError(f"{prefix}: {exc}") from exc
 
-    def aggregate(self, records: Sequence[CollectedResource],
-                  tally: FailureTally | None = None) -> AggregationResults | None:
+    def aggregate(
+        self, records: Sequence[CollectedResource], tally: FailureTally | None = None
+    ) -> AggregationResults | None:
         """The source's aggregations over ``records`` (``None`` when it declares none).
 
         The one aggregation path: a pull collection and a pushed batch's resources both go

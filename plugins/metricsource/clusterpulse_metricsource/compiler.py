@@ -96,13 +96,11 @@ def read_spec(raw: Any) -> MetricSourceSpec:
     except Exception as exc:
         problems = _structure_problems(exc)
         raise SpecError(f"invalid spec: {problems[0][1]} ({problems[0][0]})", *problems[0]) from exc
-    for key in ("interval_seconds", "timeout_seconds", "max_resources", "batch_size",
-                "retry_attempts", "parallelism"):
+    for key in ("interval_seconds", "timeout_seconds", "max_resources", "batch_size", "retry_attempts", "parallelism"):
         value = getattr(spec.collection, key)
         if value is not None and not _INT32[0] <= value <= _INT32[1]:
             field = f"spec.collection.{camel(key)}"
-            raise SpecError(f"invalid spec: {field} must be a 32-bit integer", field,
-                            "must be a 32-bit integer")
+            raise SpecError(f"invalid spec: {field} must be a 32-bit integer", field, "must be a 32-bit integer")
     return spec
 
 
@@ -155,8 +153,7 @@ def check_namespace_patterns(include: Sequence[str] | None, exclude: Sequence[st
             try:
                 check_pattern(pattern)
             except PatternError as exc:
-                raise _validation(f"namespace pattern {key}[{i}]: {exc}",
-                                  f"spec.source.namespaces.{key}[{i}]") from exc
+                raise _validation(f"namespace pattern {key}[{i}]: {exc}", f"spec.source.namespaces.{key}[{i}]") from exc
 
 
 def validate(spec: MetricSourceSpec) -> None:
@@ -166,8 +163,10 @@ def validate(spec: MetricSourceSpec) -> None:
         raise _validation("source.apiVersion is required", "spec.source.apiVersion")
     if spec.source.kind == "":
         raise _validation("source.kind is required", "spec.source.kind")
-    for problem, where in ((api_version_problem(spec.source.api_version), "spec.source.apiVersion"),
-                           (kind_problem(spec.source.kind), "spec.source.kind")):
+    for problem, where in (
+        (api_version_problem(spec.source.api_version), "spec.source.apiVersion"),
+        (kind_problem(spec.source.kind), "spec.source.kind"),
+    ):
         if problem:
             raise _validation(problem, where)
     if not spec.fields:
@@ -239,8 +238,8 @@ def _computed_steps(fields: Sequence[str], computed_specs: Sequence[Any], catalo
             # Upstream's message has no position; the located form (CLI) keeps it (M4).
             message = exc.message if isinstance(exc, ExpressionError) else str(exc)
             raise SpecError(
-                f"{_COMPUTED_PREFIX}invalid expression for computed field '{computed.name}': {message}",
-                where, str(exc)) from exc
+                f"{_COMPUTED_PREFIX}invalid expression for computed field '{computed.name}': {message}", where, str(exc)
+            ) from exc
         refs = list(expression.references)
         for ref in refs:
             if ref not in field_names and ref not in computed_names:
@@ -264,8 +263,10 @@ def _compile_aggregations(spec: MetricSourceSpec, catalog: Catalog) -> tuple[Com
     for i, agg in enumerate(spec.aggregations):
         if agg.function not in catalog.aggregations:
             known = sorted(catalog.aggregations)
-            detail = (f"unknown aggregation function '{agg.function}' ({did_you_mean(agg.function, known)}"
-                      f"registered: {', '.join(known)})")
+            detail = (
+                f"unknown aggregation function '{agg.function}' ({did_you_mean(agg.function, known)}"
+                f"registered: {', '.join(known)})"
+            )
             raise SpecError(f"aggregation '{agg.name}': {detail}", f"spec.aggregations[{i}].function", detail)
         if agg.function == "percentile" and agg.percentile is not None and not 0 <= agg.percentile <= 100:
             detail = f"percentile must be between 0 and 100, got {agg.percentile}"
@@ -273,15 +274,25 @@ def _compile_aggregations(spec: MetricSourceSpec, catalog: Catalog) -> tuple[Com
         filter_spec = None
         if agg.filter is not None:
             filter_spec = CompiledFilter(agg.filter.field, agg.filter.operator, agg.filter.value)
-        out.append(CompiledAggregation(
-            name=agg.name, field=agg.field, function=agg.function, filter=filter_spec,
-            group_by=agg.group_by, percentile=agg.percentile or 0,
-        ))
+        out.append(
+            CompiledAggregation(
+                name=agg.name,
+                field=agg.field,
+                function=agg.function,
+                filter=filter_spec,
+                group_by=agg.group_by,
+                percentile=agg.percentile or 0,
+            )
+        )
     return tuple(out)
 
 
-def compile_metric_source(obj: Mapping[str, Any], catalog: Catalog | None = None,
-                          now: datetime | None = None, discover: Discover | None = None) -> Program:
+def compile_metric_source(
+    obj: Mapping[str, Any],
+    catalog: Catalog | None = None,
+    now: datetime | None = None,
+    discover: Discover | None = None,
+) -> Program:
     """Compile a MetricSource object (``{metadata: {name, namespace}, spec}``) into a Program.
 
     Raises :class:`SpecError` (a :class:`CompileError`) for anything invalid; never another type.
@@ -294,8 +305,7 @@ def compile_metric_source(obj: Mapping[str, Any], catalog: Catalog | None = None
         raise SpecError(f"internal compile error: {type(exc).__name__}: {exc}") from exc
 
 
-def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
-             discover: Discover | None) -> Program:
+def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None, discover: Discover | None) -> Program:
     metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
     metadata = metadata if isinstance(metadata, Mapping) else {}
     spec = read_spec(obj.get("spec") if isinstance(obj, Mapping) else None)
@@ -308,13 +318,22 @@ def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
     for index, field in enumerate(spec.fields):
         segments = split_path(field.path)
         field_type_name = field.type or "string"
-        fields.append(CompiledField(
-            name=field.name, path=field.path, path_segments=segments or None,
-            type=field_type_name, default=field.default, index=index,
-        ))
+        fields.append(
+            CompiledField(
+                name=field.name,
+                path=field.path,
+                path_segments=segments or None,
+                type=field_type_name,
+                default=field.default,
+                index=index,
+            )
+        )
         field_type = catalog.field_type(field_type_name)
-        extractors.append(FieldExtractor(field.name, compile_steps(segments), field_type,
-                                         converted_default(field_type, field.default)))
+        extractors.append(
+            FieldExtractor(
+                field.name, compile_steps(segments), field_type, converted_default(field_type, field.default)
+            )
+        )
 
     computed_steps = _compile_computed(spec, catalog)
     aggregations = _compile_aggregations(spec, catalog)
@@ -331,8 +350,7 @@ def _compile(obj: Mapping[str, Any], catalog: Catalog, now: datetime | None,
         computed=tuple(CompiledComputed(c.name, c.expression, c.type or "float") for c in spec.computed),
         aggregations=aggregations,
         collection=collection_settings(spec.collection),
-        rbac=CompiledRbac(spec.rbac.resource_type_name, spec.rbac.filterable_fields,
-                          spec.rbac.filter_aggregations),
+        rbac=CompiledRbac(spec.rbac.resource_type_name, spec.rbac.filterable_fields, spec.rbac.filter_aggregations),
         compiled_at=(now or datetime.now(UTC)).replace(microsecond=0),
         hash=spec_hash(canonical),
     )
@@ -358,14 +376,21 @@ def program_from_compiled(compiled: CompiledMetricSource, catalog: Catalog | Non
         extractors = []
         for field in compiled.fields:
             field_type = catalog.field_type(field.type)
-            extractors.append(FieldExtractor(field.name, compile_steps(list(field.path_segments or ())), field_type,
-                                             converted_default(field_type, field.default)))
+            extractors.append(
+                FieldExtractor(
+                    field.name,
+                    compile_steps(list(field.path_segments or ())),
+                    field_type,
+                    converted_default(field_type, field.default),
+                )
+            )
         steps = _computed_steps([f.name for f in compiled.fields], compiled.computed, catalog)
         namespace_filter = None
         if compiled.source.namespaces is not None:
             check_namespace_patterns(compiled.source.namespaces.include, compiled.source.namespaces.exclude)
-            namespace_filter = NamespaceFilter.from_patterns(compiled.source.namespaces.include,
-                                                             compiled.source.namespaces.exclude)
+            namespace_filter = NamespaceFilter.from_patterns(
+                compiled.source.namespaces.include, compiled.source.namespaces.exclude
+            )
         return Program(
             compiled=compiled,
             extractors=tuple(extractors),

@@ -17,8 +17,13 @@ def _string(**extra: Any) -> dict[str, Any]:
 
 
 def _int32(minimum: int, default: int, key: str) -> dict[str, Any]:
-    return {"type": "integer", "format": "int32", "minimum": minimum, "maximum": speccheck.COLLECTION_MAXIMUM[key],
-            "default": default}
+    return {
+        "type": "integer",
+        "format": "int32",
+        "minimum": minimum,
+        "maximum": speccheck.COLLECTION_MAXIMUM[key],
+        "default": default,
+    }
 
 
 def _strings(**item: Any) -> dict[str, Any]:
@@ -53,16 +58,24 @@ _SPEC: dict[str, Any] = {
             "type": "object",
             "required": ["apiVersion", "kind"],
             "properties": {
-                "apiVersion": _string(description="API version of the resource, e.g. v1, apps/v1",
-                                      pattern=API_VERSION_PATTERN, maxLength=API_VERSION_MAX_LENGTH),
-                "kind": _string(description="Kind of the resource, e.g. PersistentVolumeClaim",
-                                pattern=KIND_PATTERN, maxLength=KIND_MAX_LENGTH),
+                "apiVersion": _string(
+                    description="API version of the resource, e.g. v1, apps/v1",
+                    pattern=API_VERSION_PATTERN,
+                    maxLength=API_VERSION_MAX_LENGTH,
+                ),
+                "kind": _string(
+                    description="Kind of the resource, e.g. PersistentVolumeClaim",
+                    pattern=KIND_PATTERN,
+                    maxLength=KIND_MAX_LENGTH,
+                ),
                 "scope": _string(enum=["Namespaced", "Cluster"], default="Namespaced"),
                 "namespaces": {
                     "type": "object",
                     "description": "Namespace wildcard patterns; exclude wins",
-                    "properties": {"include": _strings(maxLength=MAX_PATTERN_LENGTH),
-                                   "exclude": _strings(maxLength=MAX_PATTERN_LENGTH)},
+                    "properties": {
+                        "include": _strings(maxLength=MAX_PATTERN_LENGTH),
+                        "exclude": _strings(maxLength=MAX_PATTERN_LENGTH),
+                    },
                 },
                 "labelSelector": _LABEL_SELECTOR,
             },
@@ -75,10 +88,16 @@ _SPEC: dict[str, Any] = {
                 "required": ["name", "path"],
                 "properties": {
                     "name": _string(maxLength=speccheck.MAX_NAME),
-                    "path": _string(maxLength=speccheck.MAX_TEXT,
-                                    description="JSONPath-like path, e.g. .spec.resources.requests.storage"),
-                    "type": _string(default="string", description=_PLUGGABLE.format(
-                        "field types", "string, integer, float, boolean, quantity, timestamp, arrayLength")),
+                    "path": _string(
+                        maxLength=speccheck.MAX_TEXT,
+                        description="JSONPath-like path, e.g. .spec.resources.requests.storage",
+                    ),
+                    "type": _string(
+                        default="string",
+                        description=_PLUGGABLE.format(
+                            "field types", "string, integer, float, boolean, quantity, timestamp, arrayLength"
+                        ),
+                    ),
                     "default": _string(description="Value used when the path is missing"),
                 },
             },
@@ -105,16 +124,23 @@ _SPEC: dict[str, Any] = {
                 "properties": {
                     "name": _string(),
                     "field": _string(),
-                    "function": _string(description=_PLUGGABLE.format(
-                        "aggregation functions", "count, sum, avg, min, max, percentile, distinct")),
+                    "function": _string(
+                        description=_PLUGGABLE.format(
+                            "aggregation functions", "count, sum, avg, min, max, percentile, distinct"
+                        )
+                    ),
                     "filter": {
                         "type": "object",
                         "required": ["field", "operator", "value"],
                         "properties": {
                             "field": _string(),
-                            "operator": _string(description=_PLUGGABLE.format(
-                                "filter operators", "equals, notEquals, contains, startsWith, endsWith, "
-                                "greaterThan, lessThan, in, matches")),
+                            "operator": _string(
+                                description=_PLUGGABLE.format(
+                                    "filter operators",
+                                    "equals, notEquals, contains, startsWith, endsWith, "
+                                    "greaterThan, lessThan, in, matches",
+                                )
+                            ),
                             "value": _string(),
                         },
                     },
@@ -212,7 +238,9 @@ _STATUS: dict[str, Any] = {
 SCHEMA = resource_schema(
     "MetricSource declares a resource type to collect from every connected cluster, "
     "the fields to extract, computed fields and aggregations.",
-    _SPEC, _STATUS)
+    _SPEC,
+    _STATUS,
+)
 
 METRIC_SOURCE = ResourceKind(
     group="clusterpulse.io",

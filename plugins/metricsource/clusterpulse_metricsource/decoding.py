@@ -58,9 +58,14 @@ def _node_type(node: _Node, counter: list[int]) -> Any:
         counter[0] += 1
         struct_type: Any = msgspec.defstruct(
             f"Partial{counter[0]}",
-            [(step_attr(key), Union[_node_type(child, counter), msgspec.UnsetType],  # noqa: UP007
-              msgspec.field(default=msgspec.UNSET, name=key))
-             for key, child in node.keys.items()],
+            [
+                (
+                    step_attr(key),
+                    Union[_node_type(child, counter), msgspec.UnsetType],  # noqa: UP007
+                    msgspec.field(default=msgspec.UNSET, name=key),
+                )
+                for key, child in node.keys.items()
+            ],
             gc=False,
         )
     else:

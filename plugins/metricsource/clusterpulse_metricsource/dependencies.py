@@ -43,7 +43,7 @@ def evaluation_order(references: Mapping[str, Sequence[str]]) -> list[str]:
             if ref in done:
                 continue
             if ref in on_path:
-                raise CircularDependencyError([*path[path.index(ref):], ref])
+                raise CircularDependencyError([*path[path.index(ref) :], ref])
             path.append(ref)
             on_path.add(ref)
             stack.append(iter([r for r in references[ref] if r in references]))

@@ -34,20 +34,21 @@ class Discovery:
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str, str], tuple[float, dict[str, str]]] = {}
 
-    def resource_for(self, client: KubeClient, group: str, version: str, kind: str,
-                     timeout: float | None = None) -> str | None:
+    def resource_for(
+        self, client: KubeClient, group: str, version: str, kind: str, timeout: float | None = None
+    ) -> str | None:
         """The plural serving ``kind`` in ``group/version``, or None when discovery cannot tell."""
         kinds = self._kinds(client, group, version, timeout)
         return kinds.get(kind) if kinds is not None else None
 
-    def serves(self, client: KubeClient, group: str, version: str, kind: str,
-               timeout: float | None = None) -> bool | None:
+    def serves(
+        self, client: KubeClient, group: str, version: str, kind: str, timeout: float | None = None
+    ) -> bool | None:
         """Whether the server serves ``kind`` in ``group/version``; None when discovery cannot tell."""
         kinds = self._kinds(client, group, version, timeout)
         return None if kinds is None else kind in kinds
 
-    def _kinds(self, client: KubeClient, group: str, version: str,
-               timeout: float | None) -> dict[str, str] | None:
+    def _kinds(self, client: KubeClient, group: str, version: str, timeout: float | None) -> dict[str, str] | None:
         key = (client.host, group, version)
         now = time.monotonic()
         with self._lock:

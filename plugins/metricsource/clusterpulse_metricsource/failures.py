@@ -60,5 +60,7 @@ class FailureTally:
     def failures(self) -> list[FunctionFailure]:
         """Every tallied failure, in the order first seen."""
         with self._lock:
-            return [FunctionFailure(where, function, int(count), str(message))
-                    for (where, function), (count, message) in self._seen.items()]
+            return [
+                FunctionFailure(where, function, int(count), str(message))
+                for (where, function), (count, message) in self._seen.items()
+            ]

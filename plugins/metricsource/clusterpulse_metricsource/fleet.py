@@ -78,8 +78,9 @@ def connected_clusters(fleet: Fleet, hub: KubeClient, namespace: str) -> list[Fl
 
 
 def _target(runtime: Runtime, cluster: FleetCluster) -> ClusterTarget:
-    credentials = cluster_credentials(runtime.hub, cluster.endpoint, cluster.credentials.namespace,
-                                      cluster.credentials.name, runtime.secrets)
+    credentials = cluster_credentials(
+        runtime.hub, cluster.endpoint, cluster.credentials.namespace, cluster.credentials.name, runtime.secrets
+    )
     return ClusterTarget(cluster.name, cluster.endpoint, runtime.pool.get(cluster.name, credentials))
 
 
@@ -94,8 +95,9 @@ def collect_fleet(runtime: Runtime, collector: ClusterCollector, clusters: Seque
         with deadline.within(timeout), runtime.pool.in_flight(ref.name):
             return collector.collect(_target(runtime, ref))
 
-    pool = ThreadPoolExecutor(max_workers=min(len(clusters), MAX_PARALLEL_CLUSTERS),
-                              thread_name_prefix="metricsource-cluster")
+    pool = ThreadPoolExecutor(
+        max_workers=min(len(clusters), MAX_PARALLEL_CLUSTERS), thread_name_prefix="metricsource-cluster"
+    )
     try:
         futures = {pool.submit(contextvars.copy_context().run, run, ref): ref for ref in clusters}
         wait(futures, timeout=timeout)

@@ -85,8 +85,9 @@ def clusterpulse_expression_compiler() -> ExpressionCompiler | None:
 
 @hookspec(firstresult=True)
 @called("first result; asked by the ingester for every pushed batch carrying a source's resources")
-def clusterpulse_aggregate_resources(source_id: str,
-                                     resources: Sequence[CollectedResource]) -> AggregationResults | None:
+def clusterpulse_aggregate_resources(
+    source_id: str, resources: Sequence[CollectedResource]
+) -> AggregationResults | None:
     """The aggregations of MetricSource ``source_id`` over these collected resources.
 
     Implemented by the plugin that owns MetricSources, with the same code its pull collection

@@ -51,8 +51,7 @@ class NamespaceFilter:
     @classmethod
     def from_patterns(cls, include: Sequence[str] | None, exclude: Sequence[str] | None) -> NamespaceFilter:
         """Compile the wildcard patterns; :class:`~clusterpulse_core.wildcard.PatternError` for one too long."""
-        return cls(tuple(compile_wildcard(p) for p in include or ()),
-                   tuple(compile_wildcard(p) for p in exclude or ()))
+        return cls(tuple(compile_wildcard(p) for p in include or ()), tuple(compile_wildcard(p) for p in exclude or ()))
 
     def keeps(self, namespace: str) -> bool:
         """Whether ``namespace`` passes the filter."""
@@ -65,8 +64,7 @@ class NamespaceFilter:
         return [ns for ns in namespaces if self.keeps(ns)]
 
 
-def uses_cluster_wide_list(include: Sequence[str] | None, exclude: Sequence[str] | None,
-                           has_namespaces: bool) -> bool:
+def uses_cluster_wide_list(include: Sequence[str] | None, exclude: Sequence[str] | None, has_namespaces: bool) -> bool:
     """Whether a namespaced source is listed cluster-wide and post-filtered (docs/compatibility.md#metricsource-wire).
 
     True without a namespace selector, with any exclude pattern, or with any include pattern

@@ -41,8 +41,10 @@ _KIND = re.compile(KIND_PATTERN)
 def api_version_problem(api_version: str) -> str:
     """Why ``api_version`` is not a valid ``source.apiVersion`` (``/v1``, ``*/v1``, ``Apps/v1``), or ``""``."""
     if len(api_version) > API_VERSION_MAX_LENGTH or not _API_VERSION.fullmatch(api_version):
-        return (f"source.apiVersion {api_version!r} is not VERSION or GROUP/VERSION (lower-case DNS names, "
-                f"e.g. v1, apps/v1)")
+        return (
+            f"source.apiVersion {api_version!r} is not VERSION or GROUP/VERSION (lower-case DNS names, "
+            f"e.g. v1, apps/v1)"
+        )
     return ""
 
 

@@ -56,7 +56,7 @@ def split_path(path: str) -> tuple[str, ...]:
                 current = []
             close = path.find("]", i)
             if close >= 0:
-                segments.append(path[i:close + 1])
+                segments.append(path[i : close + 1])
                 i = close
         else:
             current.append(char)

@@ -103,8 +103,9 @@ class MetricSourcePlugin:
         return self.reconciler.forget(ref, ctx)
 
     @hookimpl
-    def clusterpulse_aggregate_resources(self, source_id: str,
-                                         resources: Sequence[CollectedResource]) -> AggregationResults | None:
+    def clusterpulse_aggregate_resources(
+        self, source_id: str, resources: Sequence[CollectedResource]
+    ) -> AggregationResults | None:
         """A pushed batch's resources aggregated as a pull collection aggregates them (the hub's definition)."""
         collector = self.reconciler.compiled(source_id)
         return None if collector is None else collector.aggregate(resources)

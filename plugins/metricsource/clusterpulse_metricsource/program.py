@@ -46,8 +46,9 @@ class ComputedStep:
         except Exception as exc:  # an evaluation error only empties this field
             if tally is not None:
                 function = exc.function if isinstance(exc, FunctionError) else "expression"
-                tally.add(f'computed field "{self.name}"', function,
-                          exc.cause if isinstance(exc, FunctionError) else exc)
+                tally.add(
+                    f'computed field "{self.name}"', function, exc.cause if isinstance(exc, FunctionError) else exc
+                )
             return None
 
 

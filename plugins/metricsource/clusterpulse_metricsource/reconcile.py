@@ -94,8 +94,11 @@ class MetricSourceReconciler:
             if known is None or not hub_unreachable(exc):
                 raise
             if first:
-                ctx.log.warning("hub unreachable listing ClusterConnections (%s): collecting from the %d last "
-                                "known", exc, len(known))
+                ctx.log.warning(
+                    "hub unreachable listing ClusterConnections (%s): collecting from the %d last known",
+                    exc,
+                    len(known),
+                )
             return list(known)
         with self._lock:
             self._known_clusters[namespace] = clusters
@@ -139,22 +142,38 @@ class MetricSourceReconciler:
 
         if outcome.unknown_kind:
             source = compiled.source
-            return self._fail(obj, ctx, f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
-                                        f"{', '.join(outcome.unknown_kind)}", generation)
+            return self._fail(
+                obj,
+                ctx,
+                f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
+                f"{', '.join(outcome.unknown_kind)}",
+                generation,
+            )
         interval = compiled.collection.interval_seconds
-        status = collected_status(utcnow(), time.monotonic() - started, outcome.resources, outcome.clusters,
-                                  outcome.errors, generation, detail)
+        status = collected_status(
+            utcnow(),
+            time.monotonic() - started,
+            outcome.resources,
+            outcome.clusters,
+            outcome.errors,
+            generation,
+            detail,
+        )
         if interval < MIN_INTERVAL_SECONDS:
-            status = attrs.evolve(status, message=f"{status.message}; intervalSeconds {interval} raised to "
-                                                  f"the minimum {MIN_INTERVAL_SECONDS}")
+            status = attrs.evolve(
+                status,
+                message=f"{status.message}; intervalSeconds {interval} raised to the minimum {MIN_INTERVAL_SECONDS}",
+            )
             interval = MIN_INTERVAL_SECONDS
         try:
             ctx.patch_status(unstructure(status))
         except Exception as exc:
             ctx.log.error("status update failed: %s", exc)
         try:
-            ctx.store(MetricSourceOutcomePiece(source_id, tuple(sorted(outcome.results)), dict(outcome.failures)),
-                      EventPiece("reconciled", source_id, event_data(outcome), channel=EVENT_CHANNEL))
+            ctx.store(
+                MetricSourceOutcomePiece(source_id, tuple(sorted(outcome.results)), dict(outcome.failures)),
+                EventPiece("reconciled", source_id, event_data(outcome), channel=EVENT_CHANNEL),
+            )
         except Exception as exc:
             ctx.log.error("publishing the reconciled event failed: %s", exc)
         return ReconcileResult(requeue_after=requeue_seconds(interval, outcome.errors))
@@ -172,8 +191,9 @@ class MetricSourceReconciler:
         shard = ctx.runtime.shard
         if shard is not None and ctx.kind.split_by and not shard.owns(ref):
             return True
-        ctx.store(MetricSourceDeletion(ref.namespace, ref.name),
-                  EventPiece("deleted", source_id, None, channel=EVENT_CHANNEL))
+        ctx.store(
+            MetricSourceDeletion(ref.namespace, ref.name), EventPiece("deleted", source_id, None, channel=EVENT_CHANNEL)
+        )
         return True
 
     def _reconcile_share(self, obj: Mapping[str, Any], ctx: ReconcileContext, shard: ShardMember) -> ReconcileResult:
@@ -222,13 +242,28 @@ class MetricSourceReconciler:
         totals = add_up(shares, live, {ref.name for ref in clusters})
         if totals.unknown_kind:
             source = compiled.source
-            return self._fail(obj, ctx, f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
-                                        f"{', '.join(totals.unknown_kind)}", generation, {SHARDS_FIELD: entries})
-        status = collected_status(utcnow(), time.monotonic() - started, totals.resources, totals.clusters,
-                                  totals.errors, generation, totals.detail)
+            return self._fail(
+                obj,
+                ctx,
+                f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
+                f"{', '.join(totals.unknown_kind)}",
+                generation,
+                {SHARDS_FIELD: entries},
+            )
+        status = collected_status(
+            utcnow(),
+            time.monotonic() - started,
+            totals.resources,
+            totals.clusters,
+            totals.errors,
+            generation,
+            totals.detail,
+        )
         if interval < MIN_INTERVAL_SECONDS:
-            status = attrs.evolve(status, message=f"{status.message}; intervalSeconds {interval} raised to "
-                                                  f"the minimum {MIN_INTERVAL_SECONDS}")
+            status = attrs.evolve(
+                status,
+                message=f"{status.message}; intervalSeconds {interval} raised to the minimum {MIN_INTERVAL_SECONDS}",
+            )
         try:
             ctx.patch_status({**unstructure(status), SHARDS_FIELD: entries})
         except Exception as exc:
@@ -270,7 +305,9 @@ class MetricSourceReconciler:
                 counter = self._counters[key] = Counter(
                     "clusterpulse_metricsource_function_errors_total",
                     "Values left null because a plugin expression or aggregation function raised",
-                    ["source", "cluster", "function"], registry=registry)
+                    ["source", "cluster", "function"],
+                    registry=registry,
+                )
             return counter
 
     def _compile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ClusterCollector:
@@ -285,9 +322,11 @@ class MetricSourceReconciler:
         if refusal:
             raise CompileError(refusal)
         settings = self.settings
-        return ClusterCollector(program, self.discovery,
-                                lambda group, resource: settings.refusal(source.api_version, source.kind, group,
-                                                                         resource))
+        return ClusterCollector(
+            program,
+            self.discovery,
+            lambda group, resource: settings.refusal(source.api_version, source.kind, group, resource),
+        )
 
     def _catalog(self, contributions: Contributions) -> Catalog:
         key = id(contributions)
@@ -297,21 +336,29 @@ class MetricSourceReconciler:
                 catalog = self._catalogs[key] = Catalog.from_contributions(contributions)
             return catalog
 
-    def _not_compiled(self, obj: Mapping[str, Any], ctx: ReconcileContext, exc: Exception,
-                      generation: int) -> ReconcileResult:
+    def _not_compiled(
+        self, obj: Mapping[str, Any], ctx: ReconcileContext, exc: Exception, generation: int
+    ) -> ReconcileResult:
         """The source did not compile (or the clusters could not be listed): ``Error`` status, and a
         ``CompileError`` Event when the compile error is new."""
         message = _message(exc)
         if isinstance(exc, SpecError) and exc.field and exc.field not in message:
             message = f"{message} ({exc.field})"  # upstream's wording, and the field it is about
         previous = obj.get("status") or {}
-        if isinstance(exc, MetricSourceError) and (previous.get("phase") != "Error"
-                                                   or previous.get("message") != message):
+        if isinstance(exc, MetricSourceError) and (
+            previous.get("phase") != "Error" or previous.get("message") != message
+        ):
             ctx.event("CompileError", message, warning=True, uid=str((obj.get("metadata") or {}).get("uid") or ""))
         return self._fail(obj, ctx, message, generation)
 
-    def _fail(self, obj: Mapping[str, Any], ctx: ReconcileContext, message: str,
-              generation: int, extra: Mapping[str, Any] | None = None) -> ReconcileResult:
+    def _fail(
+        self,
+        obj: Mapping[str, Any],
+        ctx: ReconcileContext,
+        message: str,
+        generation: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> ReconcileResult:
         previous = (obj.get("status") or {}).get("errorsLastRun") or 0
         status = failed_status(utcnow(), message, int(previous) if isinstance(previous, int) else 0, generation)
         # A repeating failure is logged when it starts or changes, not on every retry (the status holds it).
@@ -336,9 +383,14 @@ def _message(exc: Exception) -> str:
 
 def _definition(compiled: CompiledMetricSource) -> MetricSourcePiece:
     return MetricSourcePiece(
-        namespace=compiled.namespace, name=compiled.name, compiled=compiled,
-        resource_type_name=compiled.rbac.resource_type_name, kind=compiled.source.kind,
-        api_version=compiled.source.api_version, compiled_at=compiled.compiled_at, hash=compiled.hash,
+        namespace=compiled.namespace,
+        name=compiled.name,
+        compiled=compiled,
+        resource_type_name=compiled.rbac.resource_type_name,
+        kind=compiled.source.kind,
+        api_version=compiled.source.api_version,
+        compiled_at=compiled.compiled_at,
+        hash=compiled.hash,
     )
 
 
@@ -355,8 +407,10 @@ def _store_results(outcome: FleetOutcome, ctx: ReconcileContext) -> None:
 
 
 def _share_of(outcome: FleetOutcome, detail: str) -> ShardShare:
-    clusters = {name: ClusterShare(result.collection.resource_count, len(result.errors))
-                for name, result in outcome.results.items()}
+    clusters = {
+        name: ClusterShare(result.collection.resource_count, len(result.errors))
+        for name, result in outcome.results.items()
+    }
     for name, failure in outcome.failures.items():
         clusters[name] = ClusterShare(0, 1, failure or "failed", name in outcome.unknown_kind)
     return ShardShare(utcnow(), clusters, detail)

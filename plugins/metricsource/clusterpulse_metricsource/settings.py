@@ -18,9 +18,11 @@ class MetricSourceSettings:
     """Source kinds refused (``phase: Error``) or explicitly allowed, as ``apiVersion/Kind``."""
 
     denied_source_kinds: tuple[str, ...] = setting(
-        (), help="source kinds refused besides v1/Secret, as apiVersion/Kind (e.g. \"v1/ConfigMap\")")
+        (), help='source kinds refused besides v1/Secret, as apiVersion/Kind (e.g. "v1/ConfigMap")'
+    )
     allowed_source_kinds: tuple[str, ...] = setting(
-        (), help="source kinds allowed even though denied (\"v1/Secret\" must be named here to be read)")
+        (), help='source kinds allowed even though denied ("v1/Secret" must be named here to be read)'
+    )
 
     def refusal(self, api_version: str, kind: str, group: str | None = None, resource: str | None = None) -> str:
         """Why a MetricSource may not read ``api_version``/``kind``, or ``""`` when it may.
@@ -32,11 +34,14 @@ class MetricSourceSettings:
         name = f"{api_version}/{kind}"
         folded = name.lower()
         secret = folded in (d.lower() for d in ALWAYS_DENIED) or (
-            resource is not None and bool(never_read(group or "", resource)))
+            resource is not None and bool(never_read(group or "", resource))
+        )
         allowed = {a.lower() for a in self.allowed_source_kinds}
         if secret and not (allowed & {d.lower() for d in ALWAYS_DENIED}):
-            return (f"source {name} is refused: a MetricSource would copy Secret data into Redis "
-                    f"(allow it with plugins.metricsource.allowed_source_kinds = [\"v1/Secret\"])")
+            return (
+                f"source {name} is refused: a MetricSource would copy Secret data into Redis "
+                f'(allow it with plugins.metricsource.allowed_source_kinds = ["v1/Secret"])'
+            )
         if folded in allowed:
             return ""
         if folded in (d.lower() for d in self.denied_source_kinds):

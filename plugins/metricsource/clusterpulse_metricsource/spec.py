@@ -104,8 +104,10 @@ class AggregationSpec:
     percentile: int | None = None
 
 
-@wire(case="camel", omit_empty=(
-    "interval_seconds", "timeout_seconds", "max_resources", "batch_size", "retry_attempts", "parallelism"))
+@wire(
+    case="camel",
+    omit_empty=("interval_seconds", "timeout_seconds", "max_resources", "batch_size", "retry_attempts", "parallelism"),
+)
 @attrs.frozen
 class CollectionSpec:
     """``spec.collection`` as written (0 = unset; the compiler applies defaults).

@@ -20,8 +20,14 @@ MAX_EXPRESSION = 4_096
 MAX_ITEMS = 256
 #: Upper bound of each ``spec.collection`` integer (0 means the default; negative is refused, except a
 #: negative ``retryAttempts``, which means the default 3 as upstream decided).
-COLLECTION_MAXIMUM = {"intervalSeconds": 86_400, "timeoutSeconds": 3_600, "maxResources": 1_000_000,
-                      "batchSize": 100_000, "retryAttempts": 100, "parallelism": 64}
+COLLECTION_MAXIMUM = {
+    "intervalSeconds": 86_400,
+    "timeoutSeconds": 3_600,
+    "maxResources": 1_000_000,
+    "batchSize": 100_000,
+    "retryAttempts": 100,
+    "parallelism": 64,
+}
 
 
 class RawSpecError(Exception):
@@ -99,27 +105,36 @@ def check_raw_spec(raw: Mapping[str, Any]) -> None:
     _source(raw.get("source"))
     if raw.get("fields") is not None:
         for i, item in enumerate(_list(raw.get("fields"), "spec.fields")):
-            _strings(_object(item, f"spec.fields[{i}]"), f"spec.fields[{i}]",
-                     {"name": MAX_NAME, "path": MAX_TEXT, "type": MAX_NAME, "default": MAX_TEXT})
+            _strings(
+                _object(item, f"spec.fields[{i}]"),
+                f"spec.fields[{i}]",
+                {"name": MAX_NAME, "path": MAX_TEXT, "type": MAX_NAME, "default": MAX_TEXT},
+            )
     for i, item in enumerate(_list(raw.get("computed"), "spec.computed")):
-        _strings(_object(item, f"spec.computed[{i}]"), f"spec.computed[{i}]",
-                 {"name": MAX_NAME, "expression": MAX_EXPRESSION, "type": MAX_NAME})
+        _strings(
+            _object(item, f"spec.computed[{i}]"),
+            f"spec.computed[{i}]",
+            {"name": MAX_NAME, "expression": MAX_EXPRESSION, "type": MAX_NAME},
+        )
     for i, item in enumerate(_list(raw.get("aggregations"), "spec.aggregations")):
         where = f"spec.aggregations[{i}]"
         aggregation = _object(item, where)
-        _strings(aggregation, where, {"name": MAX_NAME, "field": MAX_NAME, "function": MAX_NAME,
-                                      "groupBy": MAX_NAME})
+        _strings(aggregation, where, {"name": MAX_NAME, "field": MAX_NAME, "function": MAX_NAME, "groupBy": MAX_NAME})
         _integer(aggregation.get("percentile"), f"{where}.percentile")
         if aggregation.get("filter") is not None:
-            _strings(_object(aggregation["filter"], f"{where}.filter"), f"{where}.filter",
-                     {"field": MAX_NAME, "operator": MAX_NAME, "value": MAX_TEXT})
+            _strings(
+                _object(aggregation["filter"], f"{where}.filter"),
+                f"{where}.filter",
+                {"field": MAX_NAME, "operator": MAX_NAME, "value": MAX_TEXT},
+            )
     collection = _object(raw.get("collection"), "spec.collection")
     for key, high in COLLECTION_MAXIMUM.items():
         value = _integer(collection.get(key), f"spec.collection.{key}")
         low = -(2**31) if key == "retryAttempts" else 0
         if value is not None and not low <= value <= high:
-            raise RawSpecError(f"spec.collection.{key}",
-                               f"must be between {max(low, 0)} (the default) and {high}, got {value}")
+            raise RawSpecError(
+                f"spec.collection.{key}", f"must be between {max(low, 0)} (the default) and {high}, got {value}"
+            )
     rbac = _object(raw.get("rbac"), "spec.rbac")
     _string(rbac.get("resourceTypeName"), "spec.rbac.resourceTypeName")
     for i, name in enumerate(_list(rbac.get("filterableFields"), "spec.rbac.filterableFields")):

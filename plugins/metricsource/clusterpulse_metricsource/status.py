@@ -42,8 +42,9 @@ class FailedStatus:
     conditions: tuple[Condition, ...]
 
 
-def collected_status(now: datetime, elapsed_seconds: float, resources: int, clusters: int, errors: int,
-                     generation: int, detail: str = "") -> CollectedStatus:
+def collected_status(
+    now: datetime, elapsed_seconds: float, resources: int, clusters: int, errors: int, generation: int, detail: str = ""
+) -> CollectedStatus:
     """``Active`` status with the run's totals and a ``Ready=True`` condition.
 
     ``detail`` (the first plugin function failure, if any) is appended to the message.
@@ -51,10 +52,17 @@ def collected_status(now: datetime, elapsed_seconds: float, resources: int, clus
     message = "Collection successful" if errors == 0 else f"Collected with {errors} errors"
     if errors and detail:
         message += f"; first: {detail}"
-    ready = Condition("Ready", "True", "CollectionSuccessful",
-                      f"Collected {resources} resources from {clusters} clusters", now, generation)
-    return CollectedStatus("Active", now, duration_text(elapsed_seconds), resources, clusters, errors,
-                           message, (ready,))
+    ready = Condition(
+        "Ready",
+        "True",
+        "CollectionSuccessful",
+        f"Collected {resources} resources from {clusters} clusters",
+        now,
+        generation,
+    )
+    return CollectedStatus(
+        "Active", now, duration_text(elapsed_seconds), resources, clusters, errors, message, (ready,)
+    )
 
 
 def failed_status(now: datetime, message: str, previous_errors: int, generation: int) -> FailedStatus:
@@ -89,4 +97,3 @@ def duration_text(seconds: float) -> str:
     if minutes:
         return f"{sign}{minutes}m{text}"
     return sign + text
-

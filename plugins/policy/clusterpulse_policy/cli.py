@@ -37,9 +37,11 @@ def principal(user: str | None, groups: tuple[str, ...], service_account: str | 
 def format_decision(decision: Decision) -> str:
     """The decision, the deciding policy, why, and every policy looked at."""
     deciding = decision.policy.removeprefix("policy:").replace(":", "/", 1) if decision.policy else "none"
-    lines = [f"{decision.decision}", f"policy: {deciding}"
-             + ("" if decision.priority is None else f" (priority {decision.priority:g})"),
-             f"why: {decision.reason}"]
+    lines = [
+        f"{decision.decision}",
+        f"policy: {deciding}" + ("" if decision.priority is None else f" (priority {decision.priority:g})"),
+        f"why: {decision.reason}",
+    ]
     if decision.permissions:
         lines.append(f"permissions: {', '.join(decision.permissions)}")
     if decision.filter is not None:
@@ -64,8 +66,14 @@ def make_policy_command(plugins: PluginHost) -> click.Group:
     @click.option("--group", "groups", multiple=True, help="a group of the user (repeat for several)")
     @click.option("--service-account", default=None, help="a service account, <namespace>/<name>")
     @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-    def can_i_cmd(cluster: str, resource: str | None, user: str | None, groups: tuple[str, ...],
-                  service_account: str | None, as_json: bool) -> None:
+    def can_i_cmd(
+        cluster: str,
+        resource: str | None,
+        user: str | None,
+        groups: tuple[str, ...],
+        service_account: str | None,
+        as_json: bool,
+    ) -> None:
         """May this principal see CLUSTER (or RESOURCE in it: nodes, pods, operators, namespaces or a
         custom type)? Evaluates the compiled policies in Redis as the ClusterPulse API does."""
         try:

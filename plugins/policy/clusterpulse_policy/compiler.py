@@ -80,8 +80,11 @@ def _split(values: tuple[str, ...], where: str) -> tuple[tuple[str, ...], tuple[
 def _permissions(permissions: Permissions | None) -> dict[str, bool]:
     if permissions is None:
         return {"view": True}
-    found = {name: value for name, value in (("view", permissions.view), ("viewMetrics", permissions.view_metrics))
-             if value is not None}
+    found = {
+        name: value
+        for name, value in (("view", permissions.view), ("viewMetrics", permissions.view_metrics))
+        if value is not None
+    }
     return found or {"view": True}
 
 
@@ -90,8 +93,9 @@ def _resource(resource: ResourceSpec, where: str) -> ResourceFilter:
         raise CompileError(f"{where}.type: must not be empty")
     visibility = resource.visibility or "all"
     if visibility not in VISIBILITIES:
-        raise CompileError(f"{where}.visibility: invalid visibility {resource.visibility!r} "
-                           f"(one of {', '.join(VISIBILITIES)})")
+        raise CompileError(
+            f"{where}.visibility: invalid visibility {resource.visibility!r} (one of {', '.join(VISIBILITIES)})"
+        )
     filters = resource.filters
     names = (filters.names if filters else None) or AllowDeny()
     namespaces = (filters.namespaces if filters else None) or AllowDeny()
@@ -108,10 +112,20 @@ def _resource(resource: ResourceSpec, where: str) -> ResourceFilter:
     if resource.aggregations is not None:
         aggregations = AggregationRules(resource.aggregations.include, resource.aggregations.exclude)
     return ResourceFilter(
-        type=resource.type, visibility=visibility, allowed_names=allowed_names, denied_names=denied_names,
-        name_patterns=name_patterns, deny_name_patterns=deny_name_patterns, allowed_ns=allowed_ns,
-        denied_ns=denied_ns, ns_patterns=ns_patterns, deny_ns_patterns=deny_ns_patterns,
-        labels=dict(filters.labels) if filters else {}, field_filters=fields, aggregation_rules=aggregations)
+        type=resource.type,
+        visibility=visibility,
+        allowed_names=allowed_names,
+        denied_names=denied_names,
+        name_patterns=name_patterns,
+        deny_name_patterns=deny_name_patterns,
+        allowed_ns=allowed_ns,
+        denied_ns=denied_ns,
+        ns_patterns=ns_patterns,
+        deny_ns_patterns=deny_ns_patterns,
+        labels=dict(filters.labels) if filters else {},
+        field_filters=fields,
+        aggregation_rules=aggregations,
+    )
 
 
 def _rule(rule: Rule, where: str) -> ClusterRule:
@@ -122,21 +136,25 @@ def _rule(rule: Rule, where: str) -> ClusterRule:
         try:
             re.compile(selector.match_pattern)
         except re.error as exc:
-            raise CompileError(f"{where}.selector.matchPattern: {selector.match_pattern!r} is not a valid "
-                               f"regular expression ({exc})") from exc
+            raise CompileError(
+                f"{where}.selector.matchPattern: {selector.match_pattern!r} is not a valid regular expression ({exc})"
+            ) from exc
     resources = tuple(_resource(r, f"{where}.resources[{i}]") for i, r in enumerate(rule.resources))
-    custom = {r.type: CustomResourceVisibility(r.visibility) for r in resources
-              if r.type not in BUILTIN_RESOURCE_TYPES}
+    custom = {r.type: CustomResourceVisibility(r.visibility) for r in resources if r.type not in BUILTIN_RESOURCE_TYPES}
     return ClusterRule(
         cluster_selector=ClusterSelector(selector.match_names, selector.match_pattern, dict(selector.match_labels)),
-        permissions=_permissions(rule.permissions), resources=resources, custom_resources=custom)
+        permissions=_permissions(rule.permissions),
+        resources=resources,
+        custom_resources=custom,
+    )
 
 
 def check_subject(value: str, where: str) -> str:
     """``value`` when usable as a user, group or service-account name (it becomes part of a key)."""
     if not value or len(value) > MAX_SUBJECT_LENGTH or _CONTROL.search(value):
-        raise CompileError(f"{where}: {value!r} is not a usable name (1 to {MAX_SUBJECT_LENGTH} "
-                           "characters, no control characters)")
+        raise CompileError(
+            f"{where}: {value!r} is not a usable name (1 to {MAX_SUBJECT_LENGTH} characters, no control characters)"
+        )
     return value
 
 
@@ -158,12 +176,14 @@ def compile_policy(name: str, namespace: str, spec: PolicySpec, now: datetime) -
         raise CompileError(f"spec.access.effect: invalid effect {access.effect!r} (Allow or Deny)")
     priority = PRIORITY_DEFAULT if identity.priority is None else identity.priority
     if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-        raise CompileError(f"spec.identity.priority: invalid priority {priority} "
-                           f"(from {PRIORITY_MIN} to {PRIORITY_MAX})")
+        raise CompileError(
+            f"spec.identity.priority: invalid priority {priority} (from {PRIORITY_MIN} to {PRIORITY_MAX})"
+        )
     default = spec.scope.clusters.default
     if default and default not in DEFAULT_ACCESS:
-        raise CompileError(f"spec.scope.clusters.default: invalid value {default!r} "
-                           f"(one of {', '.join(DEFAULT_ACCESS)})")
+        raise CompileError(
+            f"spec.scope.clusters.default: invalid value {default!r} (one of {', '.join(DEFAULT_ACCESS)})"
+        )
     subjects = identity.subjects
     users = _subjects(subjects.users, "spec.identity.subjects.users")
     groups = _subjects(subjects.groups, "spec.identity.subjects.groups")
@@ -177,9 +197,19 @@ def compile_policy(name: str, namespace: str, spec: PolicySpec, now: datetime) -
     custom_types = sorted({r.type for rule in rules for r in rule.resources if r.type not in BUILTIN_RESOURCE_TYPES})
     validity = spec.lifecycle.validity if spec.lifecycle else None
     return CompiledPolicy(
-        policy_name=name, namespace=namespace, priority=priority, effect=access.effect,
-        enabled=True if access.enabled is None else access.enabled, users=users, groups=groups,
-        service_accounts=tuple(accounts), default_cluster_access=default, cluster_rules=rules,
+        policy_name=name,
+        namespace=namespace,
+        priority=priority,
+        effect=access.effect,
+        enabled=True if access.enabled is None else access.enabled,
+        users=users,
+        groups=groups,
+        service_accounts=tuple(accounts),
+        default_cluster_access=default,
+        cluster_rules=rules,
         not_before=(validity.not_before or None) if validity else None,
         not_after=(validity.not_after or None) if validity else None,
-        compiled_at=now.replace(microsecond=0), hash=spec_hash(spec), custom_resource_types=tuple(custom_types))
+        compiled_at=now.replace(microsecond=0),
+        hash=spec_hash(spec),
+        custom_resource_types=tuple(custom_types),
+    )

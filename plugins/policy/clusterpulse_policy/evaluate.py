@@ -114,8 +114,9 @@ def _filter_for(rule: Mapping[str, Any], resource: str) -> Mapping[str, Any] | N
     return None
 
 
-def _usable(policies: Sequence[StoredPolicy], now: datetime,
-            considered: list[Considered]) -> list[tuple[StoredPolicy, Mapping[str, Any]]]:
+def _usable(
+    policies: Sequence[StoredPolicy], now: datetime, considered: list[Considered]
+) -> list[tuple[StoredPolicy, Mapping[str, Any]]]:
     usable: list[tuple[StoredPolicy, Mapping[str, Any]]] = []
     for policy in policies:
         if policy.data is None:
@@ -148,30 +149,61 @@ def can_i(policies: Sequence[StoredPolicy], cluster: str, resource: str | None, 
         effect = data.get("effect")
         if effect != "Allow":
             considered.append(Considered(policy.key, policy.priority, f"decides: {effect} by {why}"))
-            return Decision(DENY, f"{effect} policy matches by {why}", policy.key, policy.priority,
-                            considered=tuple(considered))
+            return Decision(
+                DENY, f"{effect} policy matches by {why}", policy.key, policy.priority, considered=tuple(considered)
+            )
         considered.append(Considered(policy.key, policy.priority, f"decides: Allow by {why}"))
         permissions = _permissions(rule)
         if resource is None or rule is None or not rule.get("resources"):
-            return Decision(ALLOW, f"Allow policy matches by {why}", policy.key, policy.priority, permissions,
-                            considered=tuple(considered))
+            return Decision(
+                ALLOW,
+                f"Allow policy matches by {why}",
+                policy.key,
+                policy.priority,
+                permissions,
+                considered=tuple(considered),
+            )
         item = _filter_for(rule, resource)
         if item is not None and item.get("visibility") == "none":
-            return Decision(DENY, f"Allow policy matches by {why}, but hides {resource} (visibility none)",
-                            policy.key, policy.priority, permissions, dict(item), tuple(considered))
-        return Decision(PARTIAL, f"Allow policy matches by {why}; the rule restricts resources"
-                        + ("" if item is None else f" ({resource}: visibility {item.get('visibility')})"),
-                        policy.key, policy.priority, permissions, None if item is None else dict(item),
-                        tuple(considered))
+            return Decision(
+                DENY,
+                f"Allow policy matches by {why}, but hides {resource} (visibility none)",
+                policy.key,
+                policy.priority,
+                permissions,
+                dict(item),
+                tuple(considered),
+            )
+        return Decision(
+            PARTIAL,
+            f"Allow policy matches by {why}; the rule restricts resources"
+            + ("" if item is None else f" ({resource}: visibility {item.get('visibility')})"),
+            policy.key,
+            policy.priority,
+            permissions,
+            None if item is None else dict(item),
+            tuple(considered),
+        )
     return Decision(DENY, "no policy matches (default deny)", considered=tuple(considered))
 
 
-def _custom(usable: list[tuple[StoredPolicy, Mapping[str, Any]]], cluster: str, resource: str, now: datetime,
-            policies: Sequence[StoredPolicy], considered: list[Considered]) -> Decision:
+def _custom(
+    usable: list[tuple[StoredPolicy, Mapping[str, Any]]],
+    cluster: str,
+    resource: str,
+    now: datetime,
+    policies: Sequence[StoredPolicy],
+    considered: list[Considered],
+) -> Decision:
     access = can_i(policies, cluster, None, now)
     if access.decision == DENY:
-        return Decision(DENY, f"the cluster is not visible: {access.reason}", access.policy, access.priority,
-                        considered=access.considered)
+        return Decision(
+            DENY,
+            f"the cluster is not visible: {access.reason}",
+            access.policy,
+            access.priority,
+            considered=access.considered,
+        )
     for policy, data in usable:
         for index, rule in enumerate(_rules(data)):
             how = _selects(rule, cluster)
@@ -181,15 +213,25 @@ def _custom(usable: list[tuple[StoredPolicy, Mapping[str, Any]]], cluster: str, 
             why = f"rule {index} ({how}) lists {resource}"
             if data.get("effect") != "Allow":
                 considered.append(Considered(policy.key, policy.priority, f"decides: {data.get('effect')} by {why}"))
-                return Decision(DENY, f"{data.get('effect')} policy: {why}", policy.key, policy.priority,
-                                considered=tuple(considered))
+                return Decision(
+                    DENY,
+                    f"{data.get('effect')} policy: {why}",
+                    policy.key,
+                    policy.priority,
+                    considered=tuple(considered),
+                )
             if item.get("visibility") == "none":
                 continue
             considered.append(Considered(policy.key, policy.priority, f"decides: Allow by {why}"))
-            filtered = item.get("visibility") == "filtered" or any(
-                key not in ("type", "visibility") for key in item)
-            return Decision(PARTIAL if filtered else ALLOW, f"Allow policy: {why} (visibility "
-                            f"{item.get('visibility')})", policy.key, policy.priority, _permissions(rule), dict(item),
-                            tuple(considered))
+            filtered = item.get("visibility") == "filtered" or any(key not in ("type", "visibility") for key in item)
+            return Decision(
+                PARTIAL if filtered else ALLOW,
+                f"Allow policy: {why} (visibility {item.get('visibility')})",
+                policy.key,
+                policy.priority,
+                _permissions(rule),
+                dict(item),
+                tuple(considered),
+            )
         considered.append(Considered(policy.key, policy.priority, f"no cluster-matching rule lists {resource}"))
     return Decision(DENY, f"no policy grants {resource} on {cluster!r}", considered=tuple(considered))

@@ -21,20 +21,32 @@ STATES = ("Active", "Inactive", "Error", "Pending", "Expired")
 
 
 def _strings(description: str) -> dict[str, Any]:
-    return {"type": "array", "maxItems": speccheck.MAX_ITEMS,
-            "items": {**STRING, "maxLength": speccheck.MAX_STRING}, "description": description}
+    return {
+        "type": "array",
+        "maxItems": speccheck.MAX_ITEMS,
+        "items": {**STRING, "maxLength": speccheck.MAX_STRING},
+        "description": description,
+    }
 
 
 def _string_map(description: str) -> dict[str, Any]:
-    return {"type": "object", "maxProperties": speccheck.MAX_ITEMS,
-            "additionalProperties": {**STRING, "maxLength": speccheck.MAX_STRING}, "description": description}
+    return {
+        "type": "object",
+        "maxProperties": speccheck.MAX_ITEMS,
+        "additionalProperties": {**STRING, "maxLength": speccheck.MAX_STRING},
+        "description": description,
+    }
 
 
 def _allow_deny(description: str) -> dict[str, Any]:
-    return {"type": "object", "description": description, "properties": {
-        "allowed": _strings("Names or patterns (* and ?) let through."),
-        "denied": _strings("Names or patterns (* and ?) hidden; denied wins over allowed."),
-    }}
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "allowed": _strings("Names or patterns (* and ?) let through."),
+            "denied": _strings("Names or patterns (* and ?) hidden; denied wins over allowed."),
+        },
+    }
 
 
 _SUBJECTS: dict[str, Any] = {
@@ -43,11 +55,18 @@ _SUBJECTS: dict[str, Any] = {
     "properties": {
         "users": _strings("User names (as the API's authenticating proxy gives them)."),
         "groups": _strings("Group names."),
-        "serviceAccounts": {"type": "array", "description": "Service accounts.", "items": {
-            "type": "object", "required": ["name"], "properties": {
-                "name": {**STRING, "description": "Service account name."},
-                "namespace": {**STRING, "default": "default", "description": "Its namespace."},
-            }}},
+        "serviceAccounts": {
+            "type": "array",
+            "description": "Service accounts.",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {**STRING, "description": "Service account name."},
+                    "namespace": {**STRING, "default": "default", "description": "Its namespace."},
+                },
+            },
+        },
     },
 }
 
@@ -55,20 +74,34 @@ _RESOURCE: dict[str, Any] = {
     "type": "object",
     "required": ["type"],
     "properties": {
-        "type": {**STRING, "minLength": 1,
-                 "description": "nodes, operators, namespaces, pods or a MetricSource rbac.resourceTypeName."},
+        "type": {
+            **STRING,
+            "minLength": 1,
+            "description": "nodes, operators, namespaces, pods or a MetricSource rbac.resourceTypeName.",
+        },
         "visibility": {**STRING, "enum": list(VISIBILITIES), "default": "all"},
-        "filters": {"type": "object", "description": "What a filtered visibility lets through.", "properties": {
-            "namespaces": _allow_deny("Namespaces."),
-            "names": _allow_deny("Object names."),
-            "labels": _string_map("Labels every shown object carries."),
-            "fields": {"type": "object", "description": "Per field of a custom type.",
-                       "additionalProperties": _allow_deny("Field values (compared as text).")},
-        }},
-        "aggregations": {"type": "object", "description": "Aggregations of a custom type shown.", "properties": {
-            "include": _strings("Aggregation names shown."),
-            "exclude": _strings("Aggregation names hidden."),
-        }},
+        "filters": {
+            "type": "object",
+            "description": "What a filtered visibility lets through.",
+            "properties": {
+                "namespaces": _allow_deny("Namespaces."),
+                "names": _allow_deny("Object names."),
+                "labels": _string_map("Labels every shown object carries."),
+                "fields": {
+                    "type": "object",
+                    "description": "Per field of a custom type.",
+                    "additionalProperties": _allow_deny("Field values (compared as text)."),
+                },
+            },
+        },
+        "aggregations": {
+            "type": "object",
+            "description": "Aggregations of a custom type shown.",
+            "properties": {
+                "include": _strings("Aggregation names shown."),
+                "exclude": _strings("Aggregation names hidden."),
+            },
+        },
     },
 }
 
@@ -76,14 +109,24 @@ _RULE: dict[str, Any] = {
     "type": "object",
     "required": ["selector"],
     "properties": {
-        "selector": {"type": "object", "description": "Which clusters the rule covers.", "properties": {
-            "matchLabels": _string_map("Cluster labels, all equal."),
-            "matchNames": _strings("Exact cluster names."),
-            "matchPattern": {**STRING, "maxLength": MATCH_PATTERN_MAX_LENGTH,
-                             "description": "Regular expression matched anywhere in the cluster name."},
-        }},
-        "permissions": {"type": "object", "description": "Actions granted (view when unset).", "properties": {
-            "view": dict(BOOLEAN), "viewMetrics": dict(BOOLEAN)}},
+        "selector": {
+            "type": "object",
+            "description": "Which clusters the rule covers.",
+            "properties": {
+                "matchLabels": _string_map("Cluster labels, all equal."),
+                "matchNames": _strings("Exact cluster names."),
+                "matchPattern": {
+                    **STRING,
+                    "maxLength": MATCH_PATTERN_MAX_LENGTH,
+                    "description": "Regular expression matched anywhere in the cluster name.",
+                },
+            },
+        },
+        "permissions": {
+            "type": "object",
+            "description": "Actions granted (view when unset).",
+            "properties": {"view": dict(BOOLEAN), "viewMetrics": dict(BOOLEAN)},
+        },
         "resources": {"type": "array", "items": _RESOURCE, "description": "Per resource type."},
     },
 }
@@ -92,28 +135,59 @@ _SPEC: dict[str, Any] = {
     "type": "object",
     "required": ["identity", "access", "scope"],
     "properties": {
-        "identity": {"type": "object", "required": ["subjects"], "properties": {
-            "subjects": _SUBJECTS,
-            "priority": {"type": "integer", "format": "int32", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX,
-                         "default": PRIORITY_DEFAULT, "description": "Higher first."},
-        }},
-        "access": {"type": "object", "required": ["effect"], "properties": {
-            "effect": {**STRING, "enum": list(EFFECTS)},
-            "enabled": {**BOOLEAN, "default": True},
-        }},
-        "scope": {"type": "object", "required": ["clusters"], "properties": {
-            "clusters": {"type": "object", "properties": {
-                "default": {**STRING, "enum": list(DEFAULT_ACCESS), "default": "none",
-                            "description": "Access to clusters no rule names."},
-                "rules": {"type": "array", "maxItems": speccheck.MAX_ITEMS, "items": _RULE},
-            }},
-        }},
-        "lifecycle": {"type": "object", "properties": {
-            "validity": {"type": "object", "properties": {
-                "notBefore": {**STRING, "description": "RFC 3339 time the policy starts to apply."},
-                "notAfter": {**STRING, "description": "RFC 3339 time the policy stops applying."},
-            }},
-        }},
+        "identity": {
+            "type": "object",
+            "required": ["subjects"],
+            "properties": {
+                "subjects": _SUBJECTS,
+                "priority": {
+                    "type": "integer",
+                    "format": "int32",
+                    "minimum": PRIORITY_MIN,
+                    "maximum": PRIORITY_MAX,
+                    "default": PRIORITY_DEFAULT,
+                    "description": "Higher first.",
+                },
+            },
+        },
+        "access": {
+            "type": "object",
+            "required": ["effect"],
+            "properties": {
+                "effect": {**STRING, "enum": list(EFFECTS)},
+                "enabled": {**BOOLEAN, "default": True},
+            },
+        },
+        "scope": {
+            "type": "object",
+            "required": ["clusters"],
+            "properties": {
+                "clusters": {
+                    "type": "object",
+                    "properties": {
+                        "default": {
+                            **STRING,
+                            "enum": list(DEFAULT_ACCESS),
+                            "default": "none",
+                            "description": "Access to clusters no rule names.",
+                        },
+                        "rules": {"type": "array", "maxItems": speccheck.MAX_ITEMS, "items": _RULE},
+                    },
+                },
+            },
+        },
+        "lifecycle": {
+            "type": "object",
+            "properties": {
+                "validity": {
+                    "type": "object",
+                    "properties": {
+                        "notBefore": {**STRING, "description": "RFC 3339 time the policy starts to apply."},
+                        "notAfter": {**STRING, "description": "RFC 3339 time the policy stops applying."},
+                    },
+                },
+            },
+        },
     },
 }
 
@@ -139,7 +213,10 @@ _STATUS: dict[str, Any] = {
 
 SCHEMA = resource_schema(
     "MonitorAccessPolicy says which users, groups and service accounts see which clusters and resources "
-    "through the ClusterPulse API.", _SPEC, _STATUS)
+    "through the ClusterPulse API.",
+    _SPEC,
+    _STATUS,
+)
 
 MONITOR_ACCESS_POLICY = ResourceKind(
     group=GROUP,

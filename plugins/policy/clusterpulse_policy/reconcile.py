@@ -95,7 +95,8 @@ class PolicyReconciler:
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Remove the policy's data and indexes, then publish ``deleted``."""
         now = self.clock()
-        ctx.store(PolicyDeletion(ref.namespace, ref.name, now),
-                  PolicyEventPiece("deleted", ref.namespace, ref.name, now))
+        ctx.store(
+            PolicyDeletion(ref.namespace, ref.name, now), PolicyEventPiece("deleted", ref.namespace, ref.name, now)
+        )
         ctx.log.info("policy removed")
         return True

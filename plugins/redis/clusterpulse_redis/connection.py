@@ -23,8 +23,9 @@ def is_cluster(settings: RedisSettings) -> bool:
 
 
 def _retry(settings: RedisSettings) -> Retry:
-    return Retry(ExponentialBackoff(cap=settings.retry_backoff_cap, base=settings.retry_backoff_base),
-                 settings.retry_attempts)
+    return Retry(
+        ExponentialBackoff(cap=settings.retry_backoff_cap, base=settings.retry_backoff_base), settings.retry_attempts
+    )
 
 
 def _tls(settings: RedisSettings) -> dict[str, Any]:
@@ -73,7 +74,7 @@ def connect_cluster(settings: RedisSettings) -> redis.RedisCluster:
     url = settings.url
     for scheme, plain in CLUSTER_SCHEMES.items():
         if url.startswith(scheme):
-            url = plain + url[len(scheme):]
+            url = plain + url[len(scheme) :]
     common: dict[str, Any] = {
         "max_connections": settings.pool_size,
         "socket_timeout": settings.socket_timeout,

@@ -118,8 +118,9 @@ def delete_metricsource(client: redis.Redis, piece: MetricSourceDeletion) -> Non
 
 def delete_metricsource_cluster_data(client: redis.Redis, piece: MetricSourceClusterDeletion) -> None:
     """One cluster's collection, meta and aggregations of one source."""
-    client.delete(*(keys.custom(piece.cluster, piece.source_id, suffix)
-                    for suffix in ("resources", "meta", "aggregations")))
+    client.delete(
+        *(keys.custom(piece.cluster, piece.source_id, suffix) for suffix in ("resources", "meta", "aggregations"))
+    )
 
 
 #: Piece type -> deletion (or a write that reads first). Each runs after the commands queued before it

@@ -165,7 +165,7 @@ def stored_operator(op: OperatorInfo) -> StoredOperator:
 
 def operators_summary(operators: Sequence[OperatorInfo]) -> OperatorsSummary:
     """Counts by status (empty = ``Unknown``), by namespace (namespace-scoped only) and scope
-   ."""
+    ."""
     by_status = Counter(op.status or "Unknown" for op in operators)
     by_namespace = Counter(
         op.installed_namespace for op in operators if not op.is_cluster_wide and op.installed_namespace
@@ -175,18 +175,16 @@ def operators_summary(operators: Sequence[OperatorInfo]) -> OperatorsSummary:
         total=len(operators),
         by_status=dict(by_status),
         by_namespace=dict(by_namespace),
-        by_install_mode=InstallModeCounts(cluster_wide=cluster_wide,
-                                          namespace_scoped=len(operators) - cluster_wide),
+        by_install_mode=InstallModeCounts(cluster_wide=cluster_wide, namespace_scoped=len(operators) - cluster_wide),
     )
 
 
 # ---------------------------------------------------------------------------- ClusterOperators
 
 
-def cluster_operators_summary(operators: Sequence[ClusterOperatorInfo],
-                              now: datetime) -> ClusterOperatorsSummary:
+def cluster_operators_summary(operators: Sequence[ClusterOperatorInfo], now: datetime) -> ClusterOperatorsSummary:
     """Condition counts, health flags and one issue line per degraded/unavailable operator
-   ."""
+    ."""
     total = len(operators)
     available = sum(op.available for op in operators)
     degraded = sum(op.degraded for op in operators)

@@ -88,8 +88,9 @@ def alert(cluster_name: str, alert_id: str) -> str:
     """
     for what, value in (("cluster", cluster_name), ("alert id", alert_id)):
         if not _ALERT_NAME.fullmatch(value):
-            raise ValueError(f"alert {what} {value!r} is not a valid key name "
-                             "(letters, digits, '.', '_', '-'; at most 253)")
+            raise ValueError(
+                f"alert {what} {value!r} is not a valid key name (letters, digits, '.', '_', '-'; at most 253)"
+            )
     return f"alerts:{cluster_name}:{alert_id}"
 
 

@@ -21,8 +21,12 @@ from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_redis.store import RedisStore
 
 #: ``clusterpulse_stored_names`` index -> the Redis set holding it.
-STORED_INDEXES = {"clusters": keys.CLUSTERS_ALL, "registries": keys.REGISTRIES_ALL,
-                  "metricsources": keys.METRICSOURCES_ALL, "policies": POLICIES_ALL}
+STORED_INDEXES = {
+    "clusters": keys.CLUSTERS_ALL,
+    "registries": keys.REGISTRIES_ALL,
+    "metricsources": keys.METRICSOURCES_ALL,
+    "policies": POLICIES_ALL,
+}
 
 
 class RedisPlugin:
@@ -97,8 +101,9 @@ class RedisPlugin:
             client.connection_pool.disconnect()
 
     @hookimpl(optionalhook=True)  # declared by the policy plugin
-    def clusterpulse_stored_policies(self, user: str, groups: Sequence[str],
-                                     service_account: bool) -> Sequence[StoredPolicy]:
+    def clusterpulse_stored_policies(
+        self, user: str, groups: Sequence[str], service_account: bool
+    ) -> Sequence[StoredPolicy]:
         """The principal's policies from the ``policy:{user,group,sa}:<x>:sorted`` indexes (short-lived connection)."""
         client = connect(self.settings or RedisSettings())
         try:

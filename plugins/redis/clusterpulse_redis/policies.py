@@ -51,8 +51,12 @@ SCAN_COUNT = 1000
 #: Keys per multi-key DEL of stale caches.
 DELETE_BATCH = 1000
 #: Index kinds and the compiled field each is built from.
-INDEX_KINDS = (("user", "users"), ("group", "groups"), ("sa", "service_accounts"),
-               ("customtype", "custom_resource_types"))
+INDEX_KINDS = (
+    ("user", "users"),
+    ("group", "groups"),
+    ("sa", "service_accounts"),
+    ("customtype", "custom_resource_types"),
+)
 
 
 def policy_key(namespace: str, name: str) -> str:
@@ -105,8 +109,14 @@ def store_policy(client: Any, piece: PolicyPiece) -> None:
     data = unstructure(policy)
     new_indexed = _indexed(data, enabled_only=True)
     pipe = client.pipeline(transaction=False)
-    fields = PolicyHashFields(dumps(policy), str(policy.priority), policy.effect,
-                              "true" if policy.enabled else "false", policy.hash, policy.compiled_at)
+    fields = PolicyHashFields(
+        dumps(policy),
+        str(policy.priority),
+        policy.effect,
+        "true" if policy.enabled else "false",
+        policy.hash,
+        policy.compiled_at,
+    )
     pipe.hset(key, mapping=unstructure(fields))
     for kind, subject in sorted(_indexed(old, enabled_only=True) - new_indexed):
         pipe.srem(index_key(kind, subject), key)
@@ -178,14 +188,14 @@ def stale_cache_keys(client: Any, subjects: tuple[set[str], set[str], set[str]])
     found: list[bytes | str] = [f"user:permissions:{user}" for user in sorted(users)]
     group_marks = [f":group:{group}:" for group in sorted(groups)]
     for key in _scan(client, "policy:eval:*"):
-        rest = _text(key)[len("policy:eval:"):]
+        rest = _text(key)[len("policy:eval:") :]
         if _names_principal(rest, principals) or any(mark in rest for mark in group_marks):
             found.append(key)
     for key in _scan(client, "rbac:*"):
         text = _text(key)
         for prefix in ("rbac:decision:", "rbac:custom:"):
             if text.startswith(prefix):
-                rest = text[len(prefix):]
+                rest = text[len(prefix) :]
                 if _names_principal(rest, principals) or (groups and group_cache_hit(rest, groups)):
                     found.append(key)
                 break
@@ -196,7 +206,7 @@ def invalidate(client: Any, subjects: tuple[set[str], set[str], set[str]]) -> No
     """Delete the API caches of the subjects (multi-key ``DEL``s of at most :data:`DELETE_BATCH` keys)."""
     stale = stale_cache_keys(client, subjects)
     for start in range(0, len(stale), DELETE_BATCH):
-        client.delete(*stale[start:start + DELETE_BATCH])
+        client.delete(*stale[start : start + DELETE_BATCH])
 
 
 def delete_policy(client: Any, piece: PolicyDeletion) -> None:
@@ -250,7 +260,7 @@ def parse_policy_key(key: str) -> tuple[str, str] | None:
     """``(namespace, name)`` of ``policy:<ns>:<rest>`` (split at the first ``:``), else ``None``."""
     if not key.startswith("policy:"):
         return None
-    namespace, sep, name = key[len("policy:"):].partition(":")
+    namespace, sep, name = key[len("policy:") :].partition(":")
     if not sep or not namespace or not name:
         return None
     return namespace, name
@@ -267,8 +277,12 @@ def validate_policies(client: Any, piece: PolicyValidation) -> None:
             continue
         enabled = data.get("enabled") is not False
         not_before, not_after = data.get("not_before"), data.get("not_after")
-        state, message = policy_state(enabled, not_before if isinstance(not_before, str) else None,
-                                      not_after if isinstance(not_after, str) else None, piece.now)
+        state, message = policy_state(
+            enabled,
+            not_before if isinstance(not_before, str) else None,
+            not_after if isinstance(not_after, str) else None,
+            piece.now,
+        )
         client.hset(member, "status", dumps(PolicyValidatedRecord(state, message, piece.now)))
         if state == EXPIRED:
             log.info("policy %s/%s has expired", *parsed)
@@ -279,7 +293,7 @@ def reset_eval_cache(client: Any, _piece: PolicyEvalCacheReset) -> None:
     """Delete every ``policy:eval:*`` key."""
     stale = list(_scan(client, "policy:eval:*"))
     for start in range(0, len(stale), DELETE_BATCH):
-        client.delete(*stale[start:start + DELETE_BATCH])
+        client.delete(*stale[start : start + DELETE_BATCH])
 
 
 def stored_policies(client: Any, user: str, groups: Iterable[str], service_account: bool) -> list[StoredPolicy]:

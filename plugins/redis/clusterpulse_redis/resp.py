@@ -53,7 +53,7 @@ class CommandBatch:
     def flush(self) -> None:
         """Pass every command not sent yet to ``send``."""
         if self._sent < len(self._commands):
-            pending = self._commands[self._sent:]
+            pending = self._commands[self._sent :]
             self._sent = len(self._commands)
             self._send(pending)
 

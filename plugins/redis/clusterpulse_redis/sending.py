@@ -137,7 +137,8 @@ def run_cluster_batch(client: redis.RedisCluster, fill: Fill) -> None:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
             raise type(exc)(f"command {index + 1} of {len(keyed)} ({name!s} {key!s}) failed: {exc}{more}") from exc
         raise redis.ResponseError(
-            f"command {index + 1} of {len(keyed)} ({name!s} {key!s}) failed: {exc}{more}") from exc
+            f"command {index + 1} of {len(keyed)} ({name!s} {key!s}) failed: {exc}{more}"
+        ) from exc
     for args in batch.commands:
         if args[0] == "PUBLISH":
             client.publish(args[1], args[2])

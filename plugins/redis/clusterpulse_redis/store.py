@@ -54,8 +54,13 @@ class RedisStore:
 
     name = "redis"
 
-    def __init__(self, settings: RedisSettings | None = None, *, client: Client | None = None,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        settings: RedisSettings | None = None,
+        *,
+        client: Client | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
         self.settings = settings or RedisSettings()
         self.client = client if client is not None else connect(self.settings)
         self.address = describe(self.client)
@@ -66,9 +71,13 @@ class RedisStore:
     def store(self, pieces: Sequence[Piece]) -> None:
         """Write the pieces of one reconcile; raise :class:`RedisStoreError` if Redis fails."""
         try:
-            ctx = WriteContext(now=self.clock(), cache_ttl=self.settings.cache_ttl,
-                               metrics_retention=self.settings.metrics_retention, names=self.names,
-                               previous_nodes=self._previous_nodes(pieces))
+            ctx = WriteContext(
+                now=self.clock(),
+                cache_ttl=self.settings.cache_ttl,
+                metrics_retention=self.settings.metrics_retention,
+                names=self.names,
+                previous_nodes=self._previous_nodes(pieces),
+            )
             writes: list[tuple[Writer, Piece]] = []
             for piece in pieces:
                 writer = _handler(WRITERS, piece)
@@ -94,8 +103,10 @@ class RedisStore:
         for cluster in clusters:
             pipe.smembers(keys.cluster(cluster, "nodes"))
         found = pipe.execute()
-        return {cluster: frozenset(m.decode() if isinstance(m, bytes) else str(m) for m in members)
-                for cluster, members in zip(clusters, found, strict=True)}
+        return {
+            cluster: frozenset(m.decode() if isinstance(m, bytes) else str(m) for m in members)
+            for cluster, members in zip(clusters, found, strict=True)
+        }
 
     def _write(self, writes: Sequence[tuple[Writer, Piece]], ctx: WriteContext) -> None:
         """Run the writers on one batch (again from the start when a retry resends it)."""

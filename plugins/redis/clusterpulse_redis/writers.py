@@ -113,8 +113,9 @@ def write_cluster_info(batch: CommandBatch, piece: ClusterInfoPiece, ctx: WriteC
     batch.set(keys.cluster(piece.cluster, "info"), dumps(piece.info), ex=keys.CLUSTER_INFO_TTL)
 
 
-def _write_namespaces(batch: CommandBatch, cluster: str, names: tuple[str, ...], timestamp: datetime,
-                      ctx: WriteContext) -> None:
+def _write_namespaces(
+    batch: CommandBatch, cluster: str, names: tuple[str, ...], timestamp: datetime, ctx: WriteContext
+) -> None:
     """docs/compatibility.md#redis-keys: the JSON list, then the set rebuilt (absent when there are no namespaces)."""
     value = StoredNamespaces(namespaces=names, count=len(names), timestamp=timestamp)
     batch.set(keys.cluster(cluster, "namespaces"), dumps(value), ex=ctx.cache_ttl)
@@ -141,12 +142,10 @@ def write_namespaces(batch: CommandBatch, piece: NamespacesPiece, ctx: WriteCont
 def write_event(batch: CommandBatch, piece: EventPiece, ctx: WriteContext) -> None:
     """Publish an event; cluster/registry events also go to ``events:<name>``."""
     if piece.channel == keys.METRICSOURCE_EVENTS_CHANNEL:
-        event = MetricSourceEvent(type=piece.type, source_id=piece.target, timestamp=piece.timestamp,
-                                  data=piece.data)
+        event = MetricSourceEvent(type=piece.type, source_id=piece.target, timestamp=piece.timestamp, data=piece.data)
         batch.publish(piece.channel, dumps(event))
         return
-    message = dumps(ClusterEvent(type=piece.type, cluster=piece.target, timestamp=piece.timestamp,
-                                 data=piece.data))
+    message = dumps(ClusterEvent(type=piece.type, cluster=piece.target, timestamp=piece.timestamp, data=piece.data))
     events_key = keys.events(piece.target)
     batch.publish(piece.channel, message)
     batch.lpush(events_key, message)
@@ -168,8 +167,9 @@ def write_nodes(batch: CommandBatch, piece: NodesPiece, ctx: WriteContext) -> No
     """
     now, now_unix, cache_ttl, retention = ctx.now, ctx.now_unix, ctx.cache_ttl, ctx.metrics_retention
     cutoff = now_unix - retention
-    current_nodes = [derive.node_current(node) for node in piece.nodes
-                     if ctx.names.subdomain("node", piece.cluster, node.name)]
+    current_nodes = [
+        derive.node_current(node) for node in piece.nodes if ctx.names.subdomain("node", piece.cluster, node.name)
+    ]
     for node in current_nodes:
         node_key = keys.node(piece.cluster, node.name)
         series_key = keys.node_metrics(piece.cluster, node.name)
@@ -211,8 +211,11 @@ def write_operators(batch: CommandBatch, piece: OperatorsPiece, ctx: WriteContex
         return
     stored = [derive.stored_operator(op) for op in piece.operators]
     batch.set(keys.cluster(piece.cluster, "operators"), dumps(stored), ex=ctx.cache_ttl)
-    batch.set(keys.cluster(piece.cluster, "operators_summary"),
-             dumps(derive.operators_summary(piece.operators)), ex=ctx.cache_ttl)
+    batch.set(
+        keys.cluster(piece.cluster, "operators_summary"),
+        dumps(derive.operators_summary(piece.operators)),
+        ex=ctx.cache_ttl,
+    )
 
 
 def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, ctx: WriteContext) -> None:
@@ -221,13 +224,19 @@ def write_cluster_operators(batch: CommandBatch, piece: ClusterOperatorsPiece, c
     if not operators:
         return
     batch.set(keys.cluster(piece.cluster, "cluster_operators"), dumps(operators), ex=ctx.cache_ttl)
-    batch.set(keys.cluster(piece.cluster, "cluster_operators_summary"),
-             dumps(derive.cluster_operators_summary(operators, ctx.now)), ex=ctx.cache_ttl)
+    batch.set(
+        keys.cluster(piece.cluster, "cluster_operators_summary"),
+        dumps(derive.cluster_operators_summary(operators, ctx.now)),
+        ex=ctx.cache_ttl,
+    )
     for op in operators:
         if not ctx.names.subdomain("cluster_operator", piece.cluster, op.name):
             continue
-        batch.set(keys.cluster_operator(piece.cluster, op.name),
-                 dumps(derive.cluster_operator_state(op, ctx.now)), ex=ctx.cache_ttl)
+        batch.set(
+            keys.cluster_operator(piece.cluster, op.name),
+            dumps(derive.cluster_operator_state(op, ctx.now)),
+            ex=ctx.cache_ttl,
+        )
 
 
 # ---------------------------------------------------------------------------- resources (docs/compatibility.md#r3)
@@ -251,8 +260,9 @@ def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiec
             batch.set(keys.cluster(piece.cluster, suffix), dumps(items), ex=ctx.cache_ttl)
         else:
             batch.delete(keys.cluster(piece.cluster, suffix))
-    batch.set(keys.cluster(piece.cluster, "resource_metadata"),
-             dumps(derive.resource_metadata(collection)), ex=ctx.cache_ttl)
+    batch.set(
+        keys.cluster(piece.cluster, "resource_metadata"), dumps(derive.resource_metadata(collection)), ex=ctx.cache_ttl
+    )
 
 
 # ---------------------------------------------------------------------------- registries
@@ -296,25 +306,32 @@ def write_metricsource(batch: CommandBatch, piece: MetricSourcePiece, ctx: Write
     batch.sadd(keys.METRICSOURCES_ENABLED, source_id)
     if piece.resource_type_name:
         batch.sadd(keys.metricsources_by_type(piece.resource_type_name), source_id)
-    meta = MetricSourceMetaFields(compiled_at=piece.compiled_at, hash=piece.hash, kind=piece.kind,
-                                  api_version=piece.api_version,
-                                  resource_type_name=piece.resource_type_name)
+    meta = MetricSourceMetaFields(
+        compiled_at=piece.compiled_at,
+        hash=piece.hash,
+        kind=piece.kind,
+        api_version=piece.api_version,
+        resource_type_name=piece.resource_type_name,
+    )
     batch.hset(keys.metricsource_meta(piece.namespace, piece.name), _hash(meta))
 
 
 def write_custom_resources(batch: CommandBatch, piece: CustomResourcesPiece, ctx: WriteContext) -> None:
     """One cluster's collection of one MetricSource and its meta."""
     collection = piece.collection
-    batch.set(keys.custom(piece.cluster, collection.source_id, "resources"), dumps(collection),
-             ex=ctx.cache_ttl)
-    batch.set(keys.custom(piece.cluster, collection.source_id, "meta"),
-             dumps(derive.custom_resource_meta(collection)), ex=ctx.cache_ttl)
+    batch.set(keys.custom(piece.cluster, collection.source_id, "resources"), dumps(collection), ex=ctx.cache_ttl)
+    batch.set(
+        keys.custom(piece.cluster, collection.source_id, "meta"),
+        dumps(derive.custom_resource_meta(collection)),
+        ex=ctx.cache_ttl,
+    )
 
 
 def write_aggregations(batch: CommandBatch, piece: AggregationsPiece, ctx: WriteContext) -> None:
     """One cluster's aggregation results of one MetricSource."""
-    batch.set(keys.custom(piece.cluster, piece.results.source_id, "aggregations"), dumps(piece.results),
-             ex=ctx.cache_ttl)
+    batch.set(
+        keys.custom(piece.cluster, piece.results.source_id, "aggregations"), dumps(piece.results), ex=ctx.cache_ttl
+    )
 
 
 # ---------------------------------------------------------------------------- alerts (R4)

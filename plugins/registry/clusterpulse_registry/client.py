@@ -161,8 +161,14 @@ def next_link(link_header: str | None, current_url: str) -> str | None:
 class RegistryClient:
     """Talks to one registry at ``base_url`` (already normalised)."""
 
-    def __init__(self, base_url: str, verify: bool = True, credentials: Credentials | None = None,
-                 insecure: bool = False, realm_hosts: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        verify: bool = True,
+        credentials: Credentials | None = None,
+        insecure: bool = False,
+        realm_hosts: frozenset[str] = frozenset(),
+    ) -> None:
         self.base_url = base_url
         self.origin = origin(base_url)
         self.credentials = credentials or Credentials()
@@ -204,8 +210,10 @@ class RegistryClient:
         parts = urlsplit(realm)
         scheme = parts.scheme.lower()
         if scheme == "http" and not self.insecure:
-            raise RealmRefusedError(f"token realm {realm} refused: not https:// (the credentials would travel in "
-                                    f"clear; spec.insecure allows it for a plain-HTTP registry)")
+            raise RealmRefusedError(
+                f"token realm {realm} refused: not https:// (the credentials would travel in "
+                f"clear; spec.insecure allows it for a plain-HTTP registry)"
+            )
         if scheme not in ("https", "http"):
             raise RealmRefusedError(f"token realm {realm!r} refused: not an https:// URL")
         basic = self._basic_headers()
@@ -215,19 +223,18 @@ class RegistryClient:
         raise RealmRefusedError(
             f"token realm {realm} refused: host {host} is not the registry's origin {self.origin}, and "
             f"plugins.registry.token_realm_hosts does not list it (the credentials would go there; "
-            f"Docker Hub needs token_realm_hosts = [\"auth.docker.io\"])")
+            f'Docker Hub needs token_realm_hosts = ["auth.docker.io"])'
+        )
 
     def _fetch_token(self, challenge: BearerChallenge, deadline: Deadline) -> str:
-        params = {key: value for key, value in (("service", challenge.service),
-                                                ("scope", challenge.scope)) if value}
+        params = {key: value for key, value in (("service", challenge.service), ("scope", challenge.scope)) if value}
         headers = self._realm_headers(challenge.realm)
         try:
             response = self._send(challenge.realm, deadline, params=params, headers=headers)
         except requests.RequestException as exc:
             raise TokenError(0, describe_failure(exc, challenge.realm, deadline.seconds)) from exc
         if response.status_code != 200:
-            raise TokenError(response.status_code,
-                             f"token endpoint {challenge.realm} returned {response.status_code}")
+            raise TokenError(response.status_code, f"token endpoint {challenge.realm} returned {response.status_code}")
         try:
             token = parse_token_response(response.content)
         except ValueError as exc:
@@ -235,8 +242,13 @@ class RegistryClient:
         self._tokens.put(challenge, token.value, token.expires_in)
         return token.value
 
-    def _send(self, url: str, deadline: Deadline, params: Mapping[str, str] | None = None,
-              headers: Mapping[str, str] | None = None) -> Reply:
+    def _send(
+        self,
+        url: str,
+        deadline: Deadline,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Reply:
         """One GET within what is left of ``deadline``, wall clock (a dripping registry is cut off).
 
         Redirects are followed only within ``url``'s origin (so the headers, credentials included,
@@ -248,8 +260,15 @@ class RegistryClient:
             left = deadline.remaining()
             try:
                 with core_deadline.guard(left, f"GET {url}"):
-                    response = self.session.get(url, timeout=left, verify=self.verify, params=params,
-                                                headers=headers, allow_redirects=False, stream=True)
+                    response = self.session.get(
+                        url,
+                        timeout=left,
+                        verify=self.verify,
+                        params=params,
+                        headers=headers,
+                        allow_redirects=False,
+                        stream=True,
+                    )
                     try:
                         location = response.headers.get("Location")
                         if response.status_code in _REDIRECTS and location:
@@ -315,10 +334,11 @@ class RegistryClient:
             if exchange.challenged or exchange.bearer:
                 features["requires_auth"] = True
             if status == 401:
-                log.debug("401 from /v2/ without credentials: the registry requires authentication "
-                          "(spec.credentialsRef names a Secret with username and password)")
-            return HealthCheckResult(available=True, response_time_ms=elapsed, version=facts.version,
-                                     features=features)
+                log.debug(
+                    "401 from /v2/ without credentials: the registry requires authentication "
+                    "(spec.credentialsRef names a Secret with username and password)"
+                )
+            return HealthCheckResult(available=True, response_time_ms=elapsed, version=facts.version, features=features)
         error = f"unexpected status code: {status}"
         if isinstance(exchange.token_error, RealmRefusedError):
             log.warning("401 from /v2/ and no token: %s", exchange.token_error)
@@ -334,8 +354,10 @@ class RegistryClient:
 
     def _transport_advice(self, kind: str, detail: str, timeout: float) -> str:
         if kind == "tls":
-            return (f"{detail}: trust the registry's CA (REQUESTS_CA_BUNDLE) or set spec.skipTLSVerify "
-                    f"(for plain HTTP use an http:// endpoint or spec.insecure)")
+            return (
+                f"{detail}: trust the registry's CA (REQUESTS_CA_BUNDLE) or set spec.skipTLSVerify "
+                f"(for plain HTTP use an http:// endpoint or spec.insecure)"
+            )
         if kind == "timeout":
             return f"{detail}: no answer within {timeout:g}s; check the registry or raise spec.monitoring.timeout"
         if kind in ("refused", "dns"):
@@ -369,8 +391,9 @@ class RegistryClient:
                 raise CatalogError(f"catalog page link to {url} refused: not the registry's origin {self.origin}")
         return names[:max_entries] if max_entries > 0 else names
 
-    def extended_health_check(self, check_catalog: bool, max_entries: int, timeout: float,
-                              log: Log) -> HealthCheckResult:
+    def extended_health_check(
+        self, check_catalog: bool, max_entries: int, timeout: float, log: Log
+    ) -> HealthCheckResult:
         """The health check, then (when asked and available) the catalog, within ``timeout`` seconds."""
         deadline = Deadline(timeout)
         result = self.health_check(deadline, log)
@@ -380,10 +403,16 @@ class RegistryClient:
         try:
             names = self.catalog(max_entries, deadline)
         except (CatalogError, requests.RequestException) as exc:
-            detail = describe_failure(exc, catalog_url(self.base_url, max_entries)) \
-                if isinstance(exc, requests.RequestException) else str(exc)
-            log.warning("catalog not readable (%s): the account may lack catalog access; "
-                        "set spec.monitoring.checkCatalog to false to stop checking it", detail)
+            detail = (
+                describe_failure(exc, catalog_url(self.base_url, max_entries))
+                if isinstance(exc, requests.RequestException)
+                else str(exc)
+            )
+            log.warning(
+                "catalog not readable (%s): the account may lack catalog access; "
+                "set spec.monitoring.checkCatalog to false to stop checking it",
+                detail,
+            )
             features["catalog_accessible"] = False
             return attrs.evolve(result, features=features)
         features["catalog_accessible"] = True

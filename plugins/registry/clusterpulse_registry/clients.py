@@ -38,8 +38,9 @@ class ClientCache:
                 return entry[1], False
             if entry is not None:
                 entry[1].close()
-            client = RegistryClient(settings.base_url, settings.verify, settings.credentials, settings.insecure,
-                                    settings.realm_hosts)
+            client = RegistryClient(
+                settings.base_url, settings.verify, settings.credentials, settings.insecure, settings.realm_hosts
+            )
             self._clients[key] = (settings, client)
             return client, True
 

@@ -9,8 +9,9 @@ from clusterpulse_registry.client import Log
 from clusterpulse_registry.resource import CredentialsRef
 
 
-def registry_credentials(hub: KubeClient, ref: CredentialsRef | None, namespace: str, log: Log,
-                         cache: SecretCache | None = None) -> Credentials:
+def registry_credentials(
+    hub: KubeClient, ref: CredentialsRef | None, namespace: str, log: Log, cache: SecretCache | None = None
+) -> Credentials:
     """Keys ``username`` and ``password`` of the Secret; anonymous without a reference or Secret.
 
     A missing Secret is tolerated (anonymous access, as upstream); any other failure to read

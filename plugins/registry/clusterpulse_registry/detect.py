@@ -7,8 +7,7 @@ from collections.abc import Mapping
 import attrs
 
 #: ``Server`` header substrings and the feature each one sets; the first match wins.
-SERVER_PRODUCTS = (("harbor", "harbor_detected"), ("artifactory", "artifactory_detected"),
-                   ("nexus", "nexus_detected"))
+SERVER_PRODUCTS = (("harbor", "harbor_detected"), ("artifactory", "artifactory_detected"), ("nexus", "nexus_detected"))
 
 
 @attrs.frozen

@@ -25,13 +25,25 @@ _MONITORING: dict[str, Any] = {
     "type": "object",
     "description": "Health-check timing and catalog options.",
     "properties": {
-        "interval": {**_INT32, "minimum": 0, "maximum": bounds.MAX_INTERVAL,
-                     "description": "Check period in seconds (default 60, minimum 30)."},
-        "timeout": {**_INT32, "minimum": 0, "maximum": bounds.MAX_TIMEOUT,
-                    "description": "Health-check timeout in seconds (default 10)."},
+        "interval": {
+            **_INT32,
+            "minimum": 0,
+            "maximum": bounds.MAX_INTERVAL,
+            "description": "Check period in seconds (default 60, minimum 30).",
+        },
+        "timeout": {
+            **_INT32,
+            "minimum": 0,
+            "maximum": bounds.MAX_TIMEOUT,
+            "description": "Health-check timeout in seconds (default 10).",
+        },
         "checkCatalog": {**_BOOL, "description": "Also list the catalog (/v2/_catalog)."},
-        "maxCatalogEntries": {**_INT32, "minimum": 0, "maximum": bounds.MAX_CATALOG_ENTRIES,
-                              "description": "Catalog entries to fetch at most (default 100)."},
+        "maxCatalogEntries": {
+            **_INT32,
+            "minimum": 0,
+            "maximum": bounds.MAX_CATALOG_ENTRIES,
+            "description": "Catalog entries to fetch at most (default 100).",
+        },
     },
 }
 
@@ -40,21 +52,37 @@ _SPEC: dict[str, Any] = {
     "required": ["endpoint"],
     "properties": {
         "displayName": {**_STRING, "maxLength": bounds.MAX_DISPLAY_NAME, "description": "Human-friendly name."},
-        "endpoint": {**_STRING, "minLength": 1, "maxLength": bounds.MAX_ENDPOINT,
-                     "description": "Registry base URL; https:// is assumed without a scheme."},
-        "type": {**_STRING, "maxLength": bounds.MAX_TYPE,
-                 "description": "Informational registry type (dockerhub, harbor, ecr, ...)."},
+        "endpoint": {
+            **_STRING,
+            "minLength": 1,
+            "maxLength": bounds.MAX_ENDPOINT,
+            "description": "Registry base URL; https:// is assumed without a scheme.",
+        },
+        "type": {
+            **_STRING,
+            "maxLength": bounds.MAX_TYPE,
+            "description": "Informational registry type (dockerhub, harbor, ecr, ...).",
+        },
         "credentialsRef": _CREDENTIALS_REF,
         "insecure": {**_BOOL, "description": "Plain HTTP: http:// is assumed without a scheme."},
         "skipTLSVerify": {**_BOOL, "description": "Do not verify the registry's TLS certificate."},
         "monitoring": _MONITORING,
-        "labels": {"type": "object", "maxProperties": bounds.MAX_LABELS,
-                   "additionalProperties": {**_STRING, "maxLength": bounds.MAX_LABEL_VALUE},
-                   "description": "Free-form categorisation labels."},
-        "healthCheckPaths": {"type": "array", "maxItems": bounds.MAX_HEALTH_CHECK_PATHS,
-                             "items": {**_STRING, "maxLength": bounds.MAX_HEALTH_CHECK_PATH,
-                                       "pattern": bounds.HEALTH_CHECK_PATH_PATTERN},
-                             "description": "Declared for compatibility; only /v2/ is probed."},
+        "labels": {
+            "type": "object",
+            "maxProperties": bounds.MAX_LABELS,
+            "additionalProperties": {**_STRING, "maxLength": bounds.MAX_LABEL_VALUE},
+            "description": "Free-form categorisation labels.",
+        },
+        "healthCheckPaths": {
+            "type": "array",
+            "maxItems": bounds.MAX_HEALTH_CHECK_PATHS,
+            "items": {
+                **_STRING,
+                "maxLength": bounds.MAX_HEALTH_CHECK_PATH,
+                "pattern": bounds.HEALTH_CHECK_PATH_PATTERN,
+            },
+            "description": "Declared for compatibility; only /v2/ is probed.",
+        },
     },
 }
 
@@ -76,8 +104,8 @@ _STATUS: dict[str, Any] = {
 }
 
 SCHEMA = resource_schema(
-    "RegistryConnection health-monitors one container registry through the Docker Registry HTTP API v2.",
-    _SPEC, _STATUS)
+    "RegistryConnection health-monitors one container registry through the Docker Registry HTTP API v2.", _SPEC, _STATUS
+)
 
 REGISTRY_CONNECTION = ResourceKind(
     group=GROUP,

@@ -67,8 +67,7 @@ def health_message(health: str, result: HealthCheckResult) -> str:
     return "Registry health degraded"
 
 
-def should_update_status(old: RegistryConnectionStatus, result: HealthCheckResult, health: str,
-                         message: str) -> bool:
+def should_update_status(old: RegistryConnectionStatus, result: HealthCheckResult, health: str, message: str) -> bool:
     """Whether the new check differs enough from the stored status to write it
     (docs/compatibility.md#registry-checks)."""
     if old.phase != phase_for(result) or old.health != health or old.available != result.available:
@@ -87,8 +86,9 @@ def should_update_status(old: RegistryConnectionStatus, result: HealthCheckResul
     return dict(old.features) != dict(result.features)
 
 
-def desired_status(result: HealthCheckResult, health: str, message: str,
-                   checked_at: datetime) -> RegistryConnectionStatus:
+def desired_status(
+    result: HealthCheckResult, health: str, message: str, checked_at: datetime
+) -> RegistryConnectionStatus:
     """The status a check leads to (docs/compatibility.md#registry-checks, "Written fields"), phase per
     docs/compatibility.md#c9."""
     return RegistryConnectionStatus(

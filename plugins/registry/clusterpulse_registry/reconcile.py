@@ -58,8 +58,9 @@ def client_key(ref: ObjectRef) -> str:
     return f"{ref.namespace}/{ref.name}"
 
 
-def state_pieces(name: str, spec: RegistryConnectionSpec, result: HealthCheckResult,
-                 now: datetime) -> tuple[Piece, ...]:
+def state_pieces(
+    name: str, spec: RegistryConnectionSpec, result: HealthCheckResult, now: datetime
+) -> tuple[Piece, ...]:
     """Spec, status and response-time sample of one check, in the order they are written."""
     status = RegistryStatusRecord(
         available=result.available,
@@ -71,17 +72,27 @@ def state_pieces(name: str, spec: RegistryConnectionSpec, result: HealthCheckRes
         last_check=now,
         error=result.error,
     )
-    sample = RegistryMetricsRecord(timestamp=int(now.timestamp()), response_time=result.response_time_ms,
-                                   available=result.available)
-    return (RegistrySpecPiece(name, spec_record(spec)), RegistryStatusPiece(name, status),
-            RegistryMetricsPiece(name, sample))
+    sample = RegistryMetricsRecord(
+        timestamp=int(now.timestamp()), response_time=result.response_time_ms, available=result.available
+    )
+    return (
+        RegistrySpecPiece(name, spec_record(spec)),
+        RegistryStatusPiece(name, status),
+        RegistryMetricsPiece(name, sample),
+    )
 
 
-def reconciled_event(name: str, spec: RegistryConnectionSpec, result: HealthCheckResult, health: str,
-                     now: datetime) -> EventPiece:
+def reconciled_event(
+    name: str, spec: RegistryConnectionSpec, result: HealthCheckResult, health: str, now: datetime
+) -> EventPiece:
     """The ``registry.reconciled`` event (docs/compatibility.md#redis-keys)."""
-    data = {"health": health, "available": result.available, "response_time": result.response_time_ms,
-            "display_name": spec.display_name, "type": spec.type}
+    data = {
+        "health": health,
+        "available": result.available,
+        "response_time": result.response_time_ms,
+        "display_name": spec.display_name,
+        "type": spec.type,
+    }
     return EventPiece(type=EVENT_RECONCILED, target=name, data=data, timestamp=now)
 
 
@@ -95,14 +106,18 @@ def _store(ctx: ReconcileContext, *pieces: Piece) -> str:
     return ""
 
 
-def _ready(obj: Mapping[str, Any], status: Mapping[str, Any], health: str, message: str,
-           now: datetime) -> Condition:
+def _ready(obj: Mapping[str, Any], status: Mapping[str, Any], health: str, message: str, now: datetime) -> Condition:
     """The ``Ready`` condition: True unless the registry is unhealthy."""
     generation = (obj.get("metadata") or {}).get("generation")
     previous = status.get("conditions")
-    return ready_condition(health != UNHEALTHY, "ConnectionFailed" if health == UNHEALTHY else "Connected", message,
-                           generation if isinstance(generation, int) else 0, now,
-                           previous if isinstance(previous, list) else None)
+    return ready_condition(
+        health != UNHEALTHY,
+        "ConnectionFailed" if health == UNHEALTHY else "Connected",
+        message,
+        generation if isinstance(generation, int) else 0,
+        now,
+        previous if isinstance(previous, list) else None,
+    )
 
 
 def _record_event(ctx: ReconcileContext, obj: Mapping[str, Any], before: str, after: str, message: str) -> None:
@@ -133,19 +148,28 @@ class RegistryReconciler:
         """
         try:
             ctx.runtime.secrets.policy.check_endpoint(spec.endpoint)
-            credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log,
-                                               ctx.runtime.secrets)
+            credentials = registry_credentials(
+                ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log, ctx.runtime.secrets
+            )
         except PolicyError as exc:
             return HealthCheckResult(error=str(exc))
-        settings = ClientSettings(normalise_endpoint(spec.endpoint, spec.insecure),
-                                  verify=not spec.skip_tls_verify, credentials=credentials, insecure=spec.insecure,
-                                  realm_hosts=self.settings.realm_hosts())
+        settings = ClientSettings(
+            normalise_endpoint(spec.endpoint, spec.insecure),
+            verify=not spec.skip_tls_verify,
+            credentials=credentials,
+            insecure=spec.insecure,
+            realm_hosts=self.settings.realm_hosts(),
+        )
         client, new = self.clients.client(client_key(ctx.ref), settings)
         if new and not settings.verify and settings.base_url.startswith("https://"):
             ctx.log.info("TLS certificate verification is disabled (spec.skipTLSVerify)")
         monitoring = spec.monitoring
-        return client.extended_health_check(monitoring.check_catalog, catalog_limit(monitoring.max_catalog_entries),
-                                            check_timeout(monitoring.timeout), ctx.log)
+        return client.extended_health_check(
+            monitoring.check_catalog,
+            catalog_limit(monitoring.max_catalog_entries),
+            check_timeout(monitoring.timeout),
+            ctx.log,
+        )
 
     def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
         """Check the registry, store the outcome, patch the status if it changed, publish the event."""
@@ -172,8 +196,7 @@ class RegistryReconciler:
                 _record_event(ctx, obj, old.health, health, message)
         store_error = _store(ctx, reconciled_event(name, spec, result, health, now)) or store_error
         interval = reconcile_interval(spec.monitoring.interval)
-        return ReconcileResult(requeue_after=float(interval),
-                               error=message if health == UNHEALTHY else store_error)
+        return ReconcileResult(requeue_after=float(interval), error=message if health == UNHEALTHY else store_error)
 
     def _invalid(self, obj: Mapping[str, Any], ctx: ReconcileContext, error: str) -> ReconcileResult:
         """An invalid spec: status ``Error`` naming the field, no request sent, nothing stored (the
@@ -196,8 +219,10 @@ class RegistryReconciler:
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the client and remove the registry's stored state, then publish ``registry.deleted``."""
         self.clients.drop(client_key(ref))
-        ctx.store(RegistryDeletion(ref.name), EventPiece(type=EVENT_DELETED, target=ref.name, data=None,
-                                                         timestamp=self.clock()))
+        ctx.store(
+            RegistryDeletion(ref.name),
+            EventPiece(type=EVENT_DELETED, target=ref.name, data=None, timestamp=self.clock()),
+        )
         ctx.log.info("registry state removed")
         return True
 

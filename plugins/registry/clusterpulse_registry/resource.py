@@ -54,8 +54,19 @@ class RegistryConnectionSpec:
     health_check_paths: tuple[str, ...] = ()
 
 
-@wire(case="camel", omit_empty=("phase", "health", "last_check_time", "response_time", "message",
-                                "repository_count", "version", "features"))
+@wire(
+    case="camel",
+    omit_empty=(
+        "phase",
+        "health",
+        "last_check_time",
+        "response_time",
+        "message",
+        "repository_count",
+        "version",
+        "features",
+    ),
+)
 @attrs.frozen
 class RegistryConnectionStatus:
     """``status`` of a RegistryConnection; empty fields are left out, ``available`` never is."""
@@ -184,10 +195,15 @@ def validate_spec(raw: Any) -> None:
         if len(paths) > MAX_HEALTH_CHECK_PATHS:
             raise _invalid("healthCheckPaths", f"has more than {MAX_HEALTH_CHECK_PATHS} entries ({len(paths)})")
         for index, path in enumerate(paths):
-            if (not isinstance(path, str) or len(path) > MAX_HEALTH_CHECK_PATH
-                    or re.fullmatch(HEALTH_CHECK_PATH_PATTERN, path) is None):
-                raise _invalid(f"healthCheckPaths[{index}]",
-                               f"must be a path starting with / of at most {MAX_HEALTH_CHECK_PATH} characters")
+            if (
+                not isinstance(path, str)
+                or len(path) > MAX_HEALTH_CHECK_PATH
+                or re.fullmatch(HEALTH_CHECK_PATH_PATTERN, path) is None
+            ):
+                raise _invalid(
+                    f"healthCheckPaths[{index}]",
+                    f"must be a path starting with / of at most {MAX_HEALTH_CHECK_PATH} characters",
+                )
 
 
 def parse_spec(obj: Mapping[str, Any]) -> RegistryConnectionSpec:

@@ -21,8 +21,9 @@ def check_realm_host(entry: str) -> None:
     except ValueError:
         pass
     if not _HOST_NAME.match(entry.lower()):
-        raise ValueError(f"{entry!r} is not a host name or an IP address (write auth.docker.io, not a URL, "
-                         f"a port or a pattern)")
+        raise ValueError(
+            f"{entry!r} is not a host name or an IP address (write auth.docker.io, not a URL, a port or a pattern)"
+        )
 
 
 def _realm_hosts(entries: tuple[str, ...]) -> None:
@@ -35,10 +36,12 @@ class RegistrySettings:
     """``[plugins.registry]``: the token services besides each registry's own origin that get its credentials."""
 
     token_realm_hosts: tuple[str, ...] = setting(
-        (), check=_realm_hosts,
+        (),
+        check=_realm_hosts,
         help="hosts of Bearer token services (realms) outside a registry's own origin that may receive its "
-             "credentials, e.g. [\"auth.docker.io\"] for Docker Hub; empty = the registry's origin only "
-             "(docs/security.md#registries)")
+        'credentials, e.g. ["auth.docker.io"] for Docker Hub; empty = the registry\'s origin only '
+        "(docs/security.md#registries)",
+    )
 
     def realm_hosts(self) -> frozenset[str]:
         """The listed hosts, lower-cased (host names compare case-insensitively)."""

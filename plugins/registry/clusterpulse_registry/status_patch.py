@@ -14,8 +14,7 @@ from clusterpulse_core import serde
 from clusterpulse_registry.resource import RegistryConnectionStatus
 
 #: Status keys written by every check; ``repositoryCount`` only when the catalog is checked.
-MANAGED_KEYS = ("phase", "health", "available", "lastCheckTime", "responseTime", "message", "version",
-                "features")
+MANAGED_KEYS = ("phase", "health", "available", "lastCheckTime", "responseTime", "message", "version", "features")
 CATALOG_KEY = "repositoryCount"
 
 
@@ -30,8 +29,7 @@ def _diff(old: Any, new: Any) -> Any:
     return patch
 
 
-def status_patch(old: Mapping[str, Any], new: RegistryConnectionStatus,
-                 catalog_checked: bool) -> dict[str, Any]:
+def status_patch(old: Mapping[str, Any], new: RegistryConnectionStatus, catalog_checked: bool) -> dict[str, Any]:
     """The status merge patch (the value of ``status``) from the raw old status to ``new``."""
     wanted = serde.unstructure(new)
     keys = (*MANAGED_KEYS, CATALOG_KEY) if catalog_checked else MANAGED_KEYS

@@ -34,16 +34,18 @@ class VMWriterBackend:
 
     name = "vmwriter"
 
-    def __init__(self, settings: VMSettings, metrics: WriterMetrics | None = None,
-                 clock_ms: Callable[[], int] = _now_ms) -> None:
+    def __init__(
+        self, settings: VMSettings, metrics: WriterMetrics | None = None, clock_ms: Callable[[], int] = _now_ms
+    ) -> None:
         self.settings = settings
         self.metrics = metrics or WriterMetrics()
         self.queue = RetryQueue(settings.queue_cycles)
         self._clock_ms = clock_ms
         self._extra = tuple(settings.extra_labels.items())
         self._client = ImportClient(settings)
-        self._sender = Sender(self.queue, self._client, self.metrics,
-                              Backoff(settings.retry_backoff, settings.retry_backoff_max))
+        self._sender = Sender(
+            self.queue, self._client, self.metrics, Backoff(settings.retry_backoff, settings.retry_backoff_max)
+        )
         self._closed = threading.Event()
 
     def store(self, pieces: Sequence[Piece]) -> None:
@@ -63,8 +65,9 @@ class VMWriterBackend:
         if dropped:
             lost = sum(old.samples for old in dropped)
             self.metrics.dropped.inc(lost)
-            log.warning("VictoriaMetrics retry queue full for %s: dropped the oldest %d samples",
-                        ",".join(batch.stream), lost)
+            log.warning(
+                "VictoriaMetrics retry queue full for %s: dropped the oldest %d samples", ",".join(batch.stream), lost
+            )
         self.metrics.queued.set(len(self.queue))
         self._sender.ensure_started()
 
@@ -82,8 +85,7 @@ class VMWriterBackend:
             return
         self._closed.set()
         if not self.flush(self.settings.flush_timeout):
-            log.warning("VictoriaMetrics did not take every queued batch within %.1fs",
-                        self.settings.flush_timeout)
+            log.warning("VictoriaMetrics did not take every queued batch within %.1fs", self.settings.flush_timeout)
         if not self._sender.stop(self.settings.timeout + 1.0):
             log.warning("vmwriter sender did not stop in time")
         leftover = self.queue.drain()

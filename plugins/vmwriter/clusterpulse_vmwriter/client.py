@@ -36,8 +36,9 @@ class ImportClient:
         self._shown = mask_url(self.url)  # for messages: never a password from the URL
         self.compress_above = settings.compress_above
         self.timeout = settings.timeout
-        self._pool = core_deadline.watch_pool(urllib3.PoolManager(
-            num_pools=1, maxsize=1, retries=False, timeout=urllib3.Timeout(total=settings.timeout)))
+        self._pool = core_deadline.watch_pool(
+            urllib3.PoolManager(num_pools=1, maxsize=1, retries=False, timeout=urllib3.Timeout(total=settings.timeout))
+        )
         self._headers = {"Content-Type": "text/plain"}
         password, token = settings.basic_password(), settings.token()
         if settings.username or password:
@@ -54,16 +55,19 @@ class ImportClient:
             headers["Content-Encoding"] = "gzip"
         try:
             with core_deadline.guard(self.timeout, f"POST {self._shown}"):
-                response = self._pool.request("POST", self.url, body=body, headers=headers,
-                                              preload_content=True, redirect=False)
+                response = self._pool.request(
+                    "POST", self.url, body=body, headers=headers, preload_content=True, redirect=False
+                )
         except core_deadline.DeadlineExceeded as exc:
             raise DeliveryError(str(exc), retryable=True) from exc
         except urllib3.exceptions.HTTPError as exc:
             raise DeliveryError(f"POST {self._shown}: {exc}", retryable=True) from exc
         if response.status >= 300:
             detail = response.data[:200].decode(errors="replace").strip()
-            raise DeliveryError(f"POST {self._shown}: HTTP {response.status} {detail}",
-                                retryable=response.status not in _PERMANENT_STATUSES)
+            raise DeliveryError(
+                f"POST {self._shown}: HTTP {response.status} {detail}",
+                retryable=response.status not in _PERMANENT_STATUSES,
+            )
 
     def close(self) -> None:
         """Close the connection pool."""

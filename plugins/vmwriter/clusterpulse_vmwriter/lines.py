@@ -68,8 +68,9 @@ CUSTOM_RESOURCE_PREFIX = "clusterpulse_custom_resource_"
 #: Label naming the group of a grouped (``groupBy``) aggregation result.
 GROUP_LABEL = "group"
 #: Label names the writer sets itself; ``extra_labels`` may not reuse them.
-BUILTIN_LABELS = frozenset({"cluster", "node", "operator", "source", GROUP_LABEL, "alert", "severity", "resource",
-                            "namespace", "name"})
+BUILTIN_LABELS = frozenset(
+    {"cluster", "node", "operator", "source", GROUP_LABEL, "alert", "severity", "resource", "namespace", "name"}
+)
 ALERT_METRIC = "clusterpulse_alert_firing"
 
 
@@ -81,8 +82,9 @@ def _float_text(value: Any) -> str:
     return float_text(float(value))
 
 
-def _compile(series: tuple[tuple[str, str, type], ...]) -> tuple[Callable[[Any], tuple[Any, ...]],
-                                                                 tuple[tuple[str, Callable[[Any], str]], ...]]:
+def _compile(
+    series: tuple[tuple[str, str, type], ...],
+) -> tuple[Callable[[Any], tuple[Any, ...]], tuple[tuple[str, Callable[[Any], str]], ...]]:
     """A getter of every value of a table and (metric, text of its declared type) per line.
 
     Int columns are printed as integers even when a float slipped in (never ``1e+06`` for a
@@ -99,20 +101,28 @@ _NODE_VALUES, _NODE_FORMS = _compile(NODE_SERIES)
 def cluster_lines(cluster: str, metrics: ClusterMetrics, ts_ms: int, extra: LabelPairs = ()) -> list[str]:
     """The 8 cluster gauges of one ClusterMetrics, in table order."""
     labels = render_labels([("cluster", cluster), *extra])
-    return [f"{metric}{labels} {text(value)} {ts_ms}"
-            for (metric, text), value in zip(_CLUSTER_FORMS, _CLUSTER_VALUES(metrics), strict=True)]
+    return [
+        f"{metric}{labels} {text(value)} {ts_ms}"
+        for (metric, text), value in zip(_CLUSTER_FORMS, _CLUSTER_VALUES(metrics), strict=True)
+    ]
 
 
 def node_lines(cluster: str, node: NodeMetrics, ts_ms: int, extra: LabelPairs = ()) -> list[str]:
     """The 17 per-node gauges of one node, in table order."""
     labels = render_labels([("cluster", cluster), ("node", node.name), *extra])
-    return [f"{metric}{labels} {text(value)} {ts_ms}"
-            for (metric, text), value in zip(_NODE_FORMS, _NODE_VALUES(node), strict=True)]
+    return [
+        f"{metric}{labels} {text(value)} {ts_ms}"
+        for (metric, text), value in zip(_NODE_FORMS, _NODE_VALUES(node), strict=True)
+    ]
 
 
-def operator_lines(cluster: str, operators: Sequence[OperatorInfo] | None,
-                   cluster_operators: Sequence[ClusterOperatorInfo] | None, ts_ms: int,
-                   extra: LabelPairs = ()) -> list[str]:
+def operator_lines(
+    cluster: str,
+    operators: Sequence[OperatorInfo] | None,
+    cluster_operators: Sequence[ClusterOperatorInfo] | None,
+    ts_ms: int,
+    extra: LabelPairs = (),
+) -> list[str]:
     """One operator write: presence per OLM operator, 4 flags per ClusterOperator, then the totals.
 
     ``None`` means that kind was not collected in this write, so neither its lines nor its
@@ -126,15 +136,17 @@ def operator_lines(cluster: str, operators: Sequence[OperatorInfo] | None,
         lines.append(sample_line("clusterpulse_operator_installed", labels, "1", ts_ms))
     for info in cluster_operators or ():
         labels = render_labels([("cluster", cluster), ("operator", info.name), *extra])
-        lines.extend(sample_line(metric, labels, "1" if getattr(info, flag) else "0", ts_ms)
-                     for metric, flag in CLUSTER_OPERATOR_SERIES)
+        lines.extend(
+            sample_line(metric, labels, "1" if getattr(info, flag) else "0", ts_ms)
+            for metric, flag in CLUSTER_OPERATOR_SERIES
+        )
     cluster_labels = render_labels([("cluster", cluster), *extra])
     if operators is not None:
-        lines.append(sample_line("clusterpulse_cluster_operators_total", cluster_labels,
-                                 str(len(operators)), ts_ms))
+        lines.append(sample_line("clusterpulse_cluster_operators_total", cluster_labels, str(len(operators)), ts_ms))
     if cluster_operators is not None:
-        lines.append(sample_line("clusterpulse_cluster_operators_count", cluster_labels,
-                                 str(len(cluster_operators)), ts_ms))
+        lines.append(
+            sample_line("clusterpulse_cluster_operators_count", cluster_labels, str(len(cluster_operators)), ts_ms)
+        )
     return lines
 
 
@@ -143,8 +155,9 @@ def custom_resource_metric(aggregation: str) -> str:
     return sanitize_metric_name(CUSTOM_RESOURCE_PREFIX + aggregation)
 
 
-def custom_resource_line(aggregation: str, cluster: str, source_id: str, value: float, ts_ms: int,
-                         extra: LabelPairs = ()) -> str:
+def custom_resource_line(
+    aggregation: str, cluster: str, source_id: str, value: float, ts_ms: int, extra: LabelPairs = ()
+) -> str:
     """One aggregation value: ``clusterpulse_custom_resource_<name>{cluster,source}`` as a float."""
     labels = render_labels([("cluster", cluster), ("source", source_id), *extra])
     return sample_line(custom_resource_metric(aggregation), labels, float_text(float(value)), ts_ms)
@@ -154,8 +167,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float)
 
 
-def custom_resource_lines(aggregation: str, cluster: str, source_id: str, value: Any, ts_ms: int,
-                          extra: LabelPairs = ()) -> list[str]:
+def custom_resource_lines(
+    aggregation: str, cluster: str, source_id: str, value: Any, ts_ms: int, extra: LabelPairs = ()
+) -> list[str]:
     """The lines of one aggregation result of any shape.
 
     A number (bools as 0/1) is one series; a grouped result (a mapping of group key to
@@ -167,9 +181,11 @@ def custom_resource_lines(aggregation: str, cluster: str, source_id: str, value:
     if not isinstance(value, Mapping):
         return []
     extra = tuple(extra)
-    return [custom_resource_line(aggregation, cluster, source_id, group_value, ts_ms,
-                                 ((GROUP_LABEL, str(group)), *extra))
-            for group, group_value in value.items() if _is_number(group_value)]
+    return [
+        custom_resource_line(aggregation, cluster, source_id, group_value, ts_ms, ((GROUP_LABEL, str(group)), *extra))
+        for group, group_value in value.items()
+        if _is_number(group_value)
+    ]
 
 
 def record_metric(kind: str, number: str) -> str:
@@ -177,8 +193,9 @@ def record_metric(kind: str, number: str) -> str:
     return sanitize_metric_name(f"clusterpulse_{kind.lower()}_{number}")
 
 
-def record_lines(kind: str, namespace: str, name: str, numbers: Mapping[str, Any], ts_ms: int,
-                 extra: LabelPairs = ()) -> list[str]:
+def record_lines(
+    kind: str, namespace: str, name: str, numbers: Mapping[str, Any], ts_ms: int, extra: LabelPairs = ()
+) -> list[str]:
     """One gauge per number of a generic record, labelled ``namespace`` and ``name``, sorted by number name.
 
     Non-finite numbers have no sample and are skipped.
@@ -199,6 +216,7 @@ def alert_line(cluster: str, alert: Alert, firing: bool, ts_ms: int, extra: Labe
     apart, so resolving one does not zero the other.
     """
     resource = f"{alert.namespace}/{alert.resource_name}" if alert.namespace else alert.resource_name
-    labels = render_labels([("cluster", cluster), ("alert", alert.name), ("severity", alert.severity),
-                            ("resource", resource), *extra])
+    labels = render_labels(
+        [("cluster", cluster), ("alert", alert.name), ("severity", alert.severity), ("resource", resource), *extra]
+    )
     return sample_line(ALERT_METRIC, labels, "1" if firing else "0", ts_ms)

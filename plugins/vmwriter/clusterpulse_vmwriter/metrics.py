@@ -15,13 +15,17 @@ class WriterMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.written = Counter("clusterpulse_vm_samples_written_total",
-                               "Samples accepted by VictoriaMetrics", registry=self.registry)
-        self.dropped = Counter("clusterpulse_vm_dropped_samples_total",
-                               "Samples given up on (retry queue overflow, refused body, shutdown)",
-                               registry=self.registry)
-        self.queued = Gauge("clusterpulse_vm_queue_batches",
-                            "Batches waiting to be written to VictoriaMetrics", registry=self.registry)
+        self.written = Counter(
+            "clusterpulse_vm_samples_written_total", "Samples accepted by VictoriaMetrics", registry=self.registry
+        )
+        self.dropped = Counter(
+            "clusterpulse_vm_dropped_samples_total",
+            "Samples given up on (retry queue overflow, refused body, shutdown)",
+            registry=self.registry,
+        )
+        self.queued = Gauge(
+            "clusterpulse_vm_queue_batches", "Batches waiting to be written to VictoriaMetrics", registry=self.registry
+        )
         self._published: list[CollectorRegistry] = []
 
     def publish(self, registry: CollectorRegistry) -> None:

@@ -66,8 +66,7 @@ def epoch_ms(moment: datetime, fallback_ms: int) -> int:
     return (moment - _EPOCH) // _MILLISECOND
 
 
-def piece_lines(pieces: Sequence[Piece], received_ms: int,
-                extra: LabelPairs = ()) -> tuple[tuple[str, ...], list[str]]:
+def piece_lines(pieces: Sequence[Piece], received_ms: int, extra: LabelPairs = ()) -> tuple[tuple[str, ...], list[str]]:
     """The stream name and the lines of the pieces the writer understands (others are ignored).
 
     Timestamps are each piece's collection time (``ClusterMetrics.timestamp``, each
@@ -82,8 +81,7 @@ def piece_lines(pieces: Sequence[Piece], received_ms: int,
     for piece in pieces:
         if isinstance(piece, ClusterMetricsPiece):
             stream.append(f"cluster:{piece.cluster}")
-            lines += cluster_lines(piece.cluster, piece.metrics,
-                                   epoch_ms(piece.metrics.timestamp, received_ms), extra)
+            lines += cluster_lines(piece.cluster, piece.metrics, epoch_ms(piece.metrics.timestamp, received_ms), extra)
         elif isinstance(piece, NodesPiece):
             stream.append(f"nodes:{piece.cluster}")
             for node in piece.nodes:
@@ -100,8 +98,9 @@ def piece_lines(pieces: Sequence[Piece], received_ms: int,
                 lines += custom_resource_lines(name, piece.cluster, results.source_id, value, ts_ms, extra)
         elif isinstance(piece, RecordPiece) and piece.numbers:
             stream.append(f"record:{piece.key_prefix}:{piece.record_id}")
-            lines += record_lines(piece.kind, piece.namespace, piece.name, piece.numbers,
-                                  epoch_ms(piece.timestamp, received_ms), extra)
+            lines += record_lines(
+                piece.kind, piece.namespace, piece.name, piece.numbers, epoch_ms(piece.timestamp, received_ms), extra
+            )
         elif isinstance(piece, AlertPiece | AlertResolution):
             if f"alerts:{piece.cluster}" not in stream:
                 stream.append(f"alerts:{piece.cluster}")
@@ -114,21 +113,25 @@ def piece_lines(pieces: Sequence[Piece], received_ms: int,
             stream.append(f"operators:{cluster}")
         if openshift is not None:
             stream.append(f"clusteroperators:{cluster}")
-        lines += operator_lines(cluster, olm.operators if olm else None,
-                                openshift.cluster_operators if openshift else None, received_ms, extra)
+        lines += operator_lines(
+            cluster,
+            olm.operators if olm else None,
+            openshift.cluster_operators if openshift else None,
+            received_ms,
+            extra,
+        )
     return tuple(sorted(stream)), lines
 
 
 def encode_chunks(lines: Sequence[str], batch_size: int) -> tuple[Chunk, ...]:
     """Split lines into request bodies of at most ``batch_size`` lines each."""
     return tuple(
-        Chunk(("\n".join(lines[start:start + batch_size]) + "\n").encode(), len(lines[start:start + batch_size]))
+        Chunk(("\n".join(lines[start : start + batch_size]) + "\n").encode(), len(lines[start : start + batch_size]))
         for start in range(0, len(lines), batch_size)
     )
 
 
-def render_batch(pieces: Sequence[Piece], received_ms: int, batch_size: int,
-                 extra: LabelPairs = ()) -> Batch | None:
+def render_batch(pieces: Sequence[Piece], received_ms: int, batch_size: int, extra: LabelPairs = ()) -> Batch | None:
     """The batch for one store call, or ``None`` when no piece has a time series."""
     stream, lines = piece_lines(pieces, received_ms, extra)
     if not lines:

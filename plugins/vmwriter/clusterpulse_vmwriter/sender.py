@@ -42,8 +42,7 @@ class Sender:
     #: How often an idle sender re-checks for a stop request it may have missed.
     IDLE_POLL = 1.0
 
-    def __init__(self, queue: RetryQueue, client: ImportClient, metrics: WriterMetrics,
-                 backoff: Backoff) -> None:
+    def __init__(self, queue: RetryQueue, client: ImportClient, metrics: WriterMetrics, backoff: Backoff) -> None:
         self.queue = queue
         self.client = client
         self.metrics = metrics
@@ -113,9 +112,17 @@ class Sender:
         delay = self.backoff.next()
         if not self._failing:
             self._failing = True
-            log.warning("VictoriaMetrics write failed (%s); queueing history (%d batches, %d samples), "
-                        "retrying with backoff", exc, len(self.queue), self.queue.samples)
+            log.warning(
+                "VictoriaMetrics write failed (%s); queueing history (%d batches, %d samples), retrying with backoff",
+                exc,
+                len(self.queue),
+                self.queue.samples,
+            )
         else:
-            log.debug("VictoriaMetrics write failed again (%s); retry in %.2fs, %d batches queued",
-                      exc, delay, len(self.queue))
+            log.debug(
+                "VictoriaMetrics write failed again (%s); retry in %.2fs, %d batches queued",
+                exc,
+                delay,
+                len(self.queue),
+            )
         self._stopping.wait(delay)

@@ -81,8 +81,9 @@ def sample_line(metric: str, rendered_labels: str, value: str, ts_ms: int) -> st
     return f"{metric}{rendered_labels} {value} {ts_ms}"
 
 
-def format_line(metric: str, cluster: str, node: str, value: bool | int | float, ts_ms: int,
-                extra: LabelPairs = ()) -> str:
+def format_line(
+    metric: str, cluster: str, node: str, value: bool | int | float, ts_ms: int, extra: LabelPairs = ()
+) -> str:
     """One sample line: labels ``cluster``, then ``node`` when non-empty, then ``extra`` (upstream formatLine)."""
     labels = [("cluster", cluster)]
     if node:

@@ -84,8 +84,12 @@ class Applier:
             live = self.get(obj)
             if live is None:
                 try:
-                    self.client.request("POST", object_type(obj).path(namespace=obj.metadata.namespace),
-                                        body=desired, timeout=self.timeout)
+                    self.client.request(
+                        "POST",
+                        object_type(obj).path(namespace=obj.metadata.namespace),
+                        body=desired,
+                        timeout=self.timeout,
+                    )
                     return CREATED
                 except ConflictError:
                     live = self.get(obj)  # created meanwhile: compare with it

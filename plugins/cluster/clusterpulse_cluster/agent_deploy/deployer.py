@@ -106,8 +106,9 @@ def has_finalizer(obj: Mapping[str, Any]) -> bool:
 class AgentDeployer:
     """The agent side of the cluster reconcile; keeps per-cluster memory between reconciles."""
 
-    def __init__(self, settings: ClusterSettings, clock: Callable[[], datetime],
-                 version: Callable[[], str] = controller_version) -> None:
+    def __init__(
+        self, settings: ClusterSettings, clock: Callable[[], datetime], version: Callable[[], str] = controller_version
+    ) -> None:
         self.settings = settings
         self.clock = clock
         self.version = version
@@ -135,8 +136,9 @@ class AgentDeployer:
             if connection.connected and not deployed_by_hub(current) and not self._applied_for(name):
                 # An agent installed some other way is streaming: leave it alone. The hub takes
                 # over only if it disconnects (as upstream does).
-                self._set_status(ctx, name, current, AgentStatus(False, connection.version, True,
-                                                                 connection.last_heartbeat))
+                self._set_status(
+                    ctx, name, current, AgentStatus(False, connection.version, True, connection.last_heartbeat)
+                )
                 return
             try:
                 credentials, client = self._client(ctx, name, namespace, spec)
@@ -148,15 +150,20 @@ class AgentDeployer:
                 # The status keeps the version last deployed, so the change is tried again.
                 was_deployed = connection.connected and deployed_by_hub(current)
                 previous = str(current.get("version") or "") if isinstance(current, Mapping) else ""
-                self._set_status(ctx, name, current, AgentStatus(was_deployed, previous, connection.connected,
-                                                                 connection.last_heartbeat))
+                self._set_status(
+                    ctx,
+                    name,
+                    current,
+                    AgentStatus(was_deployed, previous, connection.connected, connection.last_heartbeat),
+                )
                 self._forget_applied(name)
                 if connection.connected:
                     ctx.log.warning("the agent is connected, but checking its objects failed: %s", exc)
                     return
                 raise
-            self._set_status(ctx, name, current, AgentStatus(True, tag, connection.connected,
-                                                             connection.last_heartbeat))
+            self._set_status(
+                ctx, name, current, AgentStatus(True, tag, connection.connected, connection.last_heartbeat)
+            )
             self._sweep(ctx, client, owner, spec)
             return
         if has_finalizer(obj):
@@ -166,8 +173,11 @@ class AgentDeployer:
             except AgentDeployError as exc:
                 leftovers, error = ["all"], str(exc)
             if leftovers:
-                ctx.log.warning("switched to pull: removing the agent failed (%s), will retry; not removed: %s",
-                                error, ", ".join(leftovers))
+                ctx.log.warning(
+                    "switched to pull: removing the agent failed (%s), will retry; not removed: %s",
+                    error,
+                    ", ".join(leftovers),
+                )
                 return
             ctx.log.info("switched to pull: agent removed from the cluster")
             self._drop_finalizer(ctx, obj)
@@ -194,14 +204,25 @@ class AgentDeployer:
         with self._lock:
             return self._status.get(cluster)
 
-    def _deploy(self, ctx: ReconcileContext, client: KubeClient, plan: AgentPlan, connection: Connection,
-                spec: ClusterConnectionSpec, current: Any) -> None:
+    def _deploy(
+        self,
+        ctx: ReconcileContext,
+        client: KubeClient,
+        plan: AgentPlan,
+        connection: Connection,
+        spec: ClusterConnectionSpec,
+        current: Any,
+    ) -> None:
         steps = plan.objects()
         wire_form = [to_wire(obj) for _, obj in steps]
         with self._lock:
             applied = self._applied.get(plan.cluster_name)
-            if connection.connected and applied is None and deployed_by_hub(current) \
-                    and current.get("version") == plan.version:
+            if (
+                connection.connected
+                and applied is None
+                and deployed_by_hub(current)
+                and current.get("version") == plan.version
+            ):
                 # First look since a start, at a connected agent of the wanted version: trust the
                 # status instead of reading the cluster; later changes of the plan are applied.
                 self._applied[plan.cluster_name] = applied = wire_form
@@ -221,21 +242,29 @@ class AgentDeployer:
         if self.settings.collector_token_source == collector_token.CREDENTIALS:
             return credentials
         try:
-            return collector_token.ensure(ctx.hub, ctx.runtime.namespace, cluster, obj,
-                                          timeout=float(self.settings.connect_timeout), cache=ctx.runtime.secrets)
+            return collector_token.ensure(
+                ctx.hub,
+                ctx.runtime.namespace,
+                cluster,
+                obj,
+                timeout=float(self.settings.connect_timeout),
+                cache=ctx.runtime.secrets,
+            )
         except KubeApiError as exc:
-            raise AgentDeployError(f"collector token: Secret {ctx.runtime.namespace}/"
-                                   f"{collector_token.secret_name(cluster)}: {exc}") from exc
+            raise AgentDeployError(
+                f"collector token: Secret {ctx.runtime.namespace}/{collector_token.secret_name(cluster)}: {exc}"
+            ) from exc
 
-    def _plan(self, ctx: ReconcileContext, owner: Owner, spec: ClusterConnectionSpec, token: str,
-              tag: str) -> AgentPlan:
+    def _plan(
+        self, ctx: ReconcileContext, owner: Owner, spec: ClusterConnectionSpec, token: str, tag: str
+    ) -> AgentPlan:
         settings = self.settings
         ca: str | None = None
         if settings.ingester_tls_enabled and not settings.ingester_tls_use_system_ca:
             ca = self._ca_bundle(ctx)
         read_types: set[tuple[str, str]] = set()
         hook = ctx.runtime.plugins.hook("clusterpulse_agent_read_types")  # None: no ingester
-        for answer in (hook() if hook is not None else ()):
+        for answer in hook() if hook is not None else ():
             read_types.update((str(group), str(resource)) for group, resource in answer or ())
         return AgentPlan(
             owner=owner,
@@ -257,8 +286,10 @@ class AgentDeployer:
         namespace = settings.collector_ca_namespace or ctx.runtime.namespace
         where = f"{namespace}/{settings.collector_ca_configmap}"
         try:
-            found = ctx.hub.get(f"/api/v1/namespaces/{namespace}/configmaps/{settings.collector_ca_configmap}",
-                                timeout=float(settings.connect_timeout))
+            found = ctx.hub.get(
+                f"/api/v1/namespaces/{namespace}/configmaps/{settings.collector_ca_configmap}",
+                timeout=float(settings.connect_timeout),
+            )
         except KubeApiError as exc:
             raise AgentDeployError(f"ingester CA: failed to get CA ConfigMap {where}: {exc}") from exc
         bundle = ((found or {}).get("data") or {}).get(settings.collector_ca_key)
@@ -309,11 +340,16 @@ class AgentDeployer:
             return None
         waited = self._deleting_for(obj)
         if waited < self.settings.agent_removal_timeout:
-            ctx.log.warning("removing the agent failed (%s); retrying, %.0f s left before giving up", error,
-                            self.settings.agent_removal_timeout - waited)
+            ctx.log.warning(
+                "removing the agent failed (%s); retrying, %.0f s left before giving up",
+                error,
+                self.settings.agent_removal_timeout - waited,
+            )
             return min(REMOVAL_RETRY_SECONDS, max(self.settings.agent_removal_timeout - waited, 0.1))
-        message = (f"gave up removing the collector agent after {waited:.0f} s ({error}); left on the "
-                   f"managed cluster: {', '.join(leftovers)}")
+        message = (
+            f"gave up removing the collector agent after {waited:.0f} s ({error}); left on the "
+            f"managed cluster: {', '.join(leftovers)}"
+        )
         ctx.log.warning("%s", message)
         ctx.event("AgentLeftBehind", message, warning=True, uid=str(_meta(obj).get("uid") or ""))
         self._drop_finalizer(ctx, obj)
@@ -369,8 +405,9 @@ class AgentDeployer:
                 continue
             leftovers, error = self.remove(client, owner, self._timeout(spec))
             if leftovers:
-                ctx.log.warning("agent sweep: removing the objects of %s (gone) failed (%s): %s", owner, error,
-                                ", ".join(leftovers))
+                ctx.log.warning(
+                    "agent sweep: removing the objects of %s (gone) failed (%s): %s", owner, error, ", ".join(leftovers)
+                )
             else:
                 ctx.log.warning("agent sweep removed the agent objects of %s: that ClusterConnection is gone", owner)
 
@@ -386,12 +423,17 @@ class AgentDeployer:
 
     # ------------------------------------------------------------------ helpers
 
-    def _client(self, ctx: ReconcileContext, name: str, namespace: str,
-                spec: ClusterConnectionSpec) -> tuple[ClusterCredentials, KubeClient]:
+    def _client(
+        self, ctx: ReconcileContext, name: str, namespace: str, spec: ClusterConnectionSpec
+    ) -> tuple[ClusterCredentials, KubeClient]:
         try:
-            credentials = cluster_credentials(ctx.hub, api_url(spec.endpoint),
-                                              spec.credentials_ref.namespace or namespace, spec.credentials_ref.name,
-                                              ctx.runtime.secrets)
+            credentials = cluster_credentials(
+                ctx.hub,
+                api_url(spec.endpoint),
+                spec.credentials_ref.namespace or namespace,
+                spec.credentials_ref.name,
+                ctx.runtime.secrets,
+            )
             return credentials, ctx.runtime.pool.get(name, credentials)
         except CredentialsError as exc:
             raise AgentDeployError(f"agent: failed to get cluster client: {exc}") from exc
@@ -426,8 +468,9 @@ class AgentDeployer:
         # resourceVersion makes the patch fail (409, retried) if someone changed the list meanwhile.
         ctx.runtime.fence.check("finalizer patch")
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": _meta(obj).get("resourceVersion")}}
-        ctx.hub.merge_patch(ctx.kind.api_path(ctx.ref.namespace, ctx.ref.name), patch,
-                            timeout=float(self.settings.connect_timeout))
+        ctx.hub.merge_patch(
+            ctx.kind.api_path(ctx.ref.namespace, ctx.ref.name), patch, timeout=float(self.settings.connect_timeout)
+        )
 
     def _set_status(self, ctx: ReconcileContext, cluster: str, current: Any, status: AgentStatus | None) -> None:
         with self._lock:
@@ -439,8 +482,12 @@ class AgentDeployer:
             if current is not None:
                 ctx.patch_status({"agent": None})
             return
-        field = AgentStatusField(status.deployed, status.version, status.connected,
-                                 format_time(status.last_heartbeat) if status.last_heartbeat else "")
+        field = AgentStatusField(
+            status.deployed,
+            status.version,
+            status.connected,
+            format_time(status.last_heartbeat) if status.last_heartbeat else "",
+        )
         if field.differs_from(current):
             ctx.patch_status({"agent": unstructure(field)})
 

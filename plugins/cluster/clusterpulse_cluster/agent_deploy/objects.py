@@ -360,8 +360,9 @@ class NetworkPolicy:
     kind: str = "NetworkPolicy"
 
 
-AgentObject = (Namespace | ServiceAccount | ClusterRole | ClusterRoleBinding | Secret | ConfigMap | NetworkPolicy
-               | Deployment)
+AgentObject = (
+    Namespace | ServiceAccount | ClusterRole | ClusterRoleBinding | Secret | ConfigMap | NetworkPolicy | Deployment
+)
 
 
 @attrs.frozen
@@ -444,8 +445,7 @@ def owner_meta(owner: Owner, name: str, namespace: str = "", labels: dict[str, s
     for key, value in ((OWNER_NAMESPACE_LABEL, owner.namespace), (OWNER_NAME_LABEL, owner.name)):
         if _LABEL_VALUE.match(value):
             all_labels[key] = value
-    return ObjectMeta(name=name, namespace=namespace, labels=all_labels,
-                      annotations={OWNER_ANNOTATION: str(owner)})
+    return ObjectMeta(name=name, namespace=namespace, labels=all_labels, annotations={OWNER_ANNOTATION: str(owner)})
 
 
 def owner_of(live: Any) -> Owner | None:

@@ -113,10 +113,14 @@ class AgentPlan:
             ("namespace", Namespace(meta(AGENT_NAMESPACE, labels=dict(POD_SECURITY_LABELS)))),
             ("serviceaccount", ServiceAccount(meta(AGENT_NAME, AGENT_NAMESPACE))),
             ("clusterrole", ClusterRole(meta(AGENT_NAME), agent_rules(self.read_types))),
-            ("clusterrolebinding", ClusterRoleBinding(
-                meta(AGENT_NAME), RoleRef(AGENT_NAME), (Subject(AGENT_NAME, AGENT_NAMESPACE),))),
-            ("secret", Secret(meta(TOKEN_SECRET, AGENT_NAMESPACE),
-                              {"token": base64.b64encode(self.token.encode()).decode()})),
+            (
+                "clusterrolebinding",
+                ClusterRoleBinding(meta(AGENT_NAME), RoleRef(AGENT_NAME), (Subject(AGENT_NAME, AGENT_NAMESPACE),)),
+            ),
+            (
+                "secret",
+                Secret(meta(TOKEN_SECRET, AGENT_NAMESPACE), {"token": base64.b64encode(self.token.encode()).decode()}),
+            ),
         ]
         if self.ca_bundle is not None:
             steps.append(("ingester CA", ConfigMap(meta(CA_CONFIGMAP, AGENT_NAMESPACE), {CA_KEY: self.ca_bundle})))
@@ -132,8 +136,10 @@ class AgentPlan:
         API server port behind it) and the ingester's port.
         """
         ports = [NetworkPolicyPort(53, "UDP"), NetworkPolicyPort(53, "TCP")]
-        rules = [NetworkPolicyEgressRule(tuple(ports)),
-                 NetworkPolicyEgressRule((NetworkPolicyPort(443), NetworkPolicyPort(6443)))]
+        rules = [
+            NetworkPolicyEgressRule(tuple(ports)),
+            NetworkPolicyEgressRule((NetworkPolicyPort(443), NetworkPolicyPort(6443))),
+        ]
         port = ingester_port(self.ingester_address)
         if port is not None and port not in (443, 6443):
             rules.append(NetworkPolicyEgressRule((NetworkPolicyPort(port),)))
@@ -167,14 +173,20 @@ class AgentPlan:
             resources=ResourceRequirements(requests=ResourceList("50m", "128Mi"), limits=ResourceList("200m", "512Mi")),
             volume_mounts=(VolumeMount(CA_CONFIGMAP, CA_MOUNT, True),) if with_ca else (),
         )
-        pod = PodSpec(AGENT_NAME, (container,),
-                      (Volume(CA_CONFIGMAP, ConfigMapVolumeSource(CA_CONFIGMAP)),) if with_ca else ())
+        pod = PodSpec(
+            AGENT_NAME, (container,), (Volume(CA_CONFIGMAP, ConfigMapVolumeSource(CA_CONFIGMAP)),) if with_ca else ()
+        )
         return Deployment(
             self._meta(AGENT_NAME, AGENT_NAMESPACE, DEPLOYMENT_LABELS),
             DeploymentSpec(
                 selector=LabelSelector({"app.kubernetes.io/name": AGENT_NAME}),
                 # A new token (rotation) changes the pod template, so the agent restarts with it.
-                template=PodTemplate(ObjectMeta(labels=dict(DEPLOYMENT_LABELS), annotations={
-                    TOKEN_ANNOTATION: hashlib.sha256(self.token.encode()).hexdigest()[:16]}), pod),
+                template=PodTemplate(
+                    ObjectMeta(
+                        labels=dict(DEPLOYMENT_LABELS),
+                        annotations={TOKEN_ANNOTATION: hashlib.sha256(self.token.encode()).hexdigest()[:16]},
+                    ),
+                    pod,
+                ),
             ),
         )

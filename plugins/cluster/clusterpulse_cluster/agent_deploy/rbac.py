@@ -54,6 +54,9 @@ def agent_rules(extra_types: Iterable[tuple[str, str]] = ()) -> tuple[PolicyRule
             continue
         by_group.setdefault(group, set()).add(resource)
     rules = [PolicyRule((group,), tuple(sorted(resources)), READ) for group, resources in sorted(by_group.items())]
-    rules += [PolicyRule((group,), (resource,), READ, (name,)) for group, resource, name in NAMED_OBJECTS
-              if resource not in by_group.get(group, set())]
+    rules += [
+        PolicyRule((group,), (resource,), READ, (name,))
+        for group, resource, name in NAMED_OBJECTS
+        if resource not in by_group.get(group, set())
+    ]
     return tuple(rules)

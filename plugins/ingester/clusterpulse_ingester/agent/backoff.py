@@ -13,8 +13,14 @@ class Backoff:
     fleet of agents that lost the hub together does not reconnect in lockstep.
     """
 
-    def __init__(self, base: float = 1.0, cap: float = 300.0, jitter: float = 0.5, attempts: int = 0,
-                 rand: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self,
+        base: float = 1.0,
+        cap: float = 300.0,
+        jitter: float = 0.5,
+        attempts: int = 0,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
         self.base = base
         self.cap = cap
         self.jitter = jitter

@@ -50,8 +50,12 @@ def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
         log.error("CLUSTER_NAME is required")
         return 1
     try:
-        client = local_client(kubeconfig or config.core.kubeconfig, config.core.request_timeout,
-                              settings.service_account_dir, agent_version())
+        client = local_client(
+            kubeconfig or config.core.kubeconfig,
+            config.core.request_timeout,
+            settings.service_account_dir,
+            agent_version(),
+        )
     except Exception as exc:
         log.error("cannot reach the local cluster: %s", exc)
         return 1
@@ -60,8 +64,13 @@ def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
     probe = None
     address = parse_bind_address(config.core.metrics_bind_address)
     if address is not None:
-        probe = ProbeServer("metrics", address, {"/metrics": metrics_reply(registry)},
-                            config.core.probe_request_timeout, config.core.probe_max_connections)
+        probe = ProbeServer(
+            "metrics",
+            address,
+            {"/metrics": metrics_reply(registry)},
+            config.core.probe_request_timeout,
+            config.core.probe_max_connections,
+        )
         probe.start()
         log.info("agent metrics on port %d", probe.port)
 
@@ -71,8 +80,13 @@ def run_agent(config: Config, host: PluginHost, kubeconfig: str) -> int:
             loop.add_signal_handler(sig, agent.request_stop)
         return await agent.run()
 
-    log.info("agent for cluster %s -> %s (TLS %s), every %ss", settings.cluster_name, settings.ingester_address,
-             "on" if settings.tls_enabled else "off", settings.collect_interval)
+    log.info(
+        "agent for cluster %s -> %s (TLS %s), every %ss",
+        settings.cluster_name,
+        settings.ingester_address,
+        "on" if settings.tls_enabled else "off",
+        settings.collect_interval,
+    )
     try:
         return asyncio.run(main())
     finally:
@@ -104,8 +118,12 @@ def make_agent_command(config: Callable[[], Config | None], host: PluginHost) ->
 
     @agent_command.command("rotate-token")
     @click.argument("cluster")
-    @click.option("--grace", type=float, default=None,
-                  help="seconds the current token is still accepted (default: token_rotation_grace)")
+    @click.option(
+        "--grace",
+        type=float,
+        default=None,
+        help="seconds the current token is still accepted (default: token_rotation_grace)",
+    )
     def rotate_token_command(cluster: str, grace: float | None) -> None:
         """On the hub: give CLUSTER's agent a new collector token; the current one stays valid for the grace."""
         sys.exit(rotate_token(loaded_config(), cluster, grace))
@@ -128,8 +146,10 @@ def rotate_token(config: Config, cluster: str, grace: float | None) -> int:
     if not valid_cluster_name(cluster):
         fail(f"CLUSTER: {cluster[:80]!r} is not a valid ClusterConnection name")
     if settings.collector_token_source != collector_token.HUB:
-        fail('collector_token_source is "credentials": the agents use the ClusterConnection\'s credentials '
-             "token; rotate that Secret instead")
+        fail(
+            'collector_token_source is "credentials": the agents use the ClusterConnection\'s credentials '
+            "token; rotate that Secret instead"
+        )
     seconds = settings.token_rotation_grace if grace is None else grace
     if seconds < 0:
         fail(f"--grace: must be >= 0, got {seconds:g}")
@@ -137,13 +157,16 @@ def rotate_token(config: Config, cluster: str, grace: float | None) -> int:
     name = collector_token.secret_name(cluster)
     try:
         hub = hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
-        until = collector_token.rotate(hub, namespace, cluster, timedelta(seconds=seconds), utcnow(),
-                                       timeout=config.core.request_timeout)
+        until = collector_token.rotate(
+            hub, namespace, cluster, timedelta(seconds=seconds), utcnow(), timeout=config.core.request_timeout
+        )
     except NotFoundError:
         fail(f"no collector token Secret {namespace}/{name}: is {cluster!r} a push-mode cluster the hub deployed?")
     except (KubeApiError, OSError) as exc:
         fail(f"rotating {namespace}/{name}: {exc}")
-    click.echo(f"rotated the collector token of {cluster} (Secret {namespace}/{name}); the previous token is "
-               f"accepted until {until.strftime('%Y-%m-%dT%H:%M:%SZ')}; the hub gives the agent the new one at "
-               "its next reconcile")
+    click.echo(
+        f"rotated the collector token of {cluster} (Secret {namespace}/{name}); the previous token is "
+        f"accepted until {until.strftime('%Y-%m-%dT%H:%M:%SZ')}; the hub gives the agent the new one at "
+        "its next reconcile"
+    )
     return 0

@@ -110,32 +110,43 @@ class AgentMetrics:
             collected=Counter("clusterpulse_agent_batches_collected_total", "Batches built", registry=registry),
             sent=Counter("clusterpulse_agent_batches_sent_total", "Batches sent to the ingester", registry=registry),
             acked=Counter("clusterpulse_agent_batches_acked_total", "Batches the ingester stored", registry=registry),
-            dropped=Counter("clusterpulse_agent_batches_dropped_total",
-                            "Batches given up: buffer_full (oldest dropped), rejected, too_large", ["reason"],
-                            registry=registry),
-            buffered=Gauge("clusterpulse_agent_buffered_batches", "Batches waiting for the ingester",
-                           registry=registry),
-            registered=Gauge("clusterpulse_agent_registered", "1 while registered with the ingester",
-                             registry=registry),
-            config_updates=Counter("clusterpulse_agent_config_updates_total", "ConfigUpdate messages applied",
-                                   registry=registry),
+            dropped=Counter(
+                "clusterpulse_agent_batches_dropped_total",
+                "Batches given up: buffer_full (oldest dropped), rejected, too_large",
+                ["reason"],
+                registry=registry,
+            ),
+            buffered=Gauge(
+                "clusterpulse_agent_buffered_batches", "Batches waiting for the ingester", registry=registry
+            ),
+            registered=Gauge(
+                "clusterpulse_agent_registered", "1 while registered with the ingester", registry=registry
+            ),
+            config_updates=Counter(
+                "clusterpulse_agent_config_updates_total", "ConfigUpdate messages applied", registry=registry
+            ),
         )
 
 
 class Agent:
     """One collector agent: the plugins' collectors against its own cluster, pushed to the ingester."""
 
-    def __init__(self, settings: IngesterSettings, host: PluginHost, client: KubeClient,
-                 registry: CollectorRegistry | None = None, version: str = "dev",
-                 clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        settings: IngesterSettings,
+        host: PluginHost,
+        client: KubeClient,
+        registry: CollectorRegistry | None = None,
+        version: str = "dev",
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
         self.settings = settings
         self.host = host
         self.version = version
         self.clock = clock
         # On the agent no collector is critical: a failed node listing leaves those fields unset
         # and the rest of the batch is still sent (docs/compatibility.md#collector-protocol).
-        self.collectors: Sequence[Collector] = [attrs.evolve(c, critical=False)
-                                                for c in host.collectors(where="agent")]
+        self.collectors: Sequence[Collector] = [attrs.evolve(c, critical=False) for c in host.collectors(where="agent")]
         self.client = client
         #: Collector state kept across cycles (e.g. the last OLM scan), as the hub keeps it per cluster.
         self.state: dict[str, Any] = {}
@@ -171,8 +182,12 @@ class Agent:
         size = batch.ByteSize()
         if size > self.settings.max_message_bytes:
             self.metrics.dropped.labels(reason="too_large").inc()
-            log.error("batch %s is %d bytes, over the %d byte limit: dropped", batch.batch_id, size,
-                      self.settings.max_message_bytes)
+            log.error(
+                "batch %s is %d bytes, over the %d byte limit: dropped",
+                batch.batch_id,
+                size,
+                self.settings.max_message_bytes,
+            )
             return
         if self.buffer.push(batch) is not None:
             self.metrics.dropped.labels(reason="buffer_full").inc()
@@ -271,11 +286,16 @@ class Agent:
 
     def totals(self) -> dict[str, int]:
         """Batches collected, acked, dropped (every reason) and still buffered, so far."""
+
         def total(counter: Counter) -> int:
             return int(sum(s.value for m in counter.collect() for s in m.samples if s.name.endswith("_total")))
 
-        return {"collected": total(self.metrics.collected), "acked": total(self.metrics.acked),
-                "dropped": total(self.metrics.dropped), "buffered": len(self.buffer)}
+        return {
+            "collected": total(self.metrics.collected),
+            "acked": total(self.metrics.acked),
+            "dropped": total(self.metrics.dropped),
+            "buffered": len(self.buffer),
+        }
 
     def request_stop(self) -> None:
         """Stop collecting and deliver what can be delivered within ``flush_timeout``."""
@@ -298,8 +318,13 @@ class Agent:
             stub = pb_grpc.CollectorServiceStub(channel)
             token = self.settings.collector_token
             call = stub.Connect(metadata=(("authorization", f"Bearer {token}"),))
-            await call.write(pb.ConnectRequest(register=pb.RegisterRequest(
-                cluster_name=self.settings.cluster_name, token=token, version=self.version)))
+            await call.write(
+                pb.ConnectRequest(
+                    register=pb.RegisterRequest(
+                        cluster_name=self.settings.cluster_name, token=token, version=self.version
+                    )
+                )
+            )
             first = await asyncio.wait_for(call.read(), self.settings.ack_timeout)
             if first is grpc.aio.EOF:
                 raise SessionEnded("stream closed by server")
@@ -333,8 +358,9 @@ class Agent:
                 raise SessionEnded("stream closed by server")
             await self._on_response(response, acks)
 
-    async def _send_loop(self, call: Any, acks: dict[str, asyncio.Future[pb.Ack]], reader: asyncio.Future[None],
-                         flush: bool) -> None:
+    async def _send_loop(
+        self, call: Any, acks: dict[str, asyncio.Future[pb.Ack]], reader: asyncio.Future[None], flush: bool
+    ) -> None:
         assert self._wake is not None
         next_beat = time.monotonic() + self.settings.heartbeat_interval
         while True:
@@ -355,15 +381,15 @@ class Agent:
             self.metrics.buffered.set(len(self.buffer))
             await self._deliver(call, acks, reader, batch)
 
-    async def _deliver(self, call: Any, acks: dict[str, asyncio.Future[pb.Ack]], reader: asyncio.Future[None],
-                       batch: pb.MetricsBatch) -> None:
+    async def _deliver(
+        self, call: Any, acks: dict[str, asyncio.Future[pb.Ack]], reader: asyncio.Future[None], batch: pb.MetricsBatch
+    ) -> None:
         future: asyncio.Future[pb.Ack] = asyncio.get_running_loop().create_future()
         acks[batch.batch_id] = future
         try:
             await call.write(pb.ConnectRequest(metrics=batch))
             self.metrics.sent.inc()
-            await asyncio.wait({future, reader}, timeout=self.settings.ack_timeout,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({future, reader}, timeout=self.settings.ack_timeout, return_when=asyncio.FIRST_COMPLETED)
             if not future.done():
                 raise SessionEnded(f"no ack for batch {batch.batch_id} within {self.settings.ack_timeout}s")
         except BaseException:
@@ -389,9 +415,11 @@ class Agent:
         self.metrics.buffered.set(len(self.buffer))
 
     def _health(self) -> pb.HealthReport:
-        report = pb.HealthReport(cluster_name=self.settings.cluster_name,
-                                 uptime_seconds=int(time.monotonic() - self.started),
-                                 buffered_batches=len(self.buffer))
+        report = pb.HealthReport(
+            cluster_name=self.settings.cluster_name,
+            uptime_seconds=int(time.monotonic() - self.started),
+            buffered_batches=len(self.buffer),
+        )
         report.timestamp.CopyFrom(timestamp_of(self.clock()))
         return report
 

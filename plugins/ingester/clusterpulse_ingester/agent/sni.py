@@ -114,18 +114,28 @@ class SniRelay:
         remote_writer: asyncio.StreamWriter | None = None
         try:
             try:
-                remote_reader, remote = await asyncio.wait_for(asyncio.open_connection(
-                    self.host, self.port, ssl=self.context, server_hostname=self.host), self.connect_timeout)
+                remote_reader, remote = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port, ssl=self.context, server_hostname=self.host),
+                    self.connect_timeout,
+                )
                 remote_writer = remote
                 tls = remote.get_extra_info("ssl_object")
                 der = tls.getpeercert(binary_form=True) if tls is not None else None
                 if not der or not certificate_matches(der, self.server_name):
-                    raise NameMismatchError(f"the certificate of {self.host}:{self.port} is not valid for "
-                                            f"INGESTER_TLS_SERVER_NAME {self.server_name}")
+                    raise NameMismatchError(
+                        f"the certificate of {self.host}:{self.port} is not valid for "
+                        f"INGESTER_TLS_SERVER_NAME {self.server_name}"
+                    )
             except (OSError, TimeoutError) as exc:
                 # gRPC only sees the connection close: the reason is here.
-                log.warning("TLS to the ingester %s:%d (SNI %s, certificate verified for %s) failed: %s",
-                            self.host, self.port, self.host, self.server_name, exc or type(exc).__name__)
+                log.warning(
+                    "TLS to the ingester %s:%d (SNI %s, certificate verified for %s) failed: %s",
+                    self.host,
+                    self.port,
+                    self.host,
+                    self.server_name,
+                    exc or type(exc).__name__,
+                )
                 return
             with contextlib.suppress(OSError):
                 await asyncio.gather(_pump(local_reader, remote), _pump(remote_reader, local_writer))

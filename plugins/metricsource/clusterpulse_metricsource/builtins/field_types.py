@@ -118,9 +118,7 @@ def _quantity_of_text(text: str) -> float:
         return 0.0
 
 
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-](\d{2}):(\d{2}))\Z"
-)
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-](\d{2}):(\d{2}))\Z")
 
 
 def to_timestamp(value: Any) -> str:

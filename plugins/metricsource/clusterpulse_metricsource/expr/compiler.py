@@ -87,11 +87,9 @@ def function_impls(tree: Node, functions: Mapping[str, Any], source: str = "") -
         min_args = meta.get("min_args", 0) or 0
         max_args = meta.get("max_args")
         if len(node.args) < min_args:
-            raise ExpressionError(
-                f"function {node.name} requires at least {min_args} arguments", node.position, source)
+            raise ExpressionError(f"function {node.name} requires at least {min_args} arguments", node.position, source)
         if max_args is not None and len(node.args) > max_args:
-            raise ExpressionError(
-                f"function {node.name} accepts at most {max_args} arguments", node.position, source)
+            raise ExpressionError(f"function {node.name} accepts at most {max_args} arguments", node.position, source)
         impl = getattr(entry, "impl", entry)
         plugin = getattr(entry, "plugin", BUILTIN_PLUGIN)
         impls[node.name] = impl if plugin == BUILTIN_PLUGIN else _named(node.name, impl, source)
@@ -118,8 +116,7 @@ def _named(name: str, impl: Callable[..., Any], source: str) -> Callable[..., An
 def _finite_results(functions: Mapping[str, Any], names: Iterable[str]) -> frozenset[str]:
     """Those of ``names`` registered with ``finite_results=True``: they never return a NaN
     or an infinity, so their results need no M3 check."""
-    return frozenset(name for name in names
-                     if (getattr(functions[name], "meta", None) or {}).get("finite_results"))
+    return frozenset(name for name in names if (getattr(functions[name], "meta", None) or {}).get("finite_results"))
 
 
 def fold_constants(node: Node) -> Node:
@@ -165,13 +162,34 @@ def _fold_binary(op: str, left: Node, right: Node, position: int) -> Node:
 _BOOL, _STR, _NONE, _ANY = "bool", "str", "none", "any"
 
 _HELPERS: dict[str, Callable[..., Any]] = {
-    "_truthy": ops.truthy, "_neg": ops.neg, "_concat": ops.concat, "_fin": ops.fin,
-    "_add": ops.add, "_sub": ops.sub, "_mul": ops.mul, "_div": ops.div, "_mod": ops.mod,
-    "_eq": ops.eq, "_ne": ops.ne, "_lt": ops.lt, "_le": ops.le, "_gt": ops.gt, "_ge": ops.ge,
+    "_truthy": ops.truthy,
+    "_neg": ops.neg,
+    "_concat": ops.concat,
+    "_fin": ops.fin,
+    "_add": ops.add,
+    "_sub": ops.sub,
+    "_mul": ops.mul,
+    "_div": ops.div,
+    "_mod": ops.mod,
+    "_eq": ops.eq,
+    "_ne": ops.ne,
+    "_lt": ops.lt,
+    "_le": ops.le,
+    "_gt": ops.gt,
+    "_ge": ops.ge,
 }
 _OPERATOR_HELPERS = {
-    "+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "%": "_mod",
-    "==": "_eq", "!=": "_ne", "<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge",
+    "+": "_add",
+    "-": "_sub",
+    "*": "_mul",
+    "/": "_div",
+    "%": "_mod",
+    "==": "_eq",
+    "!=": "_ne",
+    "<": "_lt",
+    "<=": "_le",
+    ">": "_gt",
+    ">=": "_ge",
 }
 
 

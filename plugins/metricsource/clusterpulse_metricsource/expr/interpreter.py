@@ -24,8 +24,7 @@ from clusterpulse_metricsource.expr.values import (
 )
 
 
-def interpret(node: Node, values: Mapping[str, Any] | None,
-              functions: Mapping[str, Callable[..., Any]]) -> Any:
+def interpret(node: Node, values: Mapping[str, Any] | None, functions: Mapping[str, Callable[..., Any]]) -> Any:
     """The value of ``node`` in the context ``values`` (None: no context), before coercion.
 
     ``functions`` maps names to the Python implementations. A non-finite float result

@@ -41,30 +41,26 @@ def truthy(value: Any) -> bool:
 
 def concat(left: Any, right: Any) -> str:
     """``+`` when one side is a string."""
-    return (left if type(left) is str else to_string(left)) + (
-        right if type(right) is str else to_string(right))
+    return (left if type(left) is str else to_string(left)) + (right if type(right) is str else to_string(right))
 
 
 def add(left: Any, right: Any) -> Any:
     """``+``: string concatenation if either side is a string, else float addition."""
     if type(left) is str or type(right) is str:
         return concat(left, right)
-    result = (left if type(left) is float else to_float(left)) + (
-        right if type(right) is float else to_float(right))
+    result = (left if type(left) is float else to_float(left)) + (right if type(right) is float else to_float(right))
     return result if result - result == 0.0 else None
 
 
 def sub(left: Any, right: Any) -> float | None:
     """``-`` on floats."""
-    result = (left if type(left) is float else to_float(left)) - (
-        right if type(right) is float else to_float(right))
+    result = (left if type(left) is float else to_float(left)) - (right if type(right) is float else to_float(right))
     return result if result - result == 0.0 else None
 
 
 def mul(left: Any, right: Any) -> float | None:
     """``*`` on floats."""
-    result = (left if type(left) is float else to_float(left)) * (
-        right if type(right) is float else to_float(right))
+    result = (left if type(left) is float else to_float(left)) * (right if type(right) is float else to_float(right))
     return result if result - result == 0.0 else None
 
 
@@ -89,8 +85,7 @@ def mod(left: Any, right: Any) -> float | None:
 def eq(left: Any, right: Any) -> bool:
     """M1 equality: same-kind values by value, int and float by numeric value, else false."""
     left_type = type(left)
-    if left_type is type(right) and (
-            left_type is float or left_type is str or left_type is int or left_type is bool):
+    if left_type is type(right) and (left_type is float or left_type is str or left_type is int or left_type is bool):
         return bool(left == right)
     if left_type in _NUMBER_TYPES and type(right) in _NUMBER_TYPES:
         return bool(left == right)
@@ -135,6 +130,15 @@ def ge(left: Any, right: Any) -> bool:
 
 #: Helpers of the binary operators that evaluate both sides (name used in generated code).
 BINARY_HELPERS = {
-    "+": add, "-": sub, "*": mul, "/": div, "%": mod,
-    "==": eq, "!=": ne, "<": lt, "<=": le, ">": gt, ">=": ge,
+    "+": add,
+    "-": sub,
+    "*": mul,
+    "/": div,
+    "%": mod,
+    "==": eq,
+    "!=": ne,
+    "<": lt,
+    "<=": le,
+    ">": gt,
+    ">=": ge,
 }

@@ -31,10 +31,20 @@ MAX_DEPTH = 64
 MAX_NESTING = 100
 
 _BINARY_TOKENS = {
-    TokenType.COALESCE: "??", TokenType.OR: "||", TokenType.AND: "&&", TokenType.EQ: "==",
-    TokenType.NEQ: "!=", TokenType.LT: "<", TokenType.LTE: "<=", TokenType.GT: ">",
-    TokenType.GTE: ">=", TokenType.PLUS: "+", TokenType.MINUS: "-", TokenType.STAR: "*",
-    TokenType.SLASH: "/", TokenType.PERCENT: "%",
+    TokenType.COALESCE: "??",
+    TokenType.OR: "||",
+    TokenType.AND: "&&",
+    TokenType.EQ: "==",
+    TokenType.NEQ: "!=",
+    TokenType.LT: "<",
+    TokenType.LTE: "<=",
+    TokenType.GT: ">",
+    TokenType.GTE: ">=",
+    TokenType.PLUS: "+",
+    TokenType.MINUS: "-",
+    TokenType.STAR: "*",
+    TokenType.SLASH: "/",
+    TokenType.PERCENT: "%",
 }
 
 
@@ -65,8 +75,7 @@ class _Parser:
         """One level deeper into the recursion; too deep is an error."""
         self.nesting += 1
         if self.nesting > MAX_NESTING:
-            raise ExpressionError(
-                f"expression error: nested more than {MAX_NESTING} levels deep", position, self.text)
+            raise ExpressionError(f"expression error: nested more than {MAX_NESTING} levels deep", position, self.text)
 
     def expression(self, min_level: int = 1) -> Node:
         """A unary, then binary operators of level >= ``min_level`` (precedence climbing)."""
@@ -140,14 +149,12 @@ class _Parser:
     def parse(self) -> Node:
         node = self.expression()
         if not self.errors and self.current.type is not TokenType.EOF:
-            self.error(f"unexpected {self.current.literal!r} after the end of the expression",
-                       self.current.position)
+            self.error(f"unexpected {self.current.literal!r} after the end of the expression", self.current.position)
         if self.errors:
             message = "expression error: " + "; ".join(message for message, _ in self.errors)
             raise ExpressionError(message, self.errors[0][1], self.text)
         if depth(node) > MAX_DEPTH:
-            raise ExpressionError(
-                f"expression error: nested more than {MAX_DEPTH} levels deep", 0, self.text)
+            raise ExpressionError(f"expression error: nested more than {MAX_DEPTH} levels deep", 0, self.text)
         return node
 
 

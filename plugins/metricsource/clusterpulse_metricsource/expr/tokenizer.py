@@ -56,14 +56,26 @@ class Token:
 
 
 _TWO_CHAR = {
-    b"==": TokenType.EQ, b"!=": TokenType.NEQ, b"<=": TokenType.LTE, b">=": TokenType.GTE,
-    b"&&": TokenType.AND, b"||": TokenType.OR, b"??": TokenType.COALESCE,
+    b"==": TokenType.EQ,
+    b"!=": TokenType.NEQ,
+    b"<=": TokenType.LTE,
+    b">=": TokenType.GTE,
+    b"&&": TokenType.AND,
+    b"||": TokenType.OR,
+    b"??": TokenType.COALESCE,
 }
 _ONE_CHAR = {
-    ord("+"): TokenType.PLUS, ord("-"): TokenType.MINUS, ord("*"): TokenType.STAR,
-    ord("/"): TokenType.SLASH, ord("%"): TokenType.PERCENT, ord("<"): TokenType.LT,
-    ord(">"): TokenType.GT, ord("!"): TokenType.NOT, ord("("): TokenType.LPAREN,
-    ord(")"): TokenType.RPAREN, ord(","): TokenType.COMMA,
+    ord("+"): TokenType.PLUS,
+    ord("-"): TokenType.MINUS,
+    ord("*"): TokenType.STAR,
+    ord("/"): TokenType.SLASH,
+    ord("%"): TokenType.PERCENT,
+    ord("<"): TokenType.LT,
+    ord(">"): TokenType.GT,
+    ord("!"): TokenType.NOT,
+    ord("("): TokenType.LPAREN,
+    ord(")"): TokenType.RPAREN,
+    ord(","): TokenType.COMMA,
 }
 _WHITESPACE = frozenset(b" \t\n\r")
 _DIGIT = frozenset(b"0123456789")
@@ -111,7 +123,7 @@ class _Scanner:
         data = self.data
         byte = data[start]
         position = self.char_position(start)
-        pair = data[start:start + 2]
+        pair = data[start : start + 2]
         if pair in _TWO_CHAR:
             self.offset = start + 2
             return Token(_TWO_CHAR[pair], pair.decode(), position)

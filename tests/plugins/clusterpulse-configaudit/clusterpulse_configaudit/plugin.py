@@ -48,16 +48,20 @@ class ConfigAuditReconciler:
         """Count the ConfigMaps of the audited namespace, store the record, report in the status."""
         spec = obj.get("spec") or {}
         namespace = spec.get("namespace") or ctx.ref.namespace
-        names = sorted(str((item.get("metadata") or {}).get("name"))
-                       for item in ctx.hub.list_items(f"/api/v1/namespaces/{namespace}/configmaps"))
-        ctx.store(RecordPiece(
-            kind=CONFIG_AUDIT.kind,
-            namespace=ctx.ref.namespace,
-            name=ctx.ref.name,
-            document={"namespace": namespace, "configMaps": names},
-            numbers={"configmaps": len(names)},
-            indexes=(f"audited={namespace}",),
-        ))
+        names = sorted(
+            str((item.get("metadata") or {}).get("name"))
+            for item in ctx.hub.list_items(f"/api/v1/namespaces/{namespace}/configmaps")
+        )
+        ctx.store(
+            RecordPiece(
+                kind=CONFIG_AUDIT.kind,
+                namespace=ctx.ref.namespace,
+                name=ctx.ref.name,
+                document={"namespace": namespace, "configMaps": names},
+                numbers={"configmaps": len(names)},
+                indexes=(f"audited={namespace}",),
+            )
+        )
         ctx.patch_status({"phase": "Ready", "configMaps": len(names)})
         return ReconcileResult(requeue_after=float(spec.get("intervalSeconds") or 60))
 

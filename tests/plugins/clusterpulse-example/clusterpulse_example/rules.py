@@ -22,5 +22,11 @@ def small_cluster(view: ClusterView, threshold: float | None) -> list[Finding] |
 @hookimpl
 def clusterpulse_register_alert_rules(register: Register) -> None:
     """One rule: ``ExampleSmallCluster`` (info, fires at once, threshold 3 nodes)."""
-    register("ExampleSmallCluster", small_cluster, severity="info", for_seconds=0.0, threshold=3,
-             summary="fewer than threshold nodes")
+    register(
+        "ExampleSmallCluster",
+        small_cluster,
+        severity="info",
+        for_seconds=0.0,
+        threshold=3,
+        summary="fewer than threshold nodes",
+    )
