@@ -172,7 +172,7 @@ class ClusterReconciler:
             interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
             self._store_spec(ctx, name, spec)
             validate_spec(spec)
-            self.agents.reconcile(ctx, obj, spec)
+            deferred = self.agents.reconcile(ctx, obj, spec)
             fallback = ""
             if spec.is_push:
                 fallback, live_for = self._push_state(ctx, name, current, obj)
@@ -180,7 +180,7 @@ class ClusterReconciler:
                     # Back when the agent would count as silent, so a fallback is not late by an interval.
                     return ReconcileResult(requeue_after=min(float(interval), max(1.0, live_for + 0.5)))
             pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
-            fallback = "; ".join(note for note in (fallback, clamped(spec)) if note)
+            fallback = "; ".join(note for note in (fallback, deferred, clamped(spec)) if note)
         except (InvalidSpecError, ReconcileFailure, AgentDeployError) as exc:
             return self._fail(ctx, name, current, interval, str(exc), obj)
         now = self.clock()
