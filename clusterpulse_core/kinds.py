@@ -196,5 +196,20 @@ class ReconcileResult:
     error: str = ""
 
 
+def stored_refs(runtime: Runtime, kind: str, index: str, *, namespaced: bool = False) -> list[ObjectRef] | None:
+    """The objects of ``kind`` whose state the storage backends hold in ``index`` (what a
+    :meth:`Reconciler.stored_refs` answers from ``PluginHost.stored_names``).
+
+    The index holds names in the watch namespace, or with ``namespaced`` ``<namespace>/<name>``
+    (a name without one is skipped). ``None`` when no backend keeps the index.
+    """
+    names = runtime.plugins.stored_names(index)
+    if names is None:
+        return None
+    if not namespaced:
+        return [ObjectRef(kind, runtime.namespace, name) for name in names]
+    return [ObjectRef(kind, *name.split("/", 1)) for name in names if "/" in name]
+
+
 class TerminalError(Exception):
     """Raised by a reconcile for an error that retrying cannot fix (logged, not retried)."""

@@ -142,6 +142,11 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
     minted = harness.hub.get("v1", "secrets", "clusterpulse-collector-east", HUB_NAMESPACE)
     assert base64.b64decode(token["data"]["token"]) == base64.b64decode(minted["data"]["token"])
     assert base64.b64decode(token["data"]["token"]).decode() != three_node.TOKEN
+    # Owned by its ClusterConnection, so Kubernetes deletes it with the cluster.
+    owner = harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE)
+    assert minted["metadata"]["ownerReferences"] == [
+        {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": "east", "uid": owner["metadata"]["uid"]}
+    ]
 
     deployment = live(cluster, "deployment")
     assert deployment["spec"]["replicas"] == 1

@@ -262,3 +262,21 @@ def test_a_kind_is_reconciled_by_the_object_it_declares_and_old_plugins_by_their
     assert legacy.forget(ObjectRef("Gadget", "ns", "g1"), None) == ReconcileResult(requeue_after=1.0)
     assert legacy.stored_refs(None) is None
     assert widgets.reconciler.seen == ["w1"]
+
+
+def test_first_party_kinds_declare_a_reconciler_of_their_own_not_the_plugin_object() -> None:
+    host = PluginHost(list(plugin_defaults().plugins))
+    assert set(host.kinds) >= {
+        "ClusterConnection",
+        "RegistryConnection",
+        "MetricSource",
+        "MonitorAccessPolicy",
+        "AlertRule",
+    }
+    for name, (owner, kind) in host.kinds.items():
+        plugin = host.plugin(owner)
+        assert kind.reconciler is not None and kind.reconciler is not plugin, f"{name}: reconciled by its plugin"
+        assert host.reconciler(name) is kind.reconciler
+        for verb in ("reconcile", "forget", "stored_refs"):
+            assert callable(getattr(kind.reconciler, verb)), f"{name}: its reconciler has no {verb}"
+            assert not hasattr(plugin, verb), f"{name}: plugin {owner} still carries {verb}"

@@ -34,6 +34,7 @@ from clusterpulse_model.pieces import (
 
 from clusterpulse_cluster import status as connection_status
 from clusterpulse_cluster.agent_deploy.deployer import AgentDeployer, AgentDeployError, ingester_transport
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.olm import LAST_SCAN_KEY
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import (
@@ -50,8 +51,8 @@ from clusterpulse_cluster.spec import (
 from clusterpulse_core import deadline
 from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
-from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, stored_refs
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
@@ -120,7 +121,11 @@ def ordered(pieces: Sequence[Piece]) -> list[Piece]:
 
 
 class ClusterReconciler:
-    """Reconciles ClusterConnections; keeps per-cluster collector state between reconciles."""
+    """Reconciles ClusterConnections: the :class:`~clusterpulse_core.kinds.Reconciler` the kind declares.
+
+    Keeps per-cluster collector state between reconciles, the collector thread pool and the
+    push-mode agent deployer.
+    """
 
     def __init__(self, settings: ClusterSettings, clock: Callable[[], datetime]) -> None:
         self.settings = settings
@@ -158,7 +163,11 @@ class ClusterReconciler:
 
     # ------------------------------------------------------------------ reconcile
 
-    def reconcile(
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
+        """Reconcile one ClusterConnection with every registered collector (``clusterpulse_collectors``)."""
+        return self.reconcile_with(obj, ctx, ctx.runtime.plugins.collectors())
+
+    def reconcile_with(
         self, obj: Mapping[str, Any], ctx: ReconcileContext, collectors: Sequence[Collector]
     ) -> ReconcileResult:
         """Store the spec, collect the cluster, store the pieces, patch the status, say when to return."""
@@ -402,7 +411,19 @@ class ClusterReconciler:
 
     # ------------------------------------------------------------------ deletion
 
-    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> None:
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The clusters storage holds (``clusters``), in the watch namespace."""
+        return stored_refs(runtime, CLUSTER_CONNECTION.kind, "clusters")
+
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | ReconcileResult:
+        """A ClusterConnection is gone: remove its agent (push mode), then its data, client and state."""
+        retry = self.agents.forget(ctx, ref)
+        if retry is not None:
+            return ReconcileResult(requeue_after=retry)
+        self._forget_state(ref, ctx)
+        return True
+
+    def _forget_state(self, ref: ObjectRef, ctx: ReconcileContext) -> None:
         """Remove the cluster's stored state, its pooled client and its collector state
         (docs/compatibility.md#cluster-reconcile)."""
         ctx.store(ClusterDeletion(ref.name), EventPiece("cluster.deleted", ref.name, None, timestamp=self.clock()))

@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,8 +43,6 @@ from clusterpulse_ingester.auth import (
     HubView,
     bearer_token,
     check_tokens,
-    token_cluster,
-    valid_cluster_name,
 )
 from clusterpulse_ingester.certs import CertificateError, KeyPair, leaf_names
 from clusterpulse_ingester.connections import ConnectionTable
@@ -385,17 +383,16 @@ class IngesterServer:
             except RuntimeError:
                 pass
 
-    def _hub_changed(self, obj: Mapping[str, Any], added: bool) -> None:
+    def _hub_changed(self, token_of: str) -> None:
         """A ClusterConnection or Secret changed (informer thread): check the open streams again.
 
         A collector token that changed (rotated, or deleted so that it is minted again) also queues
-        its cluster, whose reconcile gives the agent the new token now rather than at its next
-        interval. A token just added needs no such reconcile: the reconcile that minted it is the
-        one handing it to the agent.
+        its cluster ``token_of``, whose reconcile gives the agent the new token now rather than at
+        its next interval. A token just added needs no such reconcile: the reconcile that minted it
+        is the one handing it to the agent.
         """
-        cluster = token_cluster(dict(obj)) if obj.get("kind", "Secret") == "Secret" and not added else ""
-        if cluster and valid_cluster_name(cluster):
-            self.runtime.request_resync(f"collector token of cluster {cluster} changed", self._cluster_ref(cluster))
+        if token_of:
+            self.runtime.request_resync(f"collector token of cluster {token_of} changed", self._cluster_ref(token_of))
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:

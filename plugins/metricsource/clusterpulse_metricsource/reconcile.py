@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from clusterpulse_metricsource.catalog import Catalog
 from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
+from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import CompileError, MetricSourceError
 from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data, fleet_of
@@ -42,9 +43,9 @@ from clusterpulse_model.pieces import (
 from prometheus_client import CollectorRegistry, Counter
 
 from clusterpulse_core.clock import utcnow
-from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
 from clusterpulse_core.contributions import Contributions
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, stored_refs
 from clusterpulse_core.kube.client import KubeApiError, hub_unreachable
 from clusterpulse_core.logs import clip
 from clusterpulse_core.serde import unstructure
@@ -63,7 +64,10 @@ SHARE_CATCH_UP_SECONDS = 5.0
 
 
 class MetricSourceReconciler:
-    """Holds what outlives one reconcile: compiled programs by source id and discovery answers."""
+    """Reconciles MetricSources (the :class:`~clusterpulse_core.kinds.Reconciler` the kind declares).
+
+    Holds what outlives one reconcile: compiled programs by source id and discovery answers.
+    """
 
     def __init__(self, settings: MetricSourceSettings | None = None) -> None:
         self.settings = settings or MetricSourceSettings()
@@ -177,6 +181,10 @@ class MetricSourceReconciler:
         except Exception as exc:
             ctx.log.error("publishing the reconciled event failed: %s", exc)
         return ReconcileResult(requeue_after=requeue_seconds(interval, outcome.errors))
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The MetricSources storage holds (``metricsources``: ``<ns>/<name>``)."""
+        return stored_refs(runtime, METRIC_SOURCE.kind, "metricsources", namespaced=True)
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the cached program, remove the stored state and publish ``deleted``.

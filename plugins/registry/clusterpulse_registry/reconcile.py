@@ -3,7 +3,7 @@ docs/compatibility.md#redis-keys)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,8 +18,8 @@ from clusterpulse_model.pieces import (
 
 from clusterpulse_core import serde
 from clusterpulse_core.conditions import Condition, ready_condition
-from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, stored_refs
 from clusterpulse_core.kube.credentials import PolicyError
 from clusterpulse_core.logs import clip
 from clusterpulse_core.pieces import Piece
@@ -27,6 +27,7 @@ from clusterpulse_core.store import StoreError
 from clusterpulse_registry.clients import ClientCache, ClientSettings
 from clusterpulse_registry.credentials import registry_credentials
 from clusterpulse_registry.endpoint import normalise_endpoint
+from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_registry.policy import (
     UNHEALTHY,
     catalog_limit,
@@ -132,7 +133,8 @@ def _record_event(ctx: ReconcileContext, obj: Mapping[str, Any], before: str, af
 
 
 class RegistryReconciler:
-    """Checks one RegistryConnection per call; owns the registry clients."""
+    """Reconciles RegistryConnections (the :class:`~clusterpulse_core.kinds.Reconciler` the kind declares):
+    checks one registry per call; owns the registry clients."""
 
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
@@ -215,6 +217,10 @@ class RegistryReconciler:
             if old.health != UNHEALTHY:
                 _record_event(ctx, obj, old.health, UNHEALTHY, message)
         return ReconcileResult(requeue_after=float(reconcile_interval(0)), error=message)
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The registries storage holds (``registries``), in the watch namespace."""
+        return stored_refs(runtime, REGISTRY_CONNECTION.kind, "registries")
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the client and remove the registry's stored state, then publish ``registry.deleted``."""
