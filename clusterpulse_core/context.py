@@ -151,9 +151,11 @@ class ObjectLogger(logging.LoggerAdapter):  # type: ignore[type-arg, unused-igno
     """Prefixes every message with the object's kind, namespace and name."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
-        """Add ``[Kind ns/name]`` in front of the message."""
+        """Add ``[Kind ns/name]`` in front of the message (and ``object`` to the record)."""
         extra = self.extra or {}
-        return f"[{extra.get('object', '?')}] {msg}", kwargs
+        name = extra.get("object", "?")
+        kwargs["extra"] = {**(kwargs.get("extra") or {}), "object": name}
+        return f"[{name}] {msg}", kwargs
 
 
 class ManagedClusterError(Exception):
