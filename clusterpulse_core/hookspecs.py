@@ -56,8 +56,9 @@ if TYPE_CHECKING:
 
     from clusterpulse_core.collect import Collector
     from clusterpulse_core.config import Config
-    from clusterpulse_core.context import ReconcileContext, Runtime
+    from clusterpulse_core.context import ManagedClusterAddress, ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+    from clusterpulse_core.kube.client import KubeClient
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -313,6 +314,20 @@ def clusterpulse_reconcile_call(
     it; re-raise it, or raise another: the runtime retries as for the reconciler's own). It must not
     swallow an exception or change the result, which is the reconciler's answer to the runtime, and
     must not block. A plain implementation would answer instead of the reconciler: do not write one.
+    """
+
+
+@hookspec(firstresult=True)
+@called("first result, per ReconcileContext.managed_cluster call")
+def clusterpulse_managed_cluster(name: str, namespace: str, hub: KubeClient) -> ManagedClusterAddress | None:
+    """Where managed cluster ``name``, declared in ``namespace`` of the hub, is: its endpoint and its
+    credentials Secret (a :class:`clusterpulse_core.context.ManagedClusterAddress`).
+
+    Called by :meth:`ReconcileContext.managed_cluster <clusterpulse_core.context.ReconcileContext.managed_cluster>`,
+    from a reconcile of any kind, each time a block opens: the plugin owning the clusters (the cluster plugin)
+    answers it, so the core reads no cluster object itself. ``None``: not a cluster this plugin
+    knows. Raise :class:`clusterpulse_core.context.ManagedClusterError` for one it knows that cannot
+    be reached (no endpoint), naming why; the hub client's errors propagate.
     """
 
 

@@ -592,9 +592,14 @@ class PluginHost:
             self.configure_one(config, name)
 
     def configure_one(self, config: Config, name: str) -> None:
-        """Hand plugin ``name`` its validated settings (if it implements ``clusterpulse_configure``)."""
+        """Hand plugin ``name`` its validated settings (if it implements ``clusterpulse_configure``).
+
+        The kinds are declared again afterwards: a plugin builds its kinds' reconcilers from its
+        settings, so a declaration read before configuration must not be the one that runs.
+        """
         impls = {i.plugin_name for i in self.pm.hook.clusterpulse_configure.get_hookimpls()}
         if name in impls:
+            self._kinds = None
             try:
                 self.call_owner("clusterpulse_configure", name, config=config, settings=config.plugin(name))
             except Exception as exc:
