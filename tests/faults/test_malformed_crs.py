@@ -15,7 +15,19 @@ from typing import Any
 
 import pytest
 import redis
-from fault_support import CC_API, HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, write_config
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from fault_support import (
+    CC_API,
+    HUB_NAMESPACE,
+    TOKEN,
+    Corpus,
+    add_cluster,
+    api_server_verdict,
+    crd_hub_fixture,
+    make_hub,
+    managed_objects,
+    write_config,
+)
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
@@ -99,3 +111,17 @@ def test_an_interval_below_the_minimum_is_raised_and_the_status_says_so(connecte
     assert status["phase"] == "Connected"
     assert "spec.monitoring.interval 10 raised to 30" in status["message"]
     assert "raised" not in reconcile()["message"]
+
+
+#: The spec the cases change, as ``add_cluster`` writes it.
+CORPUS = Corpus(
+    CLUSTER_CONNECTION, "cluster", "c0", {"endpoint": "https://127.0.0.1:6443", "credentialsRef": {"name": "c0-token"}}
+)
+
+
+crd_hub = crd_hub_fixture(CLUSTER_CONNECTION)
+
+
+@pytest.mark.parametrize("case", CLUSTER_CONNECTION_CASES, ids=[case[0] for case in CLUSTER_CONNECTION_CASES])
+def test_the_api_server_refuses_what_the_crd_schema_can(crd_hub: Any, case: tuple[str, Mapping[str, Any], str]) -> None:
+    api_server_verdict(crd_hub, CORPUS, case)

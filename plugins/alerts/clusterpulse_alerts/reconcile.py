@@ -12,8 +12,9 @@ from clusterpulse_alerts.backend import AlertsBackend, stored_alerts
 from clusterpulse_alerts.engine import Engine
 from clusterpulse_alerts.settings import AlertsSettings
 from clusterpulse_core.clock import utcnow
-from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.logs import clip
 
 #: Clusters listed by name in an AlertRule's status.
 STATUS_FIRING_SHOWN = 50
@@ -51,21 +52,17 @@ class AlertRuleReconciler:
         try:
             rule = compile_rule(obj, compiler() if compiler is not None else None, ctx.runtime.contributions.functions)
         except RuleError as exc:
-            self.backend.send(self.engine.remove_rule(key))
+            # The last good rule (if any) keeps evaluating, so its alerts are not resolved by a typo;
+            # the status says the spec is in error. A repeating failure is logged when it changes.
+            message = clip(str(exc), MAX_STATUS_MESSAGE)
+            before = obj.get("status") or {}
+            repeated = before.get("phase") == "Error" and before.get("message") == message
+            (ctx.log.debug if repeated else ctx.log.warning)("invalid AlertRule: %s", message)
             if reports:
-                self._patch(
-                    obj,
-                    ctx,
-                    {
-                        "phase": "Error",
-                        "message": str(exc),
-                        "errorPosition": exc.position,
-                        "firingClusters": 0,
-                        "firing": [],
-                    },
+                self._report(
+                    obj, ctx, key, sharded, {"phase": "Error", "message": message, "errorPosition": exc.position}
                 )
-            ctx.log.warning("invalid AlertRule: %s", exc)
-            return ReconcileResult(requeue_after=None, error=str(exc))
+            return ReconcileResult(requeue_after=None, error=message)
         self.backend.release_lost()
         with self.engine.lock:
             self.engine.set_rule(rule)
@@ -74,24 +71,24 @@ class AlertRuleReconciler:
                 out += self.engine.evaluate("cluster", cluster, refresh=False)
         self.backend.send(out)
         if reports:
-            firing = (
-                self._firing_everywhere(key, ctx)
-                if sharded
-                else sorted({alert.cluster for alert in self.engine.firing(key)})
-            )
-            if firing is not None:
-                self._patch(
-                    obj,
-                    ctx,
-                    {
-                        "phase": "Ready",
-                        "message": f"firing on {len(firing)} clusters",
-                        "errorPosition": None,
-                        "firingClusters": len(firing),
-                        "firing": firing[:STATUS_FIRING_SHOWN],
-                    },
-                )
+            self._report(obj, ctx, key, sharded, {"phase": "Ready", "errorPosition": None})
         return ReconcileResult(requeue_after=self.settings.status_interval)
+
+    def _report(
+        self, obj: Mapping[str, Any], ctx: ReconcileContext, key: str, sharded: bool, status: dict[str, Any]
+    ) -> None:
+        """Patch the status with where the rule fires now (nowhere while no good spec was ever loaded)."""
+        firing = (
+            self._firing_everywhere(key, ctx)
+            if sharded
+            else sorted({alert.cluster for alert in self.engine.firing(key)})
+        )
+        if firing is None:
+            if status["phase"] == "Ready":
+                return
+            firing = []
+        status.setdefault("message", f"firing on {len(firing)} clusters")
+        self._patch(obj, ctx, {**status, "firingClusters": len(firing), "firing": firing[:STATUS_FIRING_SHOWN]})
 
     def _firing_everywhere(self, key: str, ctx: ReconcileContext) -> list[str] | None:
         """The clusters rule ``key`` fires on, as every replica stored them; None when storage cannot be read.
