@@ -16,18 +16,8 @@ from typing import Any
 import pytest
 import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
-from fault_support import (
-    CC_API,
-    HUB_NAMESPACE,
-    TOKEN,
-    Corpus,
-    add_cluster,
-    api_server_verdict,
-    crd_hub_fixture,
-    make_hub,
-    managed_objects,
-    write_config,
-)
+from fault_support import CC_API, HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, write_config
+from malformed_corpus import Corpus, api_server_verdict, crd_hub_fixture
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
