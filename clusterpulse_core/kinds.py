@@ -51,9 +51,10 @@ class ApiAccess:
 #: reference gives: hence ``other_namespaces``).
 READ_REFERENCED_SECRETS = ApiAccess("", ("secrets",), ("get",), other_namespaces=True)
 #: What :meth:`ReconcileContext.managed_cluster <clusterpulse_core.context.ReconcileContext.managed_cluster>`
-#: reads on the hub: the ClusterConnection, then the Secret its ``credentialsRef`` names. Add it to a kind's
-#: ``hub_access`` when its reconcile reaches managed clusters.
-MANAGED_CLUSTER_ACCESS = (ApiAccess("clusterpulse.io", ("clusterconnections",), ("get",)), READ_REFERENCED_SECRETS)
+#: reads on the hub for the kind calling it: the Secret with the cluster's credentials (reading the
+#: cluster itself is the access of the plugin locating it, ``clusterpulse_managed_cluster``). Add it
+#: to a kind's ``hub_access`` when its reconcile reaches managed clusters.
+MANAGED_CLUSTER_ACCESS = (READ_REFERENCED_SECRETS,)
 #: Reading the API server's version and discovery documents (granted to every authenticated user
 #: by the default ``system:discovery`` ClusterRole; declared so a locked-down cluster knows).
 READ_DISCOVERY = ApiAccess(non_resource_urls=("/version", "/api", "/api/*", "/apis", "/apis/*"))

@@ -280,3 +280,31 @@ def test_first_party_kinds_declare_a_reconciler_of_their_own_not_the_plugin_obje
         for verb in ("reconcile", "forget", "stored_refs"):
             assert callable(getattr(kind.reconciler, verb)), f"{name}: its reconciler has no {verb}"
             assert not hasattr(plugin, verb), f"{name}: plugin {owner} still carries {verb}"
+
+
+class Configured:
+    """Builds its kind's reconciler from its settings, at configuration (as the first-party plugins do)."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.reconciler = WidgetReconciler()
+
+    @hookimpl
+    def clusterpulse_configure(self, config: Any, settings: Any) -> None:
+        self.reconciler = WidgetReconciler()
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        return [WIDGET.with_reconciler(self.reconciler)]
+
+
+def test_the_reconciler_that_runs_is_the_one_built_at_configuration_even_if_kinds_were_read_before() -> None:
+    from clusterpulse_core.config import Config
+
+    plugin = Configured()
+    host = PluginHost([], extra={"configured": plugin})
+    before = host.reconciler("Widget")  # e.g. clusterpulse rbac, or a test reading the kinds first
+    host.configure(Config())
+    assert before is not plugin.reconciler
+    assert host.reconciler("Widget") is plugin.reconciler

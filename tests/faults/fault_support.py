@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import signal
@@ -11,23 +10,18 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import kubernetes
-import pytest
 import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_testing.polling import eventually
 from clusterpulse_testing.tls import loopback_ca
+from malformed_corpus import Corpus
 
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.context import Runtime
-from clusterpulse_core.crds import crd_manifest
-from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import (
     Outcome,
@@ -252,36 +246,7 @@ class ManagerProcess:
             self.process.wait(timeout=10)
 
 
-# --- the malformed-CR corpus ------------------------------------------------------------------------
-
-#: (case id, spec changes, field the error names). ``__spec__`` replaces the whole spec.
-Case = tuple[str, Mapping[str, Any], str]
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """One kind's part of the malformed-CR corpus: the object every case changes, and what healthy is."""
-
-    kind: ResourceKind
-    controller: str  # the plugin whose reconciler ``reconcile_object`` runs
-    name: str
-    good: Mapping[str, Any]
-    state: str = "phase"  # the status field saying Error
-    healthy: str = "Active"
-    fails: bool = True  # a bad spec fails the reconcile (a policy's does not: it waits for a change)
-
-    def spec(self, changes: Mapping[str, Any]) -> Any:
-        """The good spec with ``changes`` applied (``__spec__``: instead of it)."""
-        return changes.get("__spec__", {**self.good, **changes})
-
-    def body(self, spec: Any, name: str | None = None) -> dict[str, Any]:
-        """The object with ``spec``."""
-        return {
-            "apiVersion": self.kind.api_version,
-            "kind": self.kind.kind,
-            "metadata": {"name": name or self.name, "namespace": HUB_NAMESPACE},
-            "spec": spec,
-        }
+# --- the malformed-CR corpus (its shared parts are in tests/malformed_corpus.py) -----------------------
 
 
 @contextmanager
@@ -323,91 +288,3 @@ def corpus_object(
     finally:
         stop_plugins(runtime)
         client.close()
-
-
-def check_malformed(
-    corpus: Corpus,
-    reconcile: Callable[..., tuple[dict[str, Any], Outcome]],
-    case: Case,
-    stored: Callable[[], Any],
-) -> None:
-    """A malformed spec reaching the controller: Error naming its field, what was stored kept, good again after."""
-    name, changes, field = case
-    before = stored()
-    assert before, "nothing stored by the good spec"
-    status, outcome = reconcile(corpus.spec(changes))
-    print(f"\n{name}: {status.get(corpus.state)}: {str(status.get('message'))[:160]}")
-    assert status[corpus.state] == "Error"
-    assert field in status["message"]
-    assert len(status["message"]) <= 1100
-    assert outcome.ok is not corpus.fails
-    # What the last good reconcile stored is kept.
-    assert stored() == before
-    # And the good spec reconciles again.
-    assert reconcile()[0][corpus.state] == corpus.healthy
-
-
-def schema_errors(kind: ResourceKind, spec: Any) -> list[str]:
-    """Where ``spec`` breaks the kind's CRD schema, by a validator independent of the emulator.
-
-    jsonschema's Draft 4 is OpenAPI 3.0's dialect (boolean ``exclusiveMinimum``); the Kubernetes
-    extensions (``x-kubernetes-*``, ``nullable``) it ignores say nothing the corpus cases reach.
-    """
-    validator = jsonschema.Draft4Validator(kind.schema["properties"]["spec"])
-    return sorted(".".join(["spec", *(str(p) for p in error.absolute_path)]) for error in validator.iter_errors(spec))
-
-
-def api_server_verdict(hub: Any, corpus: Corpus, case: Case) -> str:
-    """Create the case's object through the real client on ``hub`` (serving the kind's real CRD).
-
-    The API server must refuse (422, a ``details.causes`` entry naming the field, or a part of it)
-    exactly the cases the CRD schema can refuse, and admit the others; returns "rejected" or
-    "admitted" (an admitted object is deleted again).
-    """
-    name, changes, field = case
-    spec = corpus.spec(changes)
-    kind = corpus.kind
-    expected = schema_errors(kind, spec)
-    api = kubernetes.client.CustomObjectsApi(hub.api_client())
-    probe = f"probe-{abs(hash(name)) % 10**8}"
-    try:
-        api.create_namespaced_custom_object(
-            kind.group, kind.version, HUB_NAMESPACE, kind.plural, corpus.body(spec, probe)
-        )
-    except kubernetes.client.ApiException as error:
-        body = json.loads(error.body)
-        causes = [cause["field"] for cause in body["details"]["causes"]]
-        print(f"\n{name}: {error.status} {body['message'][:200]}")
-        assert error.status == 422 and body["reason"] == "Invalid", body
-        assert expected, f"refused what the CRD schema admits: {body['message'][:300]}"
-        assert any(field in cause for cause in causes), (field, causes)
-        return "rejected"
-    hub.delete(kind.api_version, kind.plural, probe, HUB_NAMESPACE)
-    assert not expected, f"admitted what the CRD schema refuses at {expected}"
-    return "admitted"
-
-
-def crd_hub_fixture(*kinds: ResourceKind) -> Any:
-    """A module fixture: an API server emulator serving the real CRDs of ``kinds`` and the hub namespace."""
-
-    @pytest.fixture(scope="module")
-    def crd_hub() -> Iterator[Any]:
-        hub = schema_hub(*kinds)
-        yield hub
-        hub.stop()
-
-    return crd_hub
-
-
-def schema_hub(*kinds: ResourceKind) -> Any:
-    """An API server emulator (started; stop it) serving the real CRDs of ``kinds`` and the hub namespace."""
-    from clusterpulse_testing.kube_api import KubeAPI
-
-    hub = KubeAPI(tls=False).start()
-    hub.seed(
-        [
-            *(crd_manifest(kind) for kind in kinds),
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HUB_NAMESPACE}},
-        ]
-    )
-    return hub

@@ -15,19 +15,8 @@ from typing import Any
 
 import pytest
 from clusterpulse_metricsource.crd import METRIC_SOURCE
-from fault_support import (
-    HUB_NAMESPACE,
-    TOKEN,
-    Case,
-    Corpus,
-    add_cluster,
-    api_server_verdict,
-    check_malformed,
-    corpus_object,
-    crd_hub_fixture,
-    make_hub,
-    managed_objects,
-)
+from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, corpus_object, make_hub, managed_objects
+from malformed_corpus import Case, Corpus, api_server_verdict, check_malformed, crd_hub_fixture
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.runtime.bootstrap import reconcile_object

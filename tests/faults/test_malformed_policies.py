@@ -14,16 +14,8 @@ from typing import Any
 
 import pytest
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
-from fault_support import (
-    HUB_NAMESPACE,
-    Case,
-    Corpus,
-    api_server_verdict,
-    check_malformed,
-    corpus_object,
-    crd_hub_fixture,
-    make_hub,
-)
+from fault_support import HUB_NAMESPACE, corpus_object, make_hub
+from malformed_corpus import Case, Corpus, api_server_verdict, check_malformed, crd_hub_fixture
 
 RULE: dict[str, Any] = {
     "selector": {"matchPattern": "prod-*"},

@@ -351,7 +351,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
         client.close()
     stored = recording.of(ClusterMetricsPiece)
     assert stored[0].metrics.timestamp == collected and stored[0].cluster == "edge"
-    # DECISIONS R1 fields the proto lacks are derived from the batch's nodes, as pull derives them.
+    # The R1 fields (docs/compatibility.md#r1) the proto lacks are derived from the batch's nodes, as pull derives them.
     assert (stored[0].metrics.cpu_allocatable, stored[0].metrics.cpu_requested) == (7.0, 1.0)
     assert stored[0].metrics.cpu_usage_percent == 1.0 / 7.0 * 100
     assert (stored[0].metrics.nodes_not_ready, stored[0].metrics.pods) == (0, 5)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_model.fleet import CLUSTER_KIND
+
 from clusterpulse_alerts.alertrule import (
     MAX_ALERT_NAME,
     MAX_CONDITION,
@@ -112,6 +114,6 @@ ALERT_RULE = ResourceKind(
     ),
     # With sharding: every replica evaluates every AlertRule on the clusters whose ClusterConnection
     # it holds (their pieces reach its engine only); the replica holding the rule writes the status.
-    split_by="ClusterConnection",
+    split_by=CLUSTER_KIND,
 )
 """The AlertRule kind declared through ``clusterpulse_resource_kinds``."""

@@ -22,9 +22,10 @@ from clusterpulse_core import hookimpl
 from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
-from clusterpulse_core.context import Runtime
+from clusterpulse_core.context import ManagedClusterAddress, ManagedClusterError, Runtime
 from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.kube.client import KubeClient, NotFoundError
 
 
 class ClusterPlugin:
@@ -121,6 +122,17 @@ class ClusterPlugin:
             ),
             Collector("cluster_operators", ClusterOperatorsCollector(settings.max_list_objects, settings.page_size)),
         ]
+
+    @hookimpl
+    def clusterpulse_managed_cluster(self, name: str, namespace: str, hub: KubeClient) -> ManagedClusterAddress | None:
+        """ClusterConnection ``namespace/name``'s endpoint and credentials Secret, read from the hub now."""
+        try:
+            cluster = FLEET.cluster(hub.get(CLUSTER_CONNECTION.api_path(namespace, name)))
+        except NotFoundError:
+            return None
+        if not cluster.endpoint:
+            raise ManagedClusterError(f"ClusterConnection {namespace}/{name} has no spec.endpoint")
+        return ManagedClusterAddress(cluster.endpoint, cluster.credentials.namespace, cluster.credentials.name)
 
     @hookimpl
     def clusterpulse_fleet(self) -> Fleet:

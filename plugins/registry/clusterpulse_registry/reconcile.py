@@ -25,7 +25,7 @@ from clusterpulse_core.logs import clip
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_registry.clients import ClientCache, ClientSettings
-from clusterpulse_registry.credentials import registry_credentials
+from clusterpulse_registry.credentials import MissingCredentialsError, registry_credentials
 from clusterpulse_registry.endpoint import normalise_endpoint
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_registry.policy import (
@@ -146,7 +146,8 @@ class RegistryReconciler:
 
         An endpoint outside ``endpoint_allow_list``, or a credentials Secret without the label
         ``require_secret_label`` asks for, is a failed check naming why (phase ``Error``): no
-        request is sent.
+        request is sent. A credentials Secret that does not exist or lacks a key raises
+        :class:`MissingCredentialsError` (nothing is sent either).
         """
         try:
             ctx.runtime.secrets.policy.check_endpoint(spec.endpoint)
@@ -180,7 +181,12 @@ class RegistryReconciler:
             spec = parse_spec(obj)
         except InvalidSpecError as exc:
             return self._invalid(obj, ctx, str(exc))
-        result = self.check(spec, ctx)
+        try:
+            result = self.check(spec, ctx)
+        except MissingCredentialsError as exc:
+            # As an invalid spec: nothing sent, nothing stored; checked again every interval, so the
+            # registry is healthy again at the first reconcile after the Secret appears.
+            return self._invalid(obj, ctx, str(exc), reconcile_interval(spec.monitoring.interval))
         now = self.clock()
         health = classify_health(result.available, result.response_time_ms)
         message = health_message(health, result)
@@ -200,9 +206,12 @@ class RegistryReconciler:
         interval = reconcile_interval(spec.monitoring.interval)
         return ReconcileResult(requeue_after=float(interval), error=message if health == UNHEALTHY else store_error)
 
-    def _invalid(self, obj: Mapping[str, Any], ctx: ReconcileContext, error: str) -> ReconcileResult:
+    def _invalid(
+        self, obj: Mapping[str, Any], ctx: ReconcileContext, error: str, interval: int | None = None
+    ) -> ReconcileResult:
         """An invalid spec: status ``Error`` naming the field, no request sent, nothing stored (the
-        last good check's data stays in Redis); retried at the default interval, logged when it changes."""
+        last good check's data stays in Redis); retried at ``interval`` (the default interval), logged
+        when it changes."""
         now = self.clock()
         result = HealthCheckResult(error=error)
         message = health_message(UNHEALTHY, result)
@@ -216,7 +225,7 @@ class RegistryReconciler:
             ctx.patch_status(patch)
             if old.health != UNHEALTHY:
                 _record_event(ctx, obj, old.health, UNHEALTHY, message)
-        return ReconcileResult(requeue_after=float(reconcile_interval(0)), error=message)
+        return ReconcileResult(requeue_after=float(interval or reconcile_interval(0)), error=message)
 
     def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
         """The registries storage holds (``registries``), in the watch namespace."""
