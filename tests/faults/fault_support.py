@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
-from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.polling import STARTUP, eventually
 from clusterpulse_testing.tls import loopback_ca
 from malformed_corpus import Corpus
 
@@ -32,6 +32,7 @@ from clusterpulse_core.runtime.bootstrap import (
     stop_plugins,
 )
 
+T = TypeVar("T")
 HUB_NAMESPACE = "clusterpulse"
 TOKEN = "fault-token"
 CC_API = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"
@@ -202,8 +203,8 @@ class ManagerProcess:
         """Everything logged so far."""
         return self.log_path.read_text(errors="replace")
 
-    def wait_log(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
-        """Wait until a log line matches ``pattern``."""
+    def wait_log(self, pattern: str, timeout: float = STARTUP) -> re.Match[str]:
+        """Wait until a log line matches ``pattern`` (by default bounded as a start-up is)."""
 
         def found() -> re.Match[str] | None:
             assert self.process.poll() is None or re.search(pattern, self.log()), (
@@ -213,6 +214,13 @@ class ManagerProcess:
 
         match: re.Match[str] = eventually(found, f"log line {pattern!r}", timeout)
         return match
+
+    def eventually(self, condition: Callable[[], T], what: str, timeout: float) -> T:
+        """:func:`eventually`, with the end of this process's log in the failure message."""
+        try:
+            return eventually(condition, what, timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the manager's log ends:\n{self.log()[-3000:]}") from exc
 
     def log_time(self, pattern: str) -> float:
         """The wall time (epoch seconds) of the first log line matching ``pattern``."""
