@@ -45,6 +45,7 @@ from clusterpulse_testing.servers import free_port, redis_process, require_binar
 
 from clusterpulse_core.kube.client import KubeClient, make_api_client
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object
+from clusterpulse_core.runtime.manager import collector_tuned
 
 sys.path.insert(0, str(Path(__file__).parent))
 import raw_redis
@@ -170,19 +171,21 @@ def record_reconcile(folder: Path, hub_url: str, redis_port: int, rounds: int) -
         writes=raw_redis.writes_only(writes, redis_port),
         transaction=raw_redis.in_transaction(writes),
     )
-    # Then the real reconcile (not instrumented) and the bare one alternated, so load hits both alike.
+    # Then the real reconcile (not instrumented) and the bare one alternated, so load hits both
+    # alike, both with the garbage collector tuned as the controller's Manager.run tunes it.
     pool = urllib3.PoolManager()
     client = redis.Redis(port=redis_port)
-    for _ in range(rounds):
-        obj = hub.get(path)
-        start = time.process_time()
-        outcome = reconcile_object(runtime, "cluster", CLUSTER_CONNECTION, obj)
-        recording.real.append(time.process_time() - start)
-        if not outcome.ok:
-            raise SystemExit(f"calibration reconcile failed: {outcome.detail}")
-        fetch, write = bare_once(recording, pool, client)
-        recording.fetch.append(fetch)
-        recording.write.append(write)
+    with collector_tuned():
+        for _ in range(rounds):
+            obj = hub.get(path)
+            start = time.process_time()
+            outcome = reconcile_object(runtime, "cluster", CLUSTER_CONNECTION, obj)
+            recording.real.append(time.process_time() - start)
+            if not outcome.ok:
+                raise SystemExit(f"calibration reconcile failed: {outcome.detail}")
+            fetch, write = bare_once(recording, pool, client)
+            recording.fetch.append(fetch)
+            recording.write.append(write)
     client.close()
     runtime.store.close()
     runtime.pool.close()
