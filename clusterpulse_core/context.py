@@ -7,7 +7,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -151,18 +150,29 @@ class ObjectLogger(logging.LoggerAdapter):  # type: ignore[type-arg, unused-igno
     """Prefixes every message with the object's kind, namespace and name."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
-        """Add ``[Kind ns/name]`` in front of the message."""
+        """Add ``[Kind ns/name]`` in front of the message (and ``object`` to the record)."""
         extra = self.extra or {}
-        return f"[{extra.get('object', '?')}] {msg}", kwargs
+        name = extra.get("object", "?")
+        kwargs["extra"] = {**(kwargs.get("extra") or {}), "object": name}
+        return f"[{name}] {msg}", kwargs
 
 
 class ManagedClusterError(Exception):
-    """A managed cluster cannot be reached from a reconcile: no such ClusterConnection, no endpoint, bad
+    """A managed cluster cannot be reached from a reconcile: no plugin knows it, it has no endpoint, bad
     credentials, or every slot of ``cluster_max_in_flight`` taken. The message says which."""
 
 
-#: The ClusterConnection API the managed-cluster client reads (docs/plugins.md#reaching-a-managed-cluster).
-CLUSTER_CONNECTIONS_API = "/apis/clusterpulse.io/v1alpha1/namespaces/{namespace}/clusterconnections/{name}"
+@attrs.frozen
+class ManagedClusterAddress:
+    """Where a managed cluster is: what ``clusterpulse_managed_cluster`` answers.
+
+    ``endpoint`` is its API server's URL; the Secret ``credentials_namespace/credentials_name`` on
+    the hub holds its credentials (key ``token``, and ``ca.crt``).
+    """
+
+    endpoint: str
+    credentials_namespace: str
+    credentials_name: str
 
 
 @attrs.frozen
@@ -190,7 +200,10 @@ class ReconcileContext:
 
     @contextlib.contextmanager
     def managed_cluster(self, name: str, *, timeout: float | None = None) -> Iterator[KubeClient]:
-        """The client of managed cluster ``name`` (a ClusterConnection in the watch namespace) for a block.
+        """The client of managed cluster ``name`` (declared in the watch namespace) for a block.
+
+        The cluster is located by ``clusterpulse_managed_cluster`` (the plugin owning the clusters,
+        the cluster plugin, answers it).
 
         The same client the first-party collectors use: from the one pool (one per cluster, rebuilt
         when its endpoint or credentials change), behind the cluster's circuit breaker, with the
@@ -200,7 +213,6 @@ class ReconcileContext:
         ``cluster_max_in_flight`` slots. Raises :class:`ManagedClusterError` naming the problem.
         The kind needs ``MANAGED_CLUSTER_ACCESS`` in its ``hub_access`` (``clusterpulse rbac``).
         """
-        from clusterpulse_core.kube.client import NotFoundError
         from clusterpulse_core.kube.credentials import CredentialsError, cluster_credentials
         from clusterpulse_core.kube.pool import ClusterBusyError
         from clusterpulse_core.names import is_dns1123_subdomain
@@ -208,26 +220,24 @@ class ReconcileContext:
         if not is_dns1123_subdomain(name):
             raise ManagedClusterError(f"invalid cluster name {name[:100]!r}: not a DNS-1123 subdomain")
         namespace = self.config.core.namespace
-        path = CLUSTER_CONNECTIONS_API.format(namespace=quote(namespace, safe=""), name=quote(name, safe=""))
-        try:
-            connection = self.hub.get(path)
-        except NotFoundError as exc:
-            raise ManagedClusterError(f"no ClusterConnection {namespace}/{name}") from exc
-        spec = connection.get("spec") or {}
-        endpoint = str(spec.get("endpoint") or "")
-        if not endpoint:
-            raise ManagedClusterError(f"ClusterConnection {namespace}/{name} has no spec.endpoint")
-        ref = spec.get("credentialsRef") or {}
+        locate = self.runtime.plugins.pm.hook.clusterpulse_managed_cluster
+        if not locate.get_hookimpls():
+            raise ManagedClusterError(
+                "no loaded plugin locates managed clusters (clusterpulse_managed_cluster): enable the cluster plugin"
+            )
+        address = locate(name=name, namespace=namespace, hub=self.hub)
+        if address is None:
+            raise ManagedClusterError(f"no managed cluster {namespace}/{name}")
         try:
             credentials = cluster_credentials(
                 self.hub,
-                endpoint,
-                str(ref.get("namespace") or namespace),
-                str(ref.get("name") or ""),
+                address.endpoint,
+                address.credentials_namespace,
+                address.credentials_name,
                 self.runtime.secrets,
             )
         except CredentialsError as exc:
-            raise ManagedClusterError(f"ClusterConnection {namespace}/{name}: {exc}") from exc
+            raise ManagedClusterError(f"managed cluster {namespace}/{name}: {exc}") from exc
         try:
             with deadline.within(timeout), self.runtime.pool.in_flight(name):
                 yield self.runtime.pool.get(name, credentials)

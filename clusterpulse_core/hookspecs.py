@@ -27,15 +27,18 @@ Phases, in the order a run calls them:
    (the store is built with the runtime), then ``clusterpulse_start`` on each plugin.
 6. **Running** — each kind's reconciler (``ResourceKind.reconciler``: ``reconcile``, ``forget``,
    ``stored_refs``; for a kind declared without one, the owner's ``clusterpulse_reconcile`` /
-   ``clusterpulse_forget`` / ``clusterpulse_stored_refs``); ``clusterpulse_collectors`` per managed
-   cluster; ``clusterpulse_stored_names`` and ``clusterpulse_storage_lost`` from the store.
+   ``clusterpulse_forget`` / ``clusterpulse_stored_refs``), each call made through
+   ``clusterpulse_reconcile_call`` so that wrappers run around it; ``clusterpulse_collectors`` per
+   managed cluster; ``clusterpulse_stored_names`` and ``clusterpulse_storage_lost`` from the store.
 7. **Stop** — ``clusterpulse_stop`` on each started plugin, in reverse load order.
 
 How each hook is called is part of its contract: *each plugin* (the core calls the plugins one
 at a time, in load order, and knows who answered), *all results* (one pluggy call, a list of
 every answer, the last-loaded plugin's first: ``tryfirst=True`` / ``trylast=True`` on an
 implementation moves it), *first result* (the first non-``None`` answer wins: ``tryfirst=True``
-takes precedence over an earlier answer), *owner only* (the plugin that declared the kind).
+takes precedence over an earlier answer), *owner only* (the plugin that declared the kind),
+*wrapped* (the core's own implementation does the work; plugins add pluggy wrappers,
+``@hookimpl(wrapper=True)``, that run around it: only ``clusterpulse_reconcile_call``).
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ if TYPE_CHECKING:
 
     from clusterpulse_core.collect import Collector
     from clusterpulse_core.config import Config
-    from clusterpulse_core.context import ReconcileContext, Runtime
+    from clusterpulse_core.context import ManagedClusterAddress, ReconcileContext, Runtime
     from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+    from clusterpulse_core.kube.client import KubeClient
     from clusterpulse_core.plugins import PluginHost
     from clusterpulse_core.store import StorageBackend
 
@@ -285,6 +289,45 @@ def clusterpulse_stored_refs(kind: ResourceKind, runtime: Runtime) -> Sequence[O
     The manager's ghost sweep (at start and every ``ghost_sweep_interval``) queues every one the
     hub no longer has, and the controller forgets it as a deletion would (``clusterpulse_forget``).
     None: the plugin cannot tell (the kind is then not swept).
+    """
+
+
+@hookspec(firstresult=True)
+@called(
+    "wrapped: per reconcile or forget of any kind; the core's implementation (trylast) makes the call, "
+    "the core's wrapper (tryfirst, outermost) sets the object's log context, plugins' wrappers run inside it"
+)
+def clusterpulse_reconcile_call(
+    kind: ResourceKind, ref: ObjectRef, action: str, ctx: ReconcileContext, call: Callable[[], Any]
+) -> Any:
+    """Around every call of a kind's reconciler: ``call()`` reconciles (``action == "reconcile"``) or
+    forgets (``action == "forget"``) object ``ref`` and returns what the reconciler returned.
+
+    Called by the runtime's workers and by ``clusterpulse run --once``, in the thread that runs the
+    reconcile. The core implements it twice: a plain implementation (``trylast``) that makes the
+    call, and a wrapper (``tryfirst``, so outermost) that names ``ref`` in every line logged in
+    that thread meanwhile, from any logger (``clusterpulse_core.logs.CURRENT_OBJECT``).
+
+    Implement it only as a wrapper, ``@hookimpl(wrapper=True)``: a generator that yields once
+    and returns the value it got back (``return (yield)``). A wrapper may observe and time the call
+    (a tracing span, a metric), add context around it, and see its exception (the ``yield`` raises
+    it; re-raise it, or raise another: the runtime retries as for the reconciler's own). It must not
+    swallow an exception or change the result, which is the reconciler's answer to the runtime, and
+    must not block. A plain implementation would answer instead of the reconciler: do not write one.
+    """
+
+
+@hookspec(firstresult=True)
+@called("first result, per ReconcileContext.managed_cluster call")
+def clusterpulse_managed_cluster(name: str, namespace: str, hub: KubeClient) -> ManagedClusterAddress | None:
+    """Where managed cluster ``name``, declared in ``namespace`` of the hub, is: its endpoint and its
+    credentials Secret (a :class:`clusterpulse_core.context.ManagedClusterAddress`).
+
+    Called by :meth:`ReconcileContext.managed_cluster <clusterpulse_core.context.ReconcileContext.managed_cluster>`,
+    from a reconcile of any kind, each time a block opens: the plugin owning the clusters (the cluster plugin)
+    answers it, so the core reads no cluster object itself. ``None``: not a cluster this plugin
+    knows. Raise :class:`clusterpulse_core.context.ManagedClusterError` for one it knows that cannot
+    be reached (no endpoint), naming why; the hub client's errors propagate.
     """
 
 

@@ -51,9 +51,10 @@ class ApiAccess:
 #: reference gives: hence ``other_namespaces``).
 READ_REFERENCED_SECRETS = ApiAccess("", ("secrets",), ("get",), other_namespaces=True)
 #: What :meth:`ReconcileContext.managed_cluster <clusterpulse_core.context.ReconcileContext.managed_cluster>`
-#: reads on the hub: the ClusterConnection, then the Secret its ``credentialsRef`` names. Add it to a kind's
-#: ``hub_access`` when its reconcile reaches managed clusters.
-MANAGED_CLUSTER_ACCESS = (ApiAccess("clusterpulse.io", ("clusterconnections",), ("get",)), READ_REFERENCED_SECRETS)
+#: reads on the hub for the kind calling it: the Secret with the cluster's credentials (reading the
+#: cluster itself is the access of the plugin locating it, ``clusterpulse_managed_cluster``). Add it
+#: to a kind's ``hub_access`` when its reconcile reaches managed clusters.
+MANAGED_CLUSTER_ACCESS = (READ_REFERENCED_SECRETS,)
 #: Reading the API server's version and discovery documents (granted to every authenticated user
 #: by the default ``system:discovery`` ClusterRole; declared so a locked-down cluster knows).
 READ_DISCOVERY = ApiAccess(non_resource_urls=("/version", "/api", "/api/*", "/apis", "/apis/*"))
@@ -194,6 +195,21 @@ class ReconcileResult:
 
     requeue_after: float | None = None
     error: str = ""
+
+
+def stored_refs(runtime: Runtime, kind: str, index: str, *, namespaced: bool = False) -> list[ObjectRef] | None:
+    """The objects of ``kind`` whose state the storage backends hold in ``index`` (what a
+    :meth:`Reconciler.stored_refs` answers from ``PluginHost.stored_names``).
+
+    The index holds names in the watch namespace, or with ``namespaced`` ``<namespace>/<name>``
+    (a name without one is skipped). ``None`` when no backend keeps the index.
+    """
+    names = runtime.plugins.stored_names(index)
+    if names is None:
+        return None
+    if not namespaced:
+        return [ObjectRef(kind, runtime.namespace, name) for name in names]
+    return [ObjectRef(kind, *name.split("/", 1)) for name in names if "/" in name]
 
 
 class TerminalError(Exception):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextvars import ContextVar
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -46,15 +47,39 @@ class ClipFilter(logging.Filter):
         return True
 
 
+#: The object whose reconcile this thread is running (``"Kind ns/name"``, ``""`` outside one): set
+#: around every reconcile by the core's ``clusterpulse_reconcile_call`` wrapper.
+CURRENT_OBJECT: ContextVar[str] = ContextVar("clusterpulse_current_object", default="")
+
+
+class ObjectFilter(logging.Filter):
+    """Names the object being reconciled in a line logged during its reconcile from any logger (a
+    plugin's module logger, a library's): ``[Kind ns/name] message``, and ``record.object``.
+
+    A record that already names its object (``ctx.log``, an :class:`ObjectLogger
+    <clusterpulse_core.context.ObjectLogger>`) is left as it is.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Prefix the message when a reconcile is running in this thread (always logs the record)."""
+        current = CURRENT_OBJECT.get()
+        if current and not hasattr(record, "object"):
+            record.object = current
+            record.msg, record.args = f"[{current}] {record.getMessage()}", None
+        return True
+
+
 def configure_logging(name: str) -> None:
     """Log to stderr at the level ``name`` gives, one line per record with the logger name,
-    every message clipped to :data:`MAX_LOG_MESSAGE` characters."""
+    every message clipped to :data:`MAX_LOG_MESSAGE` characters, and a line logged during a
+    reconcile naming its object (:class:`ObjectFilter`)."""
     logging.basicConfig(
         level=level_for(name),
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         force=True,
     )
     for handler in logging.getLogger().handlers:
+        handler.addFilter(ObjectFilter())
         handler.addFilter(ClipFilter())
 
 

@@ -6,7 +6,7 @@ import functools
 import importlib.metadata
 import inspect
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +18,7 @@ from clusterpulse_core import CORE_API_VERSION, PROJECT_NAME, envvars, hookspecs
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config, did_you_mean
 from clusterpulse_core.contributions import Contribution, Contributions, DuplicateContributionError
+from clusterpulse_core.corehooks import CoreHooks
 from clusterpulse_core.kinds import ObjectRef, Reconciler, ReconcileResult, ResourceKind
 from clusterpulse_core.store import StorageBackend
 
@@ -302,6 +303,8 @@ class PluginHost:
     def __init__(self, names: Sequence[str], extra: Mapping[str, object] | None = None, tolerant: bool = False) -> None:
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
+        # The core's own implementations (clusterpulse_reconcile_call): not a plugin of the run.
+        self.pm.register(CoreHooks(), name=CORE)
         # Historic: every plugin registered from now on declares its own hooks as it registers.
         self._declarations = _Declarations()
         self.pm.hook.clusterpulse_addhooks.call_historic(kwargs={"pluginmanager": self._declarations})
@@ -589,9 +592,14 @@ class PluginHost:
             self.configure_one(config, name)
 
     def configure_one(self, config: Config, name: str) -> None:
-        """Hand plugin ``name`` its validated settings (if it implements ``clusterpulse_configure``)."""
+        """Hand plugin ``name`` its validated settings (if it implements ``clusterpulse_configure``).
+
+        The kinds are declared again afterwards: a plugin builds its kinds' reconcilers from its
+        settings, so a declaration read before configuration must not be the one that runs.
+        """
         impls = {i.plugin_name for i in self.pm.hook.clusterpulse_configure.get_hookimpls()}
         if name in impls:
+            self._kinds = None
             try:
                 self.call_owner("clusterpulse_configure", name, config=config, settings=config.plugin(name))
             except Exception as exc:
@@ -679,6 +687,11 @@ class PluginHost:
                     kinds[kind.kind] = (plugin, kind)
             self._kinds = kinds
         return self._kinds
+
+    def reconcile_call(self, kind: ResourceKind, ref: ObjectRef, action: str, ctx: Any, call: Callable[[], Any]) -> Any:
+        """``call()``, the kind's reconciler reconciling or forgetting (``action``) ``ref``, made
+        through ``clusterpulse_reconcile_call`` so that the wrappers run around it."""
+        return self.pm.hook.clusterpulse_reconcile_call(kind=kind, ref=ref, action=action, ctx=ctx, call=call)
 
     def reconciler(self, kind: str) -> Reconciler:
         """The object reconciling kind ``kind``: the one its declaration carries, else its owner's

@@ -152,14 +152,14 @@ def fleet_calls(
             )
             config = finish_config(raw, host.settings_classes(), env={})
             host.configure(config)
-            for cluster in _push_clusters(fleet):
+            for cluster in _push_clusters(fleet, host):
                 # As `clusterpulse rbac --managed --push` creates it: the hub uses it, never removes it.
                 cluster.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}})
             manager = Manager(build_runtime(config, host), identity="rbac-test")
             agents: list[subprocess.Popen[bytes]] = []
             manager.start()
             try:
-                for cluster in _push_clusters(fleet):
+                for cluster in _push_clusters(fleet, host):
                     deployed = _wait_for_deployment(cluster)
                     agents.append(_start_agent(cluster, ingester_port, Path(tmp), deployed))
                     # Registering makes the ingester check the agent's token against the hub's Secret.

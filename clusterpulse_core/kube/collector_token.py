@@ -82,19 +82,21 @@ def _encode(data: Mapping[str, str]) -> dict[str, str]:
 def secret_object(
     namespace: str, cluster: str, data: Mapping[str, str], owner: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The hub Secret; ``owner`` (the ClusterConnection) makes Kubernetes delete it with its cluster."""
+    """The hub Secret; ``owner`` (the cluster's object, as the hub returned it) makes Kubernetes delete it
+    with its cluster."""
     meta: dict[str, Any] = {
         "name": secret_name(cluster),
         "namespace": namespace,
         "labels": {"app.kubernetes.io/part-of": "clusterpulse", LABEL: "true"},
     }
-    if owner is not None and (owner.get("metadata") or {}).get("uid"):
+    owner_meta = (owner or {}).get("metadata") or {}
+    if owner is not None and owner.get("apiVersion") and owner.get("kind") and owner_meta.get("uid"):
         meta["ownerReferences"] = [
             {
-                "apiVersion": str(owner.get("apiVersion") or ""),
-                "kind": "ClusterConnection",
-                "name": str(owner["metadata"].get("name") or cluster),
-                "uid": str(owner["metadata"]["uid"]),
+                "apiVersion": str(owner["apiVersion"]),
+                "kind": str(owner["kind"]),
+                "name": str(owner_meta.get("name") or cluster),
+                "uid": str(owner_meta["uid"]),
             }
         ]
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta, "data": _encode(data)}

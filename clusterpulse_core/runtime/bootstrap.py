@@ -263,11 +263,12 @@ def reconcile_object(runtime: Runtime, owner: str, kind: ResourceKind, obj: Mapp
     try:
         reconciler = runtime.plugins.reconciler(kind.kind)
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            forgotten = reconciler.forget(ref, ctx)
+            forgotten = runtime.plugins.reconcile_call(kind, ref, "forget", ctx, lambda: reconciler.forget(ref, ctx))
             if isinstance(forgotten, ReconcileResult):
                 return Outcome(ref, not forgotten.error, forgotten.error or "deleting", forgotten.requeue_after)
             return Outcome(ref, True, "deleted")
-        result = reconciler.reconcile(kind.with_defaults(obj), ctx)
+        current = kind.with_defaults(obj)
+        result = runtime.plugins.reconcile_call(kind, ref, "reconcile", ctx, lambda: reconciler.reconcile(current, ctx))
     except Exception as exc:
         ctx.log.error("reconcile failed (%s: %s)", type(exc).__name__, exc, exc_info=_TRACEBACKS.exc_info(exc))
         return Outcome(ref, False, f"{type(exc).__name__}: {exc}")

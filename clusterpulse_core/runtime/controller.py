@@ -258,6 +258,7 @@ class Controller:
                 self.queue.forget(ref)  # another replica owns it
                 return
         ctx = self.runtime.context(self.kind, ref)
+        plugins = self.runtime.plugins
         obj = self.informer.get(ref.namespace, ref.name)
         started = time.perf_counter()
         self.metrics.active_workers.labels(controller=self.name).inc()
@@ -267,13 +268,18 @@ class Controller:
                 result: Any = None
             elif obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 ctx.log.info("forgetting (%s)", "gone" if obj is None else "being deleted")
-                forgotten = self.reconciler.forget(ref, ctx)
+                forgotten = plugins.reconcile_call(
+                    self.kind, ref, "forget", ctx, lambda: self.reconciler.forget(ref, ctx)
+                )
                 if obj is None:
                     self._remember_forgotten(ref)
                 # A plugin still waiting to clean up (its finalizer is on the object) asks to come back.
                 result = forgotten if isinstance(forgotten, ReconcileResult) else None
             else:
-                result = self.reconciler.reconcile(self.kind.with_defaults(obj), ctx)
+                current = self.kind.with_defaults(obj)
+                result = plugins.reconcile_call(
+                    self.kind, ref, "reconcile", ctx, lambda: self.reconciler.reconcile(current, ctx)
+                )
         except TerminalError as exc:
             ctx.log.error("reconcile failed permanently, not retrying: %s", exc)
             self.queue.forget(ref)

@@ -22,6 +22,7 @@ import redis
 from clusterpulse_testing.servers import ServerUnavailable, docker_registry_process, free_port, redis_process
 
 from clusterpulse_core.config import CoreSettings, RawConfig, finish_config, read_config
+from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.manager import Manager
@@ -231,7 +232,7 @@ def run_demo(
                 else ""
             )
         )
-        pushed = _push_clusters(fleet) if push_agents else []
+        pushed = _push_clusters(fleet, host) if push_agents else []
         agents: list[subprocess.Popen[bytes]] = []
         manager = Manager(build_runtime(config, host), identity="demo")
         try:
@@ -352,13 +353,16 @@ def _run_cycles(manager: Manager, fleet: Fleet, cycles: int, echo: Callable[[str
         echo(f"cycle {cycle}: reconciled {objects} objects in {time.monotonic() - started:.2f}s")
 
 
-def _push_clusters(fleet: Fleet) -> list[ManagedCluster]:
-    """The managed clusters whose ClusterConnection asks for push mode."""
-    push = {
-        obj["metadata"]["name"]
-        for obj in fleet.hub.list("clusterpulse.io/v1alpha1", "clusterconnections", fleet.namespace)
-        if (obj.get("spec") or {}).get("collectionMode") == "push"
-    }
+def _push_clusters(fleet: Fleet, host: PluginHost) -> list[ManagedCluster]:
+    """The managed clusters in push mode, as the cluster plugin's typed view (``clusterpulse_fleet``) reads them."""
+    hook = host.hook("clusterpulse_fleet")
+    if hook is None:
+        return []
+    hub = KubeClient(fleet.hub.api_client())
+    try:
+        push = {cluster.name for cluster in hook().clusters(hub, fleet.namespace) if cluster.push}
+    finally:
+        hub.close()
     return [cluster for cluster in fleet.clusters if cluster.name in push]
 
 

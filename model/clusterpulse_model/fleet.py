@@ -12,12 +12,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from clusterpulse_core.kinds import ApiAccess
 from clusterpulse_model.cluster import AgentStatus, CredentialsRef
 
 if TYPE_CHECKING:
     from clusterpulse_core.kinds import ObjectRef, ResourceKind
     from clusterpulse_core.kube.client import KubeClient
 
+#: The kind of the clusters' objects, as a kind split by cluster names it (``ResourceKind.split_by``).
+CLUSTER_KIND = "ClusterConnection"
+#: Listing the clusters on the hub: what a kind reading :meth:`Fleet.clusters` adds to its ``hub_access``.
+LIST_CLUSTERS = ApiAccess("clusterpulse.io", ("clusterconnections",), ("list",))
 #: ``status.phase`` of a cluster the hub reaches.
 CONNECTED = "Connected"
 PUSH = "push"

@@ -419,14 +419,18 @@ class KubeAPI:
             objects.extend(_documents(file))
         return self.seed(objects)
 
-    def create(self, obj: Mapping[str, Any]) -> Obj:
-        """Create an object (status kept as given; namespace defaults to ``default``)."""
-        body = copy.deepcopy(dict(obj))
-        return copy.deepcopy(self._call(lambda: self._create(body)))
+    def create(self, obj: Mapping[str, Any], validate: bool = True) -> Obj:
+        """Create an object (status kept as given; namespace defaults to ``default``).
 
-    def _create(self, body: Obj) -> Obj:
+        A custom resource is checked against its CRD's schema (422 Invalid, as a real API server);
+        ``validate=False`` stores it anyway, as one stored under an earlier, looser CRD.
+        """
+        body = copy.deepcopy(dict(obj))
+        return copy.deepcopy(self._call(lambda: self._create(body, validate)))
+
+    def _create(self, body: Obj, validate: bool = True) -> Obj:
         resource_type = self._store.resolve(str(body.get("apiVersion", "")), str(body.get("kind", "")))
-        return self._store.create(resource_type, body)
+        return self._store.create(resource_type, body, validate=validate)
 
     def serves(self, api_version: str, kind_or_plural: str) -> bool:
         """Whether objects of this apiVersion and kind (or plural) can be created."""
@@ -454,15 +458,18 @@ class KubeAPI:
 
         return copy.deepcopy(self._call(run))
 
-    def update(self, obj: Mapping[str, Any]) -> Obj:
-        """Replace an object, status included (a stale ``metadata.resourceVersion`` raises 409)."""
+    def update(self, obj: Mapping[str, Any], validate: bool = True) -> Obj:
+        """Replace an object, status included (a stale ``metadata.resourceVersion`` raises 409).
+
+        ``validate=False``: as :meth:`create`.
+        """
         body = copy.deepcopy(dict(obj))
         meta = body.get("metadata") or {}
 
         def run() -> Obj:
             resource_type = self._store.resolve(str(body.get("apiVersion", "")), str(body.get("kind", "")))
             namespace, name = meta.get("namespace"), str(meta.get("name", ""))
-            updated = self._store.update(resource_type, namespace, name, body)
+            updated = self._store.update(resource_type, namespace, name, body, validate=validate)
             if "status" in body and resource_type.status_subresource:
                 updated = self._store.update(
                     resource_type, namespace, name, {"status": body["status"]}, subresource="status"

@@ -335,8 +335,13 @@ class ObjectStore:
         obj: Mapping[str, Any],
         namespace: str | None = None,
         keep_status: bool = True,
+        validate: bool = True,
     ) -> Obj:
-        """Store a new object (409 AlreadyExists if taken); returns it with server-set metadata."""
+        """Store a new object (409 AlreadyExists if taken); returns it with server-set metadata.
+
+        ``validate=False`` stores a custom resource its CRD's schema refuses, as one stored under
+        an earlier, looser CRD (an API server validates writes, not what it already holds).
+        """
         meta = dict(obj.get("metadata") or {})
         name = meta.get("name") or ""
         if not name and meta.get("generateName"):
@@ -360,7 +365,8 @@ class ObjectStore:
         if resource_type.store_key == (CRD_GROUP, CRD_PLURAL):
             new = self._accept_crd(new)
         new = apply_schema_defaults(resource_type, new)
-        self._validate(resource_type, new)
+        if validate:
+            self._validate(resource_type, new)
         meta["resourceVersion"] = self._next_rv()  # only once nothing can fail: one rv, one event
         self._store(resource_type, key, new)
         self._emit("ADDED", resource_type, new, None)
@@ -373,8 +379,12 @@ class ObjectStore:
         name: str,
         body: Mapping[str, Any],
         subresource: str | None = None,
+        validate: bool = True,
     ) -> Obj:
-        """Replace an object (PUT semantics); 409 Conflict on a stale ``metadata.resourceVersion``."""
+        """Replace an object (PUT semantics); 409 Conflict on a stale ``metadata.resourceVersion``.
+
+        ``validate=False``: as :meth:`create`.
+        """
         old = self.get(resource_type, namespace, name)
         meta_in = body.get("metadata") or {}
         if meta_in.get("name", name) != name:
@@ -398,19 +408,28 @@ class ObjectStore:
         else:
             new = self._replace_main(resource_type, old, body)
         new = apply_schema_defaults(resource_type, new)
-        self._validate(resource_type, new)
+        if validate:
+            self._validate(resource_type, new, old)
         return self._commit(resource_type, old, new)
 
     @staticmethod
-    def _validate(resource_type: ResourceType, obj: Obj) -> None:
+    def _validate(resource_type: ResourceType, obj: Obj, old: Obj | None = None) -> None:
         """422 Invalid when a custom resource does not match its CRD's schema (as a real server)."""
         if resource_type.schema is None:
             return
-        errors = validate_schema(obj, resource_type.schema)
+        errors = validate_schema(obj, resource_type.schema, old)
         if errors:
             name = (obj.get("metadata") or {}).get("name", "")
             kind = f"{resource_type.kind}.{resource_type.group}"
-            raise ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {", ".join(errors)}')
+            # One error stands alone, several are bracketed (apimachinery's aggregate error).
+            listed = str(errors[0]) if len(errors) == 1 else f"[{', '.join(map(str, errors))}]"
+            details = {
+                "name": name,
+                "group": resource_type.group,
+                "kind": resource_type.kind,
+                "causes": [error.cause() for error in errors],
+            }
+            raise ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {listed}', details)
 
     def _replace_main(self, resource_type: ResourceType, old: Obj, body: Mapping[str, Any]) -> Obj:
         old_meta = old["metadata"]

@@ -130,6 +130,11 @@ def test_push_reconcile_creates_every_object_with_its_content(harness: Harness, 
     minted = harness.hub.get("v1", "secrets", "clusterpulse-collector-east", HUB_NAMESPACE)
     assert base64.b64decode(token["data"]["token"]) == base64.b64decode(minted["data"]["token"])
     assert base64.b64decode(token["data"]["token"]).decode() != three_node.TOKEN
+    # Owned by its ClusterConnection, so Kubernetes deletes it with the cluster.
+    owner = harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE)
+    assert minted["metadata"]["ownerReferences"] == [
+        {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": "east", "uid": owner["metadata"]["uid"]}
+    ]
 
     deployment = live(cluster, "deployment")
     assert deployment["spec"]["replicas"] == 1
@@ -263,10 +268,44 @@ def test_plaintext_push_is_a_visible_opt_out(
     assert insecure("east") == []
 
 
-def test_a_missing_ca_configmap_is_an_error_status_naming_it(
+def test_a_missing_ca_configmap_defers_only_the_agent_and_the_cluster_is_pulled(
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+) -> None:
+    """TLS on, the ingester has not published its CA bundle yet: the agent waits (the status says why), the
+    cluster is collected by pull meanwhile, and the agent is deployed once the bundle is there."""
+    harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
+    cluster = managed(kube_api)
+    add_push(harness, "east", cluster)
+    outcome = harness.reconcile("east")
+    assert outcome.ok, outcome.detail
+    status = harness.cr("east")["status"]
+    assert status["phase"] == "Connected" and status["nodes"] == 3
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    why = f"agent deployment deferred: the ingester CA ConfigMap {HUB_NAMESPACE}/ingester-ca does not exist"
+    assert why in status["message"] and why in ready["message"]
+    assert status["agent"] == {"deployed": False, "version": "", "connected": False}
+    assert harness.json("cluster:east:metrics")["nodes"] == 3, "the pull fallback stored nothing"
+    assert live(cluster, "deployment") is None and live(cluster, "secret") is None
+
+    harness.hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
+        }
+    )
+    assert harness.reconcile("east").ok
+    assert live(cluster, "deployment") is not None
+    assert "deferred" not in harness.cr("east")["status"]["message"]
+    assert harness.cr("east")["status"]["agent"]["deployed"] is True
+
+
+def test_a_ca_configmap_that_cannot_be_read_is_an_error_status_naming_it(
     make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
 ) -> None:
     harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
+    harness.hub.fail(r"/configmaps/ingester-ca", status=403)
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
     outcome = harness.reconcile("east")

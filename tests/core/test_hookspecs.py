@@ -262,3 +262,49 @@ def test_a_kind_is_reconciled_by_the_object_it_declares_and_old_plugins_by_their
     assert legacy.forget(ObjectRef("Gadget", "ns", "g1"), None) == ReconcileResult(requeue_after=1.0)
     assert legacy.stored_refs(None) is None
     assert widgets.reconciler.seen == ["w1"]
+
+
+def test_first_party_kinds_declare_a_reconciler_of_their_own_not_the_plugin_object() -> None:
+    host = PluginHost(list(plugin_defaults().plugins))
+    assert set(host.kinds) >= {
+        "ClusterConnection",
+        "RegistryConnection",
+        "MetricSource",
+        "MonitorAccessPolicy",
+        "AlertRule",
+    }
+    for name, (owner, kind) in host.kinds.items():
+        plugin = host.plugin(owner)
+        assert kind.reconciler is not None and kind.reconciler is not plugin, f"{name}: reconciled by its plugin"
+        assert host.reconciler(name) is kind.reconciler
+        for verb in ("reconcile", "forget", "stored_refs"):
+            assert callable(getattr(kind.reconciler, verb)), f"{name}: its reconciler has no {verb}"
+            assert not hasattr(plugin, verb), f"{name}: plugin {owner} still carries {verb}"
+
+
+class Configured:
+    """Builds its kind's reconciler from its settings, at configuration (as the first-party plugins do)."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.reconciler = WidgetReconciler()
+
+    @hookimpl
+    def clusterpulse_configure(self, config: Any, settings: Any) -> None:
+        self.reconciler = WidgetReconciler()
+
+    @hookimpl
+    def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
+        return [WIDGET.with_reconciler(self.reconciler)]
+
+
+def test_the_reconciler_that_runs_is_the_one_built_at_configuration_even_if_kinds_were_read_before() -> None:
+    from clusterpulse_core.config import Config
+
+    plugin = Configured()
+    host = PluginHost([], extra={"configured": plugin})
+    before = host.reconciler("Widget")  # e.g. clusterpulse rbac, or a test reading the kinds first
+    host.configure(Config())
+    assert before is not plugin.reconciler
+    assert host.reconciler("Widget") is plugin.reconciler

@@ -119,7 +119,7 @@ def test_a_third_party_reconcile_reaches_a_managed_cluster_through_the_pooled_cl
     )
     hub = _hub(kube_api, managed.url)
     plugin = ProbePlugin()
-    harness = clusterpulse_manager([], hub, extra_plugins={"probe": plugin}, core={"namespace": NAMESPACE})
+    harness = clusterpulse_manager(["cluster"], hub, extra_plugins={"probe": plugin}, core={"namespace": NAMESPACE})
 
     _probe(hub, "first", "prod")
     _probe(hub, "second", "prod")
@@ -142,11 +142,13 @@ def test_an_unknown_cluster_or_a_bad_name_is_one_clear_error(
     kube_api: Callable[..., Any], clusterpulse_manager: Callable[..., Harness]
 ) -> None:
     hub = _hub(kube_api, "https://127.0.0.1:1")
-    harness = clusterpulse_manager([], hub, extra_plugins={"probe": ProbePlugin()}, core={"namespace": NAMESPACE})
+    harness = clusterpulse_manager(
+        ["cluster"], hub, extra_plugins={"probe": ProbePlugin()}, core={"namespace": NAMESPACE}
+    )
     _probe(hub, "missing", "staging")
     _probe(hub, "bad", "Not_A_Name")
     for name, message in (
-        ("missing", f"no ClusterConnection {NAMESPACE}/staging"),
+        ("missing", f"no managed cluster {NAMESPACE}/staging"),
         ("bad", "invalid cluster name 'Not_A_Name': not a DNS-1123 subdomain"),
     ):
         status = eventually(
@@ -155,3 +157,16 @@ def test_an_unknown_cluster_or_a_bad_name_is_one_clear_error(
             timeout=harness.timeout,
         )
         assert status == message
+
+
+def test_without_a_plugin_locating_the_clusters_the_error_says_which_to_enable(
+    kube_api: Callable[..., Any], clusterpulse_manager: Callable[..., Harness]
+) -> None:
+    """The core reads no ClusterConnection itself: the cluster plugin locates the clusters."""
+    hub = _hub(kube_api, "https://127.0.0.1:1")
+    harness = clusterpulse_manager([], hub, extra_plugins={"probe": ProbePlugin()}, core={"namespace": NAMESPACE})
+    _probe(hub, "orphan", "prod")
+    status = eventually(lambda: _status(harness, "orphan").get("message"), "orphan's status", timeout=harness.timeout)
+    assert status == (
+        "no loaded plugin locates managed clusters (clusterpulse_managed_cluster): enable the cluster plugin"
+    )

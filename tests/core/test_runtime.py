@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,10 @@ from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config, ConfigError, CoreSettings
-from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.context import ObjectLogger, ReconcileContext, Runtime
 from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind, TerminalError
 from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.logs import CURRENT_OBJECT, ObjectFilter
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
@@ -286,6 +287,78 @@ def test_an_exception_is_retried_with_backoff_then_forgotten(hub: Any, run_widge
     assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 2
     assert sample(manager, "workqueue_retries_total", name="widget") == 2
     assert manager.controllers["Widget"].queue.num_requeues(ObjectRef("Widget", NAMESPACE, "flaky")) == 0
+
+
+class TracingPlugin:
+    """A third-party wrapper around every reconcile call (as a tracing plugin would be): records
+    the call, the object named in the log context around it, and its outcome."""
+
+    clusterpulse_api_version = 1
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str, Any]] = []
+
+    @hookimpl(wrapper=True)
+    def clusterpulse_reconcile_call(self, ref: ObjectRef, action: str) -> Generator[None, Any, Any]:
+        context = CURRENT_OBJECT.get()
+        try:
+            result = yield
+        except Exception as exc:
+            self.calls.append((action, ref.name, context, type(exc).__name__))
+            raise
+        self.calls.append((action, ref.name, context, result))
+        return result
+
+
+def test_wrappers_run_around_every_reconcile_and_forget_inside_the_object_log_context(
+    hub: Any, managers: list[Manager]
+) -> None:
+    def broken(attempt: int, obj: Mapping[str, Any]) -> ReconcileResult:
+        raise TerminalError("cannot ever work")
+
+    plugin, tracer = (
+        WidgetPlugin({"broken": broken, "ok": lambda a, o: ReconcileResult(requeue_after=None)}),
+        TracingPlugin(),
+    )
+    manager = make_manager(hub.api_client(), {"widgets": plugin, "tracer": tracer})
+    managers.append(manager)
+    manager.start()
+    assert manager.wait_synced(WAIT)
+    hub.create(widget("ok"))
+    hub.create(widget("broken"))
+    eventually(lambda: len(tracer.calls) == 2, "both reconciles to pass the wrapper", timeout=WAIT)
+    hub.delete(API_VERSION, "widgets", "ok", NAMESPACE)
+    eventually(lambda: len(tracer.calls) == 3, "the forget to pass the wrapper", timeout=WAIT)
+    assert sorted(tracer.calls[:2]) == [
+        ("reconcile", "broken", f"Widget {NAMESPACE}/broken", "TerminalError"),
+        ("reconcile", "ok", f"Widget {NAMESPACE}/ok", ReconcileResult(requeue_after=None)),
+    ]
+    assert tracer.calls[2] == ("forget", "ok", f"Widget {NAMESPACE}/ok", True)
+    # The wrapper changed nothing the runtime does with the outcome: the terminal error is not retried.
+    assert sample(manager, "controller_runtime_reconcile_errors_total", controller="widget") == 1
+    assert plugin.forgotten == ["ok"] and CURRENT_OBJECT.get() == ""
+
+
+def test_a_line_logged_during_a_reconcile_names_its_object_once() -> None:
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(handler.format(record))  # type: ignore[method-assign]
+    handler.addFilter(ObjectFilter())
+    logger = logging.getLogger("widgets.inner")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    own = ObjectLogger(logger, {"object": f"Widget {NAMESPACE}/w1"})
+    try:
+        logger.info("outside")
+        token = CURRENT_OBJECT.set(f"Widget {NAMESPACE}/w1")
+        try:
+            logger.info("sizing %d", 3)
+            own.info("patched")
+        finally:
+            CURRENT_OBJECT.reset(token)
+    finally:
+        logger.removeHandler(handler)
+    assert lines == ["outside", f"[Widget {NAMESPACE}/w1] sizing 3", f"[Widget {NAMESPACE}/w1] patched"]
 
 
 def test_a_terminal_error_is_not_retried(hub: Any, run_widgets: Any) -> None:

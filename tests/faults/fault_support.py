@@ -8,16 +8,29 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_testing.polling import eventually
 from clusterpulse_testing.tls import loopback_ca
+from malformed_corpus import Corpus
 
 from clusterpulse_core.config import CoreSettings
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.kube.client import KubeClient
+from clusterpulse_core.runtime.bootstrap import (
+    Outcome,
+    build_runtime,
+    load,
+    reconcile_object,
+    start_plugins,
+    stop_plugins,
+)
 
 HUB_NAMESPACE = "clusterpulse"
 TOKEN = "fault-token"
@@ -231,3 +244,47 @@ class ManagerProcess:
             self.process.send_signal(signal.SIGCONT)
             self.process.kill()
             self.process.wait(timeout=10)
+
+
+# --- the malformed-CR corpus (its shared parts are in tests/malformed_corpus.py) -----------------------
+
+
+@contextmanager
+def corpus_object(
+    corpus: Corpus,
+    hub: Any,
+    redis_url: str,
+    workdir: Path,
+    enabled: tuple[str, ...],
+    prepare: Callable[[Runtime], None] | None = None,
+) -> Iterator[tuple[Callable[..., tuple[dict[str, Any], Outcome]], redis.Redis]]:
+    """The corpus object reconciled healthy by started plugins; yields ``reconcile(spec=good)`` and a Redis client.
+
+    ``reconcile`` hands the controller the stored object with ``spec`` (as an informer would,
+    whatever the API server admitted) and returns the status written and the outcome.
+    """
+    config, host = load(str(write_config(workdir / "config.toml", redis_url, enabled=enabled)), env={})
+    runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    start_plugins(runtime)
+    kind = corpus.kind
+
+    def reconcile(spec: Any = None) -> tuple[dict[str, Any], Outcome]:
+        current = hub.get(kind.api_version, kind.plural, corpus.name, HUB_NAMESPACE)
+        outcome = reconcile_object(
+            runtime, corpus.controller, kind, {**current, "spec": corpus.good if spec is None else spec}
+        )
+        assert "Traceback" not in (outcome.detail or "")
+        status = hub.get(kind.api_version, kind.plural, corpus.name, HUB_NAMESPACE).get("status") or {}
+        return dict(status), outcome
+
+    try:
+        if prepare is not None:
+            prepare(runtime)
+        hub.create(corpus.body(corpus.good))
+        status, _ = reconcile()
+        assert status[corpus.state] == corpus.healthy, status
+        yield reconcile, client
+    finally:
+        stop_plugins(runtime)
+        client.close()

@@ -102,3 +102,61 @@ def test_serving_the_same_data_again_never_goes_back_and_watchers_catch_up_at_on
     finally:
         informer.stop()
         second.stop()
+
+
+def test_the_crd_bounds_are_enforced_with_the_api_servers_causes() -> None:
+    with KubeAPI() as api:
+        api.seed(_objects("good"))
+        bad = {
+            "apiVersion": API,
+            "kind": "ClusterConnection",
+            "metadata": {"name": "bad", "namespace": NAMESPACE},
+            "spec": {
+                "endpoint": "https://" + "e" * 3000,
+                "credentialsRef": {"name": "../x"},
+                "labels": {f"k{i}": "v" for i in range(65)},
+                "monitoring": {"interval": -5},
+            },
+        }
+        client = KubeClient(make_api_client(api.url, "test"))
+        body = api_client_error(api, bad)
+        print(f"\n{body['message']}")
+        assert body["code"] == 422 and body["reason"] == "Invalid"
+        assert body["message"].startswith('ClusterConnection.clusterpulse.io "bad" is invalid: [spec.')
+        causes = {cause["field"]: (cause["reason"], cause["message"]) for cause in body["details"]["causes"]}
+        assert causes == {
+            "spec.endpoint": ("FieldValueTooLong", "Too long: may not be more than 2048 bytes"),
+            "spec.credentialsRef.name": (
+                "FieldValueInvalid",
+                f'Invalid value: "../x": spec.credentialsRef.name in body should match '
+                f"'{CLUSTER_CONNECTION.schema['properties']['spec']['properties']['credentialsRef']['properties']['name']['pattern']}'",
+            ),
+            "spec.labels": ("FieldValueTooMany", "Too many: 65: must have at most 64 items"),
+            "spec.monitoring.interval": (
+                "FieldValueInvalid",
+                "Invalid value: -5: spec.monitoring.interval in body should be greater than or equal to 0",
+            ),
+        }
+        del bad["spec"]["credentialsRef"]
+        with pytest.raises(KubeApiError, match=r"spec\.credentialsRef: Required value"):
+            client.request("POST", CLUSTER_CONNECTION.api_path(NAMESPACE), body=bad)
+        # An object stored under a looser CRD keeps taking status writes (validation ratcheting).
+        stored = api.create({**bad, "spec": {**bad["spec"], "credentialsRef": {"name": "t"}}}, validate=False)
+        stored["status"] = {"phase": "Error", "message": "spec.endpoint: too long"}
+        stored = api.update(stored)
+        assert stored["status"]["phase"] == "Error"
+        stored["spec"]["displayName"] = "d" * 300
+        with pytest.raises(ApiError, match=r"spec\.displayName: Too long"):
+            api.update(stored)
+
+
+def api_client_error(api: KubeAPI, obj: dict[str, Any]) -> dict[str, Any]:
+    """The ``Status`` body a create of ``obj`` is refused with, through the real kubernetes client."""
+    import kubernetes
+
+    custom = kubernetes.client.CustomObjectsApi(api.api_client())
+    kind = CLUSTER_CONNECTION
+    with pytest.raises(kubernetes.client.ApiException) as refused:
+        custom.create_namespaced_custom_object(kind.group, kind.version, NAMESPACE, kind.plural, obj)
+    body: dict[str, Any] = json.loads(refused.value.body)
+    return body

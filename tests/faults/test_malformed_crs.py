@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 import redis
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from fault_support import CC_API, HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, write_config
+from malformed_corpus import Corpus, api_server_verdict, crd_hub_fixture
 
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
@@ -99,3 +101,31 @@ def test_an_interval_below_the_minimum_is_raised_and_the_status_says_so(connecte
     assert status["phase"] == "Connected"
     assert "spec.monitoring.interval 10 raised to 30" in status["message"]
     assert "raised" not in reconcile()["message"]
+
+
+#: The spec the cases change, as ``add_cluster`` writes it.
+CORPUS = Corpus(
+    CLUSTER_CONNECTION, "cluster", "c0", {"endpoint": "https://127.0.0.1:6443", "credentialsRef": {"name": "c0-token"}}
+)
+
+
+crd_hub = crd_hub_fixture(CLUSTER_CONNECTION)
+
+
+@pytest.mark.parametrize("case", CLUSTER_CONNECTION_CASES, ids=[case[0] for case in CLUSTER_CONNECTION_CASES])
+def test_the_api_server_refuses_what_the_crd_schema_can(crd_hub: Any, case: tuple[str, Mapping[str, Any], str]) -> None:
+    api_server_verdict(crd_hub, CORPUS, case)
+
+
+def test_a_repeating_failure_is_logged_once_per_change(connected: Any, caplog: pytest.LogCaptureFixture) -> None:
+    good, reconcile, _ = connected
+    caplog.set_level("WARNING")
+    huge = {**good["spec"], "endpoint": "https://" + "e" * 900_000}
+    negative = {**good["spec"], "monitoring": {"interval": -5}}
+    for spec in (huge,) * 3 + (negative,) * 2:
+        assert reconcile(spec)["phase"] == "Error"
+    logged = [r.getMessage() for r in caplog.records if r.levelno >= 30 and "spec." in r.getMessage()]
+    print(f"\n{len(logged)} lines: {[line[:120] for line in logged]}")
+    assert len(logged) == 2
+    assert "spec.endpoint" in logged[0] and "spec.monitoring.interval" in logged[1]
+    assert all(len(line) <= 4096 + 100 for line in logged)

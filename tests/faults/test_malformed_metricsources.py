@@ -9,19 +9,18 @@ compiled definition stored by the last good reconcile stays in Redis, and the go
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from clusterpulse_metricsource.crd import METRIC_SOURCE
-from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_objects, write_config
+from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, corpus_object, make_hub, managed_objects
+from malformed_corpus import Case, Corpus, api_server_verdict, check_malformed, crd_hub_fixture
 
-from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
+from clusterpulse_core.context import Runtime
+from clusterpulse_core.runtime.bootstrap import reconcile_object
 
-MS_API = f"{METRIC_SOURCE.group}/{METRIC_SOURCE.version}"
 GOOD: dict[str, Any] = {
     "source": {"apiVersion": "v1", "kind": "ConfigMap", "scope": "Namespaced"},
     "fields": [{"name": "name", "path": ".metadata.name", "type": "string"}],
@@ -30,8 +29,9 @@ GOOD: dict[str, Any] = {
 }
 SOURCE = GOOD["source"]
 
-#: (case id, spec changes, field the error names). ``__spec__`` replaces the whole spec.
-METRIC_SOURCE_CASES: list[tuple[str, Mapping[str, Any], str]] = [
+CORPUS = Corpus(METRIC_SOURCE, "metricsource", "maps", GOOD)
+
+METRIC_SOURCE_CASES: list[Case] = [
     ("apiVersion not a string", {"source": {**SOURCE, "apiVersion": 1}}, "spec.source.apiVersion"),
     ("huge kind", {"source": {**SOURCE, "kind": "K" * 100_000}}, "spec.source.kind"),
     ("source not an object", {"source": "v1/ConfigMap"}, "spec.source"),
@@ -104,62 +104,32 @@ METRIC_SOURCE_CASES: list[tuple[str, Mapping[str, Any], str]] = [
 ]
 
 
+IDS = [case[0] for case in METRIC_SOURCE_CASES]
+
+
 @pytest.fixture
-def collected(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> Any:
+def collected(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> Iterator[Any]:
     hub = make_hub(kube_api, METRIC_SOURCE)
     cluster = kube_api(objects=managed_objects("node-a"), require_token=TOKEN)
     add_cluster(hub, "east", cluster.url)
-    config, host = load(
-        str(write_config(tmp_path / "config.toml", redis_url, enabled=("redis", "cluster", "metricsource"))), env={}
-    )
-    runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    start_plugins(runtime)
-    owner, kind = runtime.plugins.kinds["ClusterConnection"]
-    assert reconcile_object(runtime, owner, kind, hub.get(kind.api_version, kind.plural, "east", HUB_NAMESPACE)).ok
-    hub.create(
-        {
-            "apiVersion": MS_API,
-            "kind": "MetricSource",
-            "metadata": {"name": "maps", "namespace": HUB_NAMESPACE},
-            "spec": GOOD,
-        }
-    )
 
-    def reconcile(spec: Any = None) -> tuple[dict[str, Any], Any]:
-        current = hub.get(MS_API, METRIC_SOURCE.plural, "maps", HUB_NAMESPACE)
-        outcome = reconcile_object(
-            runtime, "metricsource", METRIC_SOURCE, {**current, "spec": GOOD if spec is None else spec}
-        )
-        assert "Traceback" not in (outcome.detail or "")
-        return dict(hub.get(MS_API, METRIC_SOURCE.plural, "maps", HUB_NAMESPACE).get("status") or {}), outcome
+    def connect(runtime: Runtime) -> None:
+        owner, kind = runtime.plugins.kinds["ClusterConnection"]
+        assert reconcile_object(runtime, owner, kind, hub.get(kind.api_version, kind.plural, "east", HUB_NAMESPACE)).ok
 
-    try:
-        status, _ = reconcile()
-        assert status["phase"] == "Active", status
-        yield reconcile, client
-    finally:
-        stop_plugins(runtime)
-        client.close()
+    with corpus_object(CORPUS, hub, redis_url, tmp_path, ("redis", "cluster", "metricsource"), connect) as running:
+        yield running
 
 
-@pytest.mark.parametrize(
-    ("case", "changes", "field"), METRIC_SOURCE_CASES, ids=[case[0] for case in METRIC_SOURCE_CASES]
-)
-def test_a_malformed_metric_source_is_an_error_naming_its_field(
-    collected: Any, case: str, changes: Mapping[str, Any], field: str
-) -> None:
+crd_hub = crd_hub_fixture(METRIC_SOURCE)
+
+
+@pytest.mark.parametrize("case", METRIC_SOURCE_CASES, ids=IDS)
+def test_a_malformed_metric_source_is_an_error_naming_its_field(collected: Any, case: Case) -> None:
     reconcile, client = collected
-    definition = client.get(f"metricsource:{HUB_NAMESPACE}:maps")
-    assert definition
-    spec: Any = changes.get("__spec__", {**GOOD, **changes})
-    status, outcome = reconcile(spec)
-    print(f"\n{case}: {status.get('phase')}: {str(status.get('message'))[:160]}")
-    assert status["phase"] == "Error"
-    assert field in status["message"]
-    assert len(status["message"]) <= 1100
-    assert not outcome.ok
-    # What the last good reconcile stored is kept.
-    assert client.get(f"metricsource:{HUB_NAMESPACE}:maps") == definition
-    # And the good spec reconciles again.
-    assert reconcile()[0]["phase"] == "Active"
+    check_malformed(CORPUS, reconcile, case, lambda: client.get(f"metricsource:{HUB_NAMESPACE}:maps"))
+
+
+@pytest.mark.parametrize("case", METRIC_SOURCE_CASES, ids=IDS)
+def test_the_api_server_refuses_what_the_crd_schema_can(crd_hub: Any, case: Case) -> None:
+    api_server_verdict(crd_hub, CORPUS, case)

@@ -8,19 +8,15 @@ good reconcile stored stays in Redis, and the good spec is ``Active`` again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
-from fault_support import HUB_NAMESPACE, make_hub, write_config
+from fault_support import HUB_NAMESPACE, corpus_object, make_hub
+from malformed_corpus import Case, Corpus, api_server_verdict, check_malformed, crd_hub_fixture
 
-from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
-
-API = MONITOR_ACCESS_POLICY.api_version
 RULE: dict[str, Any] = {
     "selector": {"matchPattern": "prod-*"},
     "permissions": {"view": True},
@@ -34,10 +30,7 @@ GOOD: dict[str, Any] = {
     "access": {"effect": "Allow", "enabled": True},
     "scope": {"clusters": {"default": "none", "rules": [RULE]}},
 }
-
-
-def _with(**changes: Any) -> dict[str, Any]:
-    return {**GOOD, **changes}
+CORPUS = Corpus(MONITOR_ACCESS_POLICY, "policy", "p1", GOOD, state="state", fails=False)
 
 
 def _rule(**changes: Any) -> dict[str, Any]:
@@ -48,8 +41,7 @@ def _resource(**changes: Any) -> dict[str, Any]:
     return _rule(resources=[{**RULE["resources"][0], **changes}])
 
 
-#: (case id, spec changes, field the error names). ``__spec__`` replaces the whole spec.
-POLICY_CASES: list[tuple[str, Mapping[str, Any], str]] = [
+POLICY_CASES: list[Case] = [
     ("users not a list", {"identity": {"subjects": {"users": "alice"}}}, "spec.identity.subjects.users"),
     ("user not a string", {"identity": {"subjects": {"users": [42]}}}, "spec.identity.subjects.users[0]"),
     ("huge user", {"identity": {"subjects": {"users": ["u" * 100_000]}}}, "spec.identity.subjects.users[0]"),
@@ -104,54 +96,27 @@ POLICY_CASES: list[tuple[str, Mapping[str, Any], str]] = [
 ]
 
 
+IDS = [case[0] for case in POLICY_CASES]
+
+
 @pytest.fixture
-def compiled(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> Any:
+def compiled(kube_api: Callable[..., Any], redis_url: str, tmp_path: Path) -> Iterator[Any]:
     hub = make_hub(kube_api, MONITOR_ACCESS_POLICY)
-    config, host = load(str(write_config(tmp_path / "config.toml", redis_url, enabled=("redis", "policy"))), env={})
-    runtime = build_runtime(config, host, hub=KubeClient(hub.api_client()))
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    start_plugins(runtime)
-    hub.create(
-        {
-            "apiVersion": API,
-            "kind": "MonitorAccessPolicy",
-            "metadata": {"name": "p1", "namespace": HUB_NAMESPACE},
-            "spec": GOOD,
-        }
-    )
-
-    def reconcile(spec: Any = None) -> tuple[dict[str, Any], Any]:
-        current = hub.get(API, MONITOR_ACCESS_POLICY.plural, "p1", HUB_NAMESPACE)
-        outcome = reconcile_object(
-            runtime, "policy", MONITOR_ACCESS_POLICY, {**current, "spec": GOOD if spec is None else spec}
-        )
-        assert "Traceback" not in (outcome.detail or "")
-        return dict(hub.get(API, MONITOR_ACCESS_POLICY.plural, "p1", HUB_NAMESPACE).get("status") or {}), outcome
-
-    try:
-        status, _ = reconcile()
-        assert status["state"] == "Active", status
-        yield reconcile, client
-    finally:
-        stop_plugins(runtime)
-        client.close()
+    with corpus_object(CORPUS, hub, redis_url, tmp_path, ("redis", "policy")) as running:
+        yield running
 
 
-@pytest.mark.parametrize(("case", "changes", "field"), POLICY_CASES, ids=[case[0] for case in POLICY_CASES])
-def test_a_malformed_policy_is_an_error_naming_its_field(
-    compiled: Any, case: str, changes: Mapping[str, Any], field: str
-) -> None:
+crd_hub = crd_hub_fixture(MONITOR_ACCESS_POLICY)
+
+
+@pytest.mark.parametrize("case", POLICY_CASES, ids=IDS)
+def test_a_malformed_policy_is_an_error_naming_its_field(compiled: Any, case: Case) -> None:
     reconcile, client = compiled
     key = f"policy:{HUB_NAMESPACE}:p1"
-    stored = client.hget(key, "data")
-    assert stored and "alice" in stored
-    spec: Any = changes.get("__spec__", _with(**changes))
-    status, _ = reconcile(spec)
-    print(f"\n{case}: {status.get('state')}: {str(status.get('message'))[:160]}")
-    assert status["state"] == "Error"
-    assert field in status["message"]
-    assert len(status["message"]) <= 1100
-    # What the last good reconcile stored is kept.
-    assert client.hget(key, "data") == stored
-    # And the good spec reconciles again.
-    assert reconcile()[0]["state"] == "Active"
+    assert "alice" in client.hget(key, "data")
+    check_malformed(CORPUS, reconcile, case, lambda: client.hget(key, "data"))
+
+
+@pytest.mark.parametrize("case", POLICY_CASES, ids=IDS)
+def test_the_api_server_refuses_what_the_crd_schema_can(crd_hub: Any, case: Case) -> None:
+    api_server_verdict(crd_hub, CORPUS, case)

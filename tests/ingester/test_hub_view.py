@@ -38,7 +38,7 @@ def clock() -> Clock:
 @pytest.fixture
 def view(hub: Any, clock: Clock) -> Iterator[HubView]:
     core = CoreSettings(namespace=HUB_NAMESPACE)
-    hub_view = HubView(KubeClient(hub.api_client()), core, ClusterFleet(), lambda obj, added: None, clock=clock)
+    hub_view = HubView(KubeClient(hub.api_client()), core, ClusterFleet(), lambda cluster: None, clock=clock)
     assert hub_view.start(WAIT)
     yield hub_view
     hub_view.stop()

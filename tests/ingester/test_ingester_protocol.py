@@ -254,35 +254,65 @@ def test_a_batch_resent_while_its_first_copy_is_stored_is_stored_once(
 
 
 @pytest.mark.parametrize(
-    ("first", "code", "message"),
+    ("first", "code", "reason", "detail"),
     [
         (
             pb.ConnectRequest(metrics=pb.MetricsBatch(cluster_name="edge", batch_id="x")),
             grpc.StatusCode.FAILED_PRECONDITION,
+            "not_registered",
             "metrics received before registration",
         ),
         (
             pb.ConnectRequest(health=pb.HealthReport(cluster_name="edge")),
             grpc.StatusCode.FAILED_PRECONDITION,
+            "not_registered",
             "health received before registration",
         ),
         (
             pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="", token=TOKEN)),
             grpc.StatusCode.INVALID_ARGUMENT,
+            "empty_name",
             "register: cluster_name is required",
         ),
-        (pb.ConnectRequest(), grpc.StatusCode.INVALID_ARGUMENT, "ConnectRequest without a payload"),
+        (pb.ConnectRequest(), grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload"),
+        (
+            pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token=TOKEN, version="x" * 70000)),
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "oversized",
+            "-byte message before registration (max_register_bytes 65536)",
+        ),
+        (
+            pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="edge", token="wrong")),
+            grpc.StatusCode.UNAUTHENTICATED,
+            "bad_token",
+            "invalid collector token",
+        ),
+        (
+            pb.ConnectRequest(register=pb.RegisterRequest(cluster_name="ghost", token=TOKEN + "edge")),
+            grpc.StatusCode.UNAUTHENTICATED,
+            "unknown_cluster",
+            "unknown cluster 'ghost'",
+        ),
     ],
 )
-def test_protocol_errors_end_the_stream_with_the_spec_messages(
-    ingester: tuple[Runtime, Any], first: pb.ConnectRequest, code: grpc.StatusCode, message: str
+def test_every_refusal_before_registration_tells_the_client_one_generic_text(
+    ingester: tuple[Runtime, Any],
+    caplog: pytest.LogCaptureFixture,
+    first: pb.ConnectRequest,
+    code: grpc.StatusCode,
+    reason: str,
+    detail: str,
 ) -> None:
+    """docs/compatibility.md#c14: the client gets the status code and REFUSED, never the protocol's own texts
+    nor anything naming the hub; the hub logs the detail and counts the refusal under its reason."""
     runtime, recording = ingester
-    stream = Stream(_port(runtime), TOKEN + "edge")
+    stream = Stream(_port(runtime), TOKEN + "edge" if reason != "bad_token" else "wrong")
     stream.send(first)
     error = stream.error()
     stream.close()
-    assert (error.code(), error.details()) == (code, message)
+    assert (error.code(), error.details()) == (code, REFUSED)
+    assert detail in caplog.text
+    assert _sample(runtime, "clusterpulse_ingester_streams_rejected_total", reason=reason) == 1
     assert recording.pieces == []
 
 
@@ -321,7 +351,7 @@ def test_batches_are_stored_acked_and_the_connection_is_visible(ingester: tuple[
         client.close()
     stored = recording.of(ClusterMetricsPiece)
     assert stored[0].metrics.timestamp == collected and stored[0].cluster == "edge"
-    # DECISIONS R1 fields the proto lacks are derived from the batch's nodes, as pull derives them.
+    # The R1 fields (docs/compatibility.md#r1) the proto lacks are derived from the batch's nodes, as pull derives them.
     assert (stored[0].metrics.cpu_allocatable, stored[0].metrics.cpu_requested) == (7.0, 1.0)
     assert stored[0].metrics.cpu_usage_percent == 1.0 / 7.0 * 100
     assert (stored[0].metrics.nodes_not_ready, stored[0].metrics.pods) == (0, 5)

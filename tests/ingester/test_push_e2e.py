@@ -462,7 +462,7 @@ def _status(world: PushWorld, name: str) -> dict[str, Any]:
 def test_a_frozen_agent_is_pulled_after_the_silence_limit_and_push_resumes(
     world: PushWorld, kube_api: Callable[..., Any]
 ) -> None:
-    """A real agent frozen with SIGSTOP: its stream stays open but says nothing (DECISIONS C3)."""
+    """A real agent frozen with SIGSTOP: its stream stays open but says nothing (docs/compatibility.md#c3)."""
     cluster = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
 
     def pulls() -> int:  # the hub's own node listings (the agent's reads carry its User-Agent)

@@ -120,3 +120,35 @@ def test_only_push_clusters_are_accepted(start_ingester: Callable[..., tuple[Run
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED and error.details() == REFUSED
     assert recording.pieces == [] and agent_connection(runtime.plugins, "pulled") is None
     assert runtime.metrics.get_sample_value("clusterpulse_ingester_streams_rejected_total", {"reason": "not_push"}) == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "holder"),
+    [("hub", "clusterpulse-collector-edge"), ("credentials", "edge-token")],
+)
+def test_a_changed_token_secret_queues_the_cluster_whose_token_it_holds(
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, source: str, holder: str
+) -> None:
+    """Which Secret holds which cluster's token comes from the clusters (the fleet view), not from the
+    Secret: a Secret merely claiming a cluster (the collector-token label, an owner reference to a
+    ClusterConnection) queues nothing."""
+    decoy = collector_secret("edge", "not-a-token")
+    decoy["metadata"].update(
+        name="decoy",
+        ownerReferences=[{"apiVersion": CC_API, "kind": "ClusterConnection", "name": "other", "uid": "u-1"}],
+    )
+    hub.create(decoy)
+    runtime, _ = start_ingester(collector_token_source=source)
+    queued: list[str] = []
+    runtime.on_resync_request(lambda reason, ref: queued.append(ref.name if ref is not None else "*"))
+
+    decoy = hub.get("v1", "secrets", "decoy", HUB_NAMESPACE)
+    decoy["data"]["token"] = base64.b64encode(b"still-not-a-token").decode()
+    hub.update(decoy)
+    current = hub.get("v1", "secrets", holder, HUB_NAMESPACE)
+    current["data"]["token"] = base64.b64encode(b"a-new-token-for-edge").decode()
+    hub.update(current)
+
+    # The Secrets' events are handled in order: once the holder's is seen, the decoy's was too.
+    eventually(lambda: "edge" in queued, f"the change of {holder} to queue edge", timeout=REVOCATION_BOUND)
+    assert queued == ["edge"]

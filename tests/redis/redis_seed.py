@@ -46,7 +46,7 @@ from clusterpulse_model.pieces import (
 
 from clusterpulse_core.pieces import Piece
 
-#: The clock of the upstream tests (redis.md §14).
+#: The clock of the upstream tests (the instant tests/vectors/redis_examples.json uses).
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 

@@ -1,4 +1,4 @@
-"""Deletion of a cluster, a registry and a MetricSource removes exactly what redis.md §12 says."""
+"""Deletion of a cluster, a registry and a MetricSource removes exactly what docs/compatibility.md#deletion says."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_cluster_deletion_removes_only_that_clusters_keys(store: RedisStore, raw
 
     assert list(raw.scan_iter(match="cluster:c1:*")) == []
     assert raw.smembers("clusters:all") == {b"c10", b"c2"}
-    assert raw.exists("events:c1") == 1  # §12: not touched
+    assert raw.exists("events:c1") == 1  # #deletion: not touched
     assert snapshot(raw, exclude_prefixes=("cluster:c1:", "clusters:all")) == untouched
 
 

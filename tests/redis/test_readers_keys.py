@@ -1,4 +1,4 @@
-"""Keys the readers need (DECISIONS R1-R3): the 24 metrics, the node conditions hash, the resource lists."""
+"""Keys the readers need (docs/compatibility.md#r1 to #r3): the 24 metrics, node conditions, resource lists."""
 
 from __future__ import annotations
 

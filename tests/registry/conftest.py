@@ -45,7 +45,7 @@ def docker_registry_binary() -> str:
 @pytest.fixture(scope="session")
 def docker_registry_session(docker_registry_binary: str) -> Iterator[RunningRegistry]:
     """One plain-HTTP docker-registry with htpasswd (bcrypt) auth and three pushed repositories."""
-    process = registry_process(docker_registry_binary, RegistryAuth(htpasswd={USERNAME: PASSWORD}))
+    process = registry_process(docker_registry_binary, RegistryAuth(htpasswd={USERNAME: PASSWORD}), access_log=True)
     start_or_fail(process)
     with requests.Session() as session:
         session.auth = (USERNAME, PASSWORD)

@@ -50,14 +50,16 @@ def registry_process(
     tls: tuple[Path, Path] | None = None,
     storage: Path | None = None,
     catalog_page_size: int = 0,
+    access_log: bool = False,
 ) -> ServerProcess:
     """A docker-registry on 127.0.0.1 with the given authentication, TLS (cert, key), storage dir
-    and catalog page size (``catalog.maxentries``; 0 = the registry's default)."""
+    and catalog page size (``catalog.maxentries``; 0 = the registry's default); with ``access_log``
+    every request is a line of its log (``log_tail``)."""
 
     def command(port: int, workdir: Path) -> list[str]:
         config: dict[str, Any] = {
             "version": 0.1,
-            "log": {"level": "warn", "accesslog": {"disabled": True}},
+            "log": {"level": "warn", "accesslog": {"disabled": not access_log}},
             "storage": {"filesystem": {"rootdirectory": str(storage or workdir / "data")}, "delete": {"enabled": True}},
             "http": {"addr": f"127.0.0.1:{port}", "secret": secrets.token_hex(16)},
             "health": {"storagedriver": {"enabled": False}},

@@ -80,7 +80,7 @@ def test_wrong_password_is_unhealthy_with_the_message(
 def test_anonymous_against_an_auth_registry_is_available_and_requires_auth(
     hub: RegistryHub, docker_registry: RunningRegistry
 ) -> None:
-    hub.create("anon", {"endpoint": docker_registry.url, "credentialsRef": {"name": "no-such-secret"}})
+    hub.create("anon", {"endpoint": docker_registry.url})
 
     outcome = hub.reconcile("anon")
 

@@ -17,6 +17,7 @@ import pytest
 from clusterpulse_model.pieces import RegistryMetricsPiece, RegistrySpecPiece, RegistryStatusPiece
 from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_testing.recording import BackendPlugin
+from malformed_corpus import Corpus, api_server_verdict, crd_hub_fixture
 from registry_support import RegistryHub, RunningRegistry
 
 from clusterpulse_core.runtime.bootstrap import reconcile_object
@@ -102,3 +103,18 @@ def test_a_malformed_registry_connection_is_an_error_naming_its_field(
     assert again == status
     # And the good spec reconciles again.
     assert reconcile()[0]["phase"] == "Connected"
+
+
+#: The spec the cases change, as the fixture writes it (the verdict needs no registry).
+CORPUS = Corpus(
+    REGISTRY_CONNECTION,
+    "registry",
+    "local",
+    {"endpoint": "http://127.0.0.1:5000", "displayName": "Local", "monitoring": {"checkCatalog": True}},
+)
+crd_hub = crd_hub_fixture(REGISTRY_CONNECTION)
+
+
+@pytest.mark.parametrize("case", REGISTRY_CONNECTION_CASES, ids=[case[0] for case in REGISTRY_CONNECTION_CASES])
+def test_the_api_server_refuses_what_the_crd_schema_can(crd_hub: Any, case: tuple[str, Mapping[str, Any], str]) -> None:
+    api_server_verdict(crd_hub, CORPUS, case)

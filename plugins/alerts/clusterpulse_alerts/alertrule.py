@@ -31,6 +31,15 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 DEFAULT_MESSAGE = "AlertRule {rule} fires on cluster {cluster}"
+#: Bounds of the spec, checked by :func:`check_spec` and stated in the CRD (crd.py).
+MAX_CONDITION = 4_096
+MAX_MESSAGE = 1_024
+MAX_ALERT_NAME = 253
+MAX_FOR_SECONDS = 7 * 86_400
+MAX_LABEL_KEY = 317  # a DNS-1123 prefix (253), "/" and a name (63)
+MAX_LABEL_VALUE = 1_024  # as a ClusterConnection's spec.labels
+MAX_SELECTOR_ENTRIES = 64
+MAX_EXPRESSION_VALUES = 64
 
 
 class CompiledExpression(Protocol):
@@ -59,18 +68,68 @@ class RuleError(Exception):
         super().__init__(f"{field}: {detail}{where}")
 
 
+def _shown(value: Any) -> str:
+    """A bad value for a message: its repr, at most 64 characters of it."""
+    text = repr(value)
+    return text if len(text) <= 64 else f"{text[:60]}... ({len(text)} characters)"
+
+
 def parse_duration(text: Any, field: str = "spec.for") -> float:
-    """``30s``, ``5m``, ``1h30m``, ``500ms`` or ``0`` in seconds."""
-    if isinstance(text, int | float) and not isinstance(text, bool) and text >= 0:
-        return float(text)
+    """``30s``, ``5m``, ``1h30m``, ``500ms`` or ``0`` in seconds (a string: a number is not taken as seconds)."""
     if not isinstance(text, str):
-        raise RuleError(field, f"expected a duration such as 30s or 5m, got {text!r}")
-    if text.strip() == "0":
+        raise RuleError(field, f"expected a duration string such as 30s or 5m, got {type(text).__name__}")
+    if text == "0":
         return 0.0
     parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text.strip():
-        raise RuleError(field, f"expected a duration such as 30s, 5m or 1h30m, got {text!r}")
-    return sum(int(number) * _UNITS[unit] for number, unit in parts)
+    if len(text) > 32 or not parts or "".join(n + u for n, u in parts) != text:
+        raise RuleError(field, f"expected a duration such as 30s, 5m or 1h30m, got {_shown(text)}")
+    seconds = sum(int(number) * _UNITS[unit] for number, unit in parts)
+    if seconds > MAX_FOR_SECONDS:
+        raise RuleError(field, f"must be at most 7 days ({MAX_FOR_SECONDS} s), got {text} ({seconds:.0f} s)")
+    return seconds
+
+
+def _string(spec: Mapping[str, Any], name: str, longest: int, shortest: int = 0) -> None:
+    value = spec.get(name)
+    if value is None:
+        return
+    field = f"spec.{name}"
+    if not isinstance(value, str):
+        raise RuleError(field, f"expected a string, got {type(value).__name__}")
+    if len(value) > longest:
+        raise RuleError(field, f"is longer than {longest} characters ({len(value)})")
+    if len(value) < shortest:
+        raise RuleError(field, "must not be empty")
+
+
+def _label_string(value: Any, field: str, longest: int) -> str:
+    if not isinstance(value, str):
+        raise RuleError(field, f"expected a string, got {type(value).__name__}")
+    if len(value) > longest:
+        raise RuleError(field, f"is longer than {longest} characters ({len(value)})")
+    return value
+
+
+def check_spec(spec: Any) -> Mapping[str, Any]:
+    """Every raw field of an AlertRule spec, without coercion; :class:`RuleError` names the first bad one.
+
+    Types (a number is not a duration, a number not a label value), lengths, counts and enum
+    values; the condition's meaning is the compiler's.
+    """
+    if not isinstance(spec, Mapping):
+        raise RuleError("spec", f"expected an object, got {type(spec).__name__}")
+    condition = spec.get("condition")
+    if not isinstance(condition, str) or not condition.strip():
+        raise RuleError("spec.condition", "required: an expression such as pods_running > 100")
+    _string(spec, "condition", MAX_CONDITION)
+    severity = spec.get("severity", "warning")
+    if severity not in SEVERITIES or not isinstance(severity, str):
+        raise RuleError("spec.severity", f"expected one of {', '.join(SEVERITIES)}, got {_shown(severity)}")
+    parse_duration(spec.get("for", "0s"))
+    _string(spec, "message", MAX_MESSAGE)
+    _string(spec, "alertName", MAX_ALERT_NAME, shortest=1)
+    read_selector(spec.get("clusterSelector"))
+    return spec
 
 
 @attrs.frozen
@@ -98,28 +157,47 @@ class Selector:
         return True
 
 
+def _entries(value: Any, field: str, kind: type[dict[Any, Any]] | type[list[Any]], most: int) -> Any:
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        wanted = "an object" if kind is dict else "a list"
+        raise RuleError(field, f"expected {wanted}, got {type(value).__name__}")
+    if len(value) > most:
+        raise RuleError(field, f"has more than {most} entries ({len(value)})")
+    return value
+
+
 def read_selector(raw: Any) -> Selector:
-    """``spec.clusterSelector``; errors name the field."""
+    """``spec.clusterSelector``, checked without coercion; errors name the field."""
+    base = "spec.clusterSelector"
     if raw is None:
         return Selector()
     if not isinstance(raw, Mapping):
-        raise RuleError("spec.clusterSelector", "expected an object")
-    labels = raw.get("matchLabels") or {}
-    if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
-        raise RuleError("spec.clusterSelector.matchLabels", "expected a map of strings")
+        raise RuleError(base, f"expected an object, got {type(raw).__name__}")
+    labels = {}
+    for key, value in _entries(raw.get("matchLabels"), f"{base}.matchLabels", dict, MAX_SELECTOR_ENTRIES).items():
+        field = f"{base}.matchLabels.{str(key)[:64]}"
+        _label_string(key, field, MAX_LABEL_KEY)
+        labels[key] = _label_string(value, field, MAX_LABEL_VALUE)
     expressions = []
-    for index, item in enumerate(raw.get("matchExpressions") or ()):
-        field = f"spec.clusterSelector.matchExpressions[{index}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
-            raise RuleError(field, "expected an object with key and operator")
+    items = _entries(raw.get("matchExpressions"), f"{base}.matchExpressions", list, MAX_SELECTOR_ENTRIES)
+    for index, item in enumerate(items):
+        field = f"{base}.matchExpressions[{index}]"
+        if not isinstance(item, Mapping):
+            raise RuleError(field, f"expected an object with key and operator, got {type(item).__name__}")
+        key = _label_string(item.get("key"), f"{field}.key", MAX_LABEL_KEY)
         operator = item.get("operator")
-        if operator not in _OPERATORS:
-            raise RuleError(f"{field}.operator", f"expected one of {', '.join(_OPERATORS)}, got {operator!r}")
-        values = item.get("values") or []
+        if operator not in _OPERATORS or not isinstance(operator, str):
+            raise RuleError(f"{field}.operator", f"expected one of {', '.join(_OPERATORS)}, got {_shown(operator)}")
+        values = _entries(item.get("values"), f"{field}.values", list, MAX_EXPRESSION_VALUES)
         if operator in ("In", "NotIn") and not values:
             raise RuleError(f"{field}.values", f"operator {operator} needs values")
-        expressions.append((item["key"], operator, frozenset(str(v) for v in values)))
-    return Selector(dict(labels), tuple(expressions))
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise RuleError(f"{field}.values", f"operator {operator} takes no values")
+        checked = [_label_string(v, f"{field}.values[{i}]", MAX_LABEL_VALUE) for i, v in enumerate(values)]
+        expressions.append((key, operator, frozenset(checked)))
+    return Selector(labels, tuple(expressions))
 
 
 class _Scope:
@@ -226,12 +304,8 @@ def compile_rule(obj: Mapping[str, Any], compiler: ExpressionCompiler | None, fu
     """An AlertRule object as an engine rule; :class:`RuleError` names the bad field."""
     meta = obj.get("metadata") or {}
     namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    spec = obj.get("spec")
-    if not isinstance(spec, Mapping):
-        raise RuleError("spec", "expected an object")
-    condition = spec.get("condition")
-    if not isinstance(condition, str) or not condition.strip():
-        raise RuleError("spec.condition", "required: an expression such as pods_running > 100")
+    spec = check_spec(obj.get("spec"))
+    condition = spec["condition"]
     if compiler is None:
         raise RuleError("spec.condition", "no plugin provides the expression compiler (enable metricsource)")
     try:
@@ -245,13 +319,9 @@ def compile_rule(obj: Mapping[str, Any], compiler: ExpressionCompiler | None, fu
             known = ", ".join(sorted(METRIC_NAMES))
             raise RuleError("spec.condition", f"unknown metric {reference!r} (known: {known})", position)
     severity = spec.get("severity", "warning")
-    if severity not in SEVERITIES:
-        raise RuleError("spec.severity", f"expected one of {', '.join(SEVERITIES)}, got {severity!r}")
     for_seconds = parse_duration(spec.get("for", "0s"))
     message = spec.get("message") or DEFAULT_MESSAGE
     alert_name = spec.get("alertName") or name
-    if not isinstance(message, str) or not isinstance(alert_name, str):
-        raise RuleError("spec.message" if not isinstance(message, str) else "spec.alertName", "expected a string")
     key = rule_key(namespace, name)
     check = AlertRuleCheck(
         key,

@@ -4,32 +4,27 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 from clusterpulse_model.alerting import AlertRuleDef
 
-from clusterpulse_alerts.alertrule import RuleError, compile_rule, rule_key
 from clusterpulse_alerts.backend import AlertsBackend, stored_alerts
 from clusterpulse_alerts.crd import ALERT_RULE
 from clusterpulse_alerts.engine import Engine, Rule
+from clusterpulse_alerts.reconcile import AlertRuleReconciler
 from clusterpulse_alerts.rules import register_builtin_rules
 from clusterpulse_alerts.settings import AlertsSettings, RuleOverride
 from clusterpulse_core import hookimpl
-from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import Config, ConfigError
-from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.context import Runtime
 from clusterpulse_core.hookspecs import HookDeclarer, Register
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import StorageBackend
 
 log = logging.getLogger(__name__)
-
-#: Clusters listed by name in an AlertRule's status.
-STATUS_FIRING_SHOWN = 50
 
 
 def contributed_rules(
@@ -79,12 +74,10 @@ class AlertsPlugin:
         self.settings = AlertsSettings()
         self.engine = Engine(restore_grace=self.settings.restore_grace)
         self.backend = AlertsBackend(self.engine)
+        self.reconciler = AlertRuleReconciler(self.engine, self.backend, self.settings)
         self.runtime: Runtime | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        #: Sharded: the clusters each rule fires on, as stored by every replica, and when read.
-        self._stored_firing: tuple[float, dict[str, set[str]]] | None = None
-        self._stored_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -104,7 +97,7 @@ class AlertsPlugin:
     def clusterpulse_configure(self, config: Config, settings: AlertsSettings) -> None:
         """Keep the settings; the per-rule tables are checked here, rule names at start."""
         settings.overrides()
-        self.settings = settings
+        self.settings = self.reconciler.settings = settings
         self.engine.restore_grace = settings.restore_grace
 
     @hookimpl
@@ -167,118 +160,13 @@ class AlertsPlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """The AlertRule kind.
-
-        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
-        """
-        return [ALERT_RULE.with_reconciler(self)]
-
-    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
-        """Compile the rule (``phase: Error`` with the position when invalid); report where it fires.
-
-        With sharding every replica loads the rule and evaluates it on the clusters it holds;
-        only the replica holding the AlertRule writes its status, counting the alerts every
-        replica stored.
-        """
-        meta = obj.get("metadata") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        key = rule_key(namespace, name)
-        compiler = ctx.runtime.plugins.hook("clusterpulse_expression_compiler")  # None: no metricsource
-        shard = ctx.runtime.shard
-        sharded = shard is not None and bool(ctx.kind.split_by)
-        reports = shard is None or not ctx.kind.split_by or shard.admit(ctx.ref)
-        try:
-            rule = compile_rule(obj, compiler() if compiler is not None else None, ctx.runtime.contributions.functions)
-        except RuleError as exc:
-            self.backend.send(self.engine.remove_rule(key))
-            if reports:
-                self._patch(
-                    obj,
-                    ctx,
-                    {
-                        "phase": "Error",
-                        "message": str(exc),
-                        "errorPosition": exc.position,
-                        "firingClusters": 0,
-                        "firing": [],
-                    },
-                )
-            ctx.log.warning("invalid AlertRule: %s", exc)
-            return ReconcileResult(requeue_after=None, error=str(exc))
-        self.backend.release_lost()
-        with self.engine.lock:
-            self.engine.set_rule(rule)
-            out = []
-            for cluster in list(self.engine.clusters):
-                out += self.engine.evaluate("cluster", cluster, refresh=False)
-        self.backend.send(out)
-        if reports:
-            firing = (
-                self._firing_everywhere(key, ctx)
-                if sharded
-                else sorted({alert.cluster for alert in self.engine.firing(key)})
-            )
-            if firing is not None:
-                self._patch(
-                    obj,
-                    ctx,
-                    {
-                        "phase": "Ready",
-                        "message": f"firing on {len(firing)} clusters",
-                        "errorPosition": None,
-                        "firingClusters": len(firing),
-                        "firing": firing[:STATUS_FIRING_SHOWN],
-                    },
-                )
-        return ReconcileResult(requeue_after=self.settings.status_interval)
-
-    def _firing_everywhere(self, key: str, ctx: ReconcileContext) -> list[str] | None:
-        """The clusters rule ``key`` fires on, as every replica stored them; None when storage cannot be read.
-
-        One read of the stored alerts serves every rule's status for half a status interval (a
-        status is refreshed once an interval anyway), so many AlertRules cost one scan.
-        """
-        with self._stored_lock:
-            now = time.monotonic()
-            if self._stored_firing is None or now - self._stored_firing[0] >= self.settings.status_interval / 2:
-                try:
-                    alerts = stored_alerts(ctx.runtime)
-                except Exception as exc:
-                    ctx.log.warning(
-                        "status not refreshed: cannot read the stored alerts (%s: %s)", type(exc).__name__, exc
-                    )
-                    return None
-                by_rule: dict[str, set[str]] = {}
-                for alert in alerts:
-                    by_rule.setdefault(alert.rule, set()).add(alert.cluster)
-                self._stored_firing = (now, by_rule)
-            return sorted(self._stored_firing[1].get(key, ()))
-
-    @staticmethod
-    def _patch(obj: Mapping[str, Any], ctx: ReconcileContext, status: dict[str, Any]) -> None:
-        """Merge-patch the status when something other than the time changed (C10)."""
-        current = obj.get("status") or {}
-        generation = (obj.get("metadata") or {}).get("generation")
-        status["observedGeneration"] = generation
-        if all(current.get(k) == v for k, v in status.items()):
-            return
-        status["lastEvaluated"] = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-        ctx.patch_status(status)
+        """The AlertRule kind, reconciled by :class:`AlertRuleReconciler`."""
+        return [ALERT_RULE.with_reconciler(self.reconciler)]
 
     @hookimpl
     def clusterpulse_storage_lost(self, runtime: Runtime, reason: str) -> None:
         """Storage lost its data: the cached read of the stored alerts is stale."""
-        with self._stored_lock:
-            self._stored_firing = None
-
-    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
-        """A deleted AlertRule: its alerts resolve."""
-        self.backend.send(self.engine.remove_rule(rule_key(ref.namespace, ref.name)))
-        return True
-
-    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
-        """AlertRules keep nothing in storage of their own (their alerts resolve with the rule): not swept."""
-        return None
+        self.reconciler.forget_stored()
 
     # ------------------------------------------------------------------ CLI
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_model.fleet import CLUSTER_KIND
+
 from clusterpulse_cluster import spec
 from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import CONDITIONS, DATE_TIME, INT32, STRING, resource_schema, secret_ref
@@ -175,7 +177,7 @@ AGENT_MANAGED_ACCESS = (
 CLUSTER_CONNECTION = ResourceKind(
     group=GROUP,
     version=VERSION,
-    kind="ClusterConnection",
+    kind=CLUSTER_KIND,
     plural="clusterconnections",
     singular="clusterconnection",
     schema=SCHEMA,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
 
 from clusterpulse_model import ClusterMetrics, HealthVerdict, cluster_health
 from clusterpulse_model.fleet import Fleet
@@ -22,9 +21,10 @@ from clusterpulse_core import hookimpl
 from clusterpulse_core.clock import utcnow
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
-from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.context import ManagedClusterAddress, ManagedClusterError, Runtime
 from clusterpulse_core.hookspecs import HookDeclarer
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.kinds import ResourceKind
+from clusterpulse_core.kube.client import KubeClient, NotFoundError
 
 
 class ClusterPlugin:
@@ -73,11 +73,8 @@ class ClusterPlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """This plugin owns ClusterConnection.
-
-        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
-        """
-        return [CLUSTER_CONNECTION.with_reconciler(self)]
+        """This plugin owns ClusterConnection, reconciled by :class:`ClusterReconciler` (built at configuration)."""
+        return [CLUSTER_CONNECTION.with_reconciler(self.reconciler)]
 
     @hookimpl
     def clusterpulse_collectors(self, where: str) -> Sequence[Collector]:
@@ -120,6 +117,17 @@ class ClusterPlugin:
         ]
 
     @hookimpl
+    def clusterpulse_managed_cluster(self, name: str, namespace: str, hub: KubeClient) -> ManagedClusterAddress | None:
+        """ClusterConnection ``namespace/name``'s endpoint and credentials Secret, read from the hub now."""
+        try:
+            cluster = FLEET.cluster(hub.get(CLUSTER_CONNECTION.api_path(namespace, name)))
+        except NotFoundError:
+            return None
+        if not cluster.endpoint:
+            raise ManagedClusterError(f"ClusterConnection {namespace}/{name} has no spec.endpoint")
+        return ManagedClusterAddress(cluster.endpoint, cluster.credentials.namespace, cluster.credentials.name)
+
+    @hookimpl
     def clusterpulse_fleet(self) -> Fleet:
         """The typed view of the ClusterConnections, for the other plugins."""
         return FLEET
@@ -128,22 +136,3 @@ class ClusterPlugin:
     def clusterpulse_cluster_health(self, metrics: ClusterMetrics) -> HealthVerdict:
         """The verdict of these totals under this plugin's thresholds (pushed batches ask it too)."""
         return cluster_health(metrics, self.settings.health_thresholds())
-
-    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
-        """Reconcile one ClusterConnection with every registered collector."""
-        return self.reconciler.reconcile(obj, ctx, ctx.runtime.plugins.collectors())
-
-    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
-        """The clusters storage holds (``clusters``), in the watch namespace."""
-        names = runtime.plugins.stored_names("clusters")
-        if names is None:
-            return None
-        return [ObjectRef(CLUSTER_CONNECTION.kind, runtime.namespace, name) for name in names]
-
-    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | ReconcileResult | None:
-        """A ClusterConnection is gone: remove its agent (push mode), then its data, client and state."""
-        retry = self.reconciler.agents.forget(ctx, ref)
-        if retry is not None:
-            return ReconcileResult(requeue_after=retry)
-        self.reconciler.forget(ref, ctx)
-        return True

@@ -34,6 +34,7 @@ from clusterpulse_model.pieces import (
 
 from clusterpulse_cluster import status as connection_status
 from clusterpulse_cluster.agent_deploy.deployer import AgentDeployer, AgentDeployError
+from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.olm import LAST_SCAN_KEY
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import (
@@ -50,8 +51,8 @@ from clusterpulse_cluster.spec import (
 from clusterpulse_core import deadline
 from clusterpulse_core.breaker import CircuitOpenError
 from clusterpulse_core.collect import ClusterTarget, Collector, CriticalCollectorError, run_collectors
-from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, stored_refs
 from clusterpulse_core.kube.client import KubeApiError, KubeClient
 from clusterpulse_core.kube.credentials import CredentialsError, TransportWarning, cluster_credentials
 from clusterpulse_core.kube.pool import ClusterBusyError
@@ -120,7 +121,11 @@ def ordered(pieces: Sequence[Piece]) -> list[Piece]:
 
 
 class ClusterReconciler:
-    """Reconciles ClusterConnections; keeps per-cluster collector state between reconciles."""
+    """Reconciles ClusterConnections: the :class:`~clusterpulse_core.kinds.Reconciler` the kind declares.
+
+    Keeps per-cluster collector state between reconciles, the collector thread pool and the
+    push-mode agent deployer.
+    """
 
     def __init__(self, settings: ClusterSettings, clock: Callable[[], datetime]) -> None:
         self.settings = settings
@@ -158,7 +163,11 @@ class ClusterReconciler:
 
     # ------------------------------------------------------------------ reconcile
 
-    def reconcile(
+    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
+        """Reconcile one ClusterConnection with every registered collector (``clusterpulse_collectors``)."""
+        return self.reconcile_with(obj, ctx, ctx.runtime.plugins.collectors())
+
+    def reconcile_with(
         self, obj: Mapping[str, Any], ctx: ReconcileContext, collectors: Sequence[Collector]
     ) -> ReconcileResult:
         """Store the spec, collect the cluster, store the pieces, patch the status, say when to return."""
@@ -172,7 +181,7 @@ class ClusterReconciler:
             interval = reconcile_interval(self.settings.reconciliation_interval, spec.monitoring.interval)
             self._store_spec(ctx, name, spec)
             validate_spec(spec)
-            self.agents.reconcile(ctx, obj, spec)
+            deferred = self.agents.reconcile(ctx, obj, spec)
             fallback = ""
             if spec.is_push:
                 fallback, live_for = self._push_state(ctx, name, current, obj)
@@ -180,7 +189,7 @@ class ClusterReconciler:
                     # Back when the agent would count as silent, so a fallback is not late by an interval.
                     return ReconcileResult(requeue_after=min(float(interval), max(1.0, live_for + 0.5)))
             pieces, target = self._collect_within_deadline(ctx, name, namespace, spec, collectors)
-            fallback = "; ".join(note for note in (fallback, clamped(spec)) if note)
+            fallback = "; ".join(note for note in (fallback, deferred, clamped(spec)) if note)
         except (InvalidSpecError, ReconcileFailure, AgentDeployError) as exc:
             return self._fail(ctx, name, current, interval, str(exc), obj)
         now = self.clock()
@@ -402,7 +411,19 @@ class ClusterReconciler:
 
     # ------------------------------------------------------------------ deletion
 
-    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> None:
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The clusters storage holds (``clusters``), in the watch namespace."""
+        return stored_refs(runtime, CLUSTER_CONNECTION.kind, "clusters")
+
+    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | ReconcileResult:
+        """A ClusterConnection is gone: remove its agent (push mode), then its data, client and state."""
+        retry = self.agents.forget(ctx, ref)
+        if retry is not None:
+            return ReconcileResult(requeue_after=retry)
+        self._forget_state(ref, ctx)
+        return True
+
+    def _forget_state(self, ref: ObjectRef, ctx: ReconcileContext) -> None:
         """Remove the cluster's stored state, its pooled client and its collector state
         (docs/compatibility.md#cluster-reconcile)."""
         ctx.store(ClusterDeletion(ref.name), EventPiece("cluster.deleted", ref.name, None, timestamp=self.clock()))

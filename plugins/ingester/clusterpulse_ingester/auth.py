@@ -12,12 +12,12 @@ import hashlib
 import hmac
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import attrs
 from clusterpulse_model import AgentStatus
-from clusterpulse_model.fleet import Fleet
+from clusterpulse_model.fleet import Fleet, FleetCluster
 
 from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import CoreSettings
@@ -120,18 +120,6 @@ class _Changed:
         """Nothing changed."""
 
 
-def token_cluster(secret: Obj) -> str:
-    """The cluster whose hub-minted collector token ``secret`` holds, or ``""`` for any other Secret."""
-    meta = secret.get("metadata") or {}
-    if (meta.get("labels") or {}).get(collector_token.LABEL) != "true":
-        return ""
-    for owner in meta.get("ownerReferences") or ():
-        if isinstance(owner, Mapping) and owner.get("kind") == "ClusterConnection":
-            return str(owner.get("name") or "")
-    name = str(meta.get("name") or "")
-    return name[len(collector_token.PREFIX) :] if name.startswith(collector_token.PREFIX) else ""
-
-
 @attrs.frozen
 class _Looked:
     """A look-up's answer and what it was made of (for :meth:`HubView.lookup` to reuse it)."""
@@ -151,9 +139,11 @@ class HubView:
 
     The clusters' objects are read through ``fleet``, the cluster plugin's typed view
     (``clusterpulse_fleet``): its kind is what is watched, and each object is read as a
-    :class:`~clusterpulse_model.fleet.FleetCluster`. ``on_change(obj, added)`` is called (on an
-    informer thread) after every change, so the caller can check its open streams again. Until both
-    caches have synced every look-up fails with ``not_ready``.
+    :class:`~clusterpulse_model.fleet.FleetCluster`. ``on_change(token_of)`` is called (on an
+    informer thread) after every change, so the caller can check its open streams again;
+    ``token_of`` names the cluster whose token Secret was changed or deleted (``""`` for any other
+    change). Which Secret holds which cluster's token comes from the clusters themselves, never
+    from the Secret. Until both caches have synced every look-up fails with ``not_ready``.
     """
 
     def __init__(
@@ -161,7 +151,7 @@ class HubView:
         hub: KubeClient,
         core: CoreSettings,
         fleet: Fleet,
-        on_change: Callable[[Obj, bool], None],
+        on_change: Callable[[str], None],
         token_source: str = collector_token.HUB,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
@@ -171,8 +161,8 @@ class HubView:
         self.clock = clock
         self._connections = Informer.from_settings(hub, fleet.kind, self.namespace, core)
         self._secrets = Informer.from_settings(hub, SECRET_KIND, self.namespace, core)
-        for watched in (self._connections, self._secrets):
-            watched.add_handler(_Changed(on_change))
+        self._connections.add_handler(_Changed(lambda obj, added: on_change("")))
+        self._secrets.add_handler(_Changed(lambda obj, added: on_change("" if added else self.token_of(obj))))
         #: Per cluster, the last answer of :meth:`lookup`, reused while its objects are unchanged.
         self._looked: dict[str, _Looked] = {}
 
@@ -186,6 +176,22 @@ class HubView:
         """Stop both informers."""
         self._connections.stop()
         self._secrets.stop()
+
+    def token_secret(self, cluster: FleetCluster) -> tuple[str, str]:
+        """The namespace and name of the Secret holding ``cluster``'s accepted tokens."""
+        if self.token_source == collector_token.HUB:
+            return self.namespace, collector_token.secret_name(cluster.name)
+        return cluster.credentials.namespace, cluster.credentials.name
+
+    def token_of(self, secret: Obj) -> str:
+        """The cluster whose accepted tokens ``secret`` holds, or ``""`` (asked of every cached cluster)."""
+        meta = secret.get("metadata") or {}
+        held = (str(meta.get("namespace") or self.namespace), str(meta.get("name") or ""))
+        for obj in self._connections.items():
+            known = self.fleet.cluster(obj)
+            if known.push and self.token_secret(known) == held:
+                return known.name
+        return ""
 
     def lookup(self, cluster: str) -> KnownCluster:
         """The tokens accepted for ``cluster`` now; :class:`AuthError` when it is not a push cluster we know.
@@ -219,10 +225,7 @@ class HubView:
         agent = hub_view(known)
         if agent is None:
             raise AuthError("not_push", f"cluster {cluster!r} is not in collectionMode push")
-        if self.token_source == collector_token.HUB:
-            namespace, name = self.namespace, collector_token.secret_name(cluster)
-        else:
-            namespace, name = known.credentials.namespace, known.credentials.name
+        namespace, name = self.token_secret(known)
         if namespace != self.namespace:
             raise AuthError(
                 "no_token",

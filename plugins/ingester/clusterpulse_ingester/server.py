@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -41,8 +41,6 @@ from clusterpulse_ingester.auth import (
     HubView,
     bearer_token,
     check_tokens,
-    token_cluster,
-    valid_cluster_name,
 )
 from clusterpulse_ingester.certs import CertificateError
 from clusterpulse_ingester.connections import ConnectionTable
@@ -215,12 +213,12 @@ class _Peer:
 class _Refused(Exception):
     """A stream is ended: ``reason`` labels the metric, the message goes to the hub's log.
 
-    The agent is told the message only when ``public`` (the protocol's fixed texts, which say
-    nothing about the hub) or once it has registered; otherwise it gets :data:`REFUSED`.
+    The agent is told the message only once it has registered; before that (and once revoked) it
+    gets :data:`REFUSED`, even for the protocol's own texts (docs/compatibility.md#c14).
     """
 
-    def __init__(self, code: grpc.StatusCode, reason: str, message: str, public: bool = False) -> None:
-        self.code, self.reason, self.public = code, reason, public
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str) -> None:
+        self.code, self.reason = code, reason
         super().__init__(message)
 
 
@@ -366,17 +364,16 @@ class IngesterServer:
             except RuntimeError:
                 pass
 
-    def _hub_changed(self, obj: Mapping[str, Any], added: bool) -> None:
+    def _hub_changed(self, token_of: str) -> None:
         """A ClusterConnection or Secret changed (informer thread): check the open streams again.
 
         A collector token that changed (rotated, or deleted so that it is minted again) also queues
-        its cluster, whose reconcile gives the agent the new token now rather than at its next
-        interval. A token just added needs no such reconcile: the reconcile that minted it is the
-        one handing it to the agent.
+        its cluster ``token_of``, whose reconcile gives the agent the new token now rather than at
+        its next interval. A token just added needs no such reconcile: the reconcile that minted it
+        is the one handing it to the agent.
         """
-        cluster = token_cluster(dict(obj)) if obj.get("kind", "Secret") == "Secret" and not added else ""
-        if cluster and valid_cluster_name(cluster):
-            self.runtime.request_resync(f"collector token of cluster {cluster} changed", self._cluster_ref(cluster))
+        if token_of:
+            self.runtime.request_resync(f"collector token of cluster {token_of} changed", self._cluster_ref(token_of))
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:
@@ -572,7 +569,7 @@ class IngesterServer:
         """End the stream: the reason in the hub's log and metrics, a generic text to an unregistered client."""
         self.metrics.streams_rejected.labels(reason=refused.reason).inc()
         self._log_refusal(peer, refused)
-        public = refused.public or (peer.stream_id is not None and not peer.revoked)
+        public = peer.stream_id is not None and not peer.revoked
         self._forget(peer)
         await peer.context.abort(refused.code, str(refused) if public else REFUSED)
 
@@ -607,7 +604,6 @@ class IngesterServer:
                     grpc.StatusCode.FAILED_PRECONDITION,
                     "not_registered",
                     "health received before registration",
-                    public=True,
                 )
             self.table.heartbeat(peer.stream_id, self.clock(), request.health.buffered_batches)
         elif kind == "metrics":
@@ -616,7 +612,6 @@ class IngesterServer:
                     grpc.StatusCode.FAILED_PRECONDITION,
                     "not_registered",
                     "metrics received before registration",
-                    public=True,
                 )
             batch = request.metrics
             if batch.cluster_name and batch.cluster_name != peer.cluster:
@@ -635,9 +630,7 @@ class IngesterServer:
             finally:
                 self._inflight -= 1
         else:
-            raise _Refused(
-                grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload", public=True
-            )
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_request", "ConnectRequest without a payload")
 
     def _failed(self, host: str, failures: int) -> None:
         """Remember a failed registration; past ``auth_failures_before_backoff`` the peer waits, doubling."""
@@ -667,9 +660,7 @@ class IngesterServer:
     async def _register(self, peer: _Peer, register: pb.RegisterRequest, metadata_token: str) -> None:
         name = register.cluster_name
         if not name:
-            raise _Refused(
-                grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required", public=True
-            )
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "empty_name", "register: cluster_name is required")
         standby = self.runtime.fence.why_not()
         if standby:
             # A standby replica (behind the same Service) cannot store batches, and its connection

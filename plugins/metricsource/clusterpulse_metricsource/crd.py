@@ -6,6 +6,7 @@ from typing import Any
 
 from clusterpulse_metricsource import speccheck
 from clusterpulse_metricsource.naming import API_VERSION_MAX_LENGTH, API_VERSION_PATTERN, KIND_MAX_LENGTH, KIND_PATTERN
+from clusterpulse_model.fleet import CLUSTER_KIND, LIST_CLUSTERS
 
 from clusterpulse_core.kinds import READ_DISCOVERY, READ_REFERENCED_SECRETS, ApiAccess, PrinterColumn, ResourceKind
 from clusterpulse_core.openapi import resource_schema
@@ -259,11 +260,11 @@ METRIC_SOURCE = ResourceKind(
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
     # The fleet: connected ClusterConnections, and the Secrets holding their credentials.
-    hub_access=(ApiAccess("clusterpulse.io", ("clusterconnections",), ("list",)), READ_REFERENCED_SECRETS),
+    hub_access=(LIST_CLUSTERS, READ_REFERENCED_SECRETS),
     # Namespace patterns and discovery; the collected resource types themselves depend on the
     # MetricSources applied: add them with `clusterpulse rbac --managed --read GROUP/RESOURCE`.
     managed_access=(ApiAccess("", ("namespaces",), ("list",)), READ_DISCOVERY),
     # With sharding: every replica collects from the clusters whose ClusterConnection it holds.
-    split_by="ClusterConnection",
+    split_by=CLUSTER_KIND,
 )
 """The MetricSource kind declared through ``clusterpulse_resource_kinds``."""

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import click
 from clusterpulse_metricsource.agent import AGENT_COLLECTOR, AgentSources
@@ -20,9 +19,8 @@ from clusterpulse_model import AggregationResults, CollectedResource
 from clusterpulse_core import hookimpl
 from clusterpulse_core.collect import Collector
 from clusterpulse_core.config import Config
-from clusterpulse_core.context import ReconcileContext, Runtime
 from clusterpulse_core.hookspecs import HookDeclarer, Register
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.plugins import PluginHost
 
 
@@ -81,26 +79,8 @@ class MetricSourcePlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """The MetricSource kind.
-
-        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
-        """
-        return [METRIC_SOURCE.with_reconciler(self)]
-
-    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult:
-        """Compile, collect from every connected cluster, store, report."""
-        return self.reconciler.reconcile(obj, ctx)
-
-    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
-        """The MetricSources storage holds (``metricsources``: ``<ns>/<name>``)."""
-        names = runtime.plugins.stored_names("metricsources")
-        if names is None:
-            return None
-        return [ObjectRef(METRIC_SOURCE.kind, *name.split("/", 1)) for name in names if "/" in name]
-
-    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
-        """Remove a deleted MetricSource's state."""
-        return self.reconciler.forget(ref, ctx)
+        """The MetricSource kind, reconciled by :class:`MetricSourceReconciler`."""
+        return [METRIC_SOURCE.with_reconciler(self.reconciler)]
 
     @hookimpl
     def clusterpulse_aggregate_resources(

@@ -17,19 +17,26 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from clusterpulse_metricsource.catalog import Catalog
 from clusterpulse_metricsource.collector import ClusterCollector
 from clusterpulse_metricsource.compiler import SpecError, compile_metric_source
+from clusterpulse_metricsource.crd import METRIC_SOURCE
 from clusterpulse_metricsource.discovery import Discovery
 from clusterpulse_metricsource.errors import CompileError, MetricSourceError
 from clusterpulse_metricsource.fleet import FleetOutcome, collect_fleet, connected_clusters, event_data, fleet_of
 from clusterpulse_metricsource.settings import MetricSourceSettings
 from clusterpulse_metricsource.shares import SHARDS_FIELD, ClusterShare, ShardShare, Totals, add_up, read_shares
-from clusterpulse_metricsource.status import ERROR_REQUEUE_SECONDS, collected_status, failed_status, requeue_seconds
+from clusterpulse_metricsource.status import (
+    ERROR_REQUEUE_SECONDS,
+    CollectedStatus,
+    collected_status,
+    failed_status,
+    requeue_seconds,
+)
 from clusterpulse_model.fleet import FleetCluster
 from clusterpulse_model.pieces import (
     AggregationsPiece,
@@ -42,9 +49,9 @@ from clusterpulse_model.pieces import (
 from prometheus_client import CollectorRegistry, Counter
 
 from clusterpulse_core.clock import utcnow
-from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
 from clusterpulse_core.contributions import Contributions
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, stored_refs
 from clusterpulse_core.kube.client import KubeApiError, hub_unreachable
 from clusterpulse_core.logs import clip
 from clusterpulse_core.serde import unstructure
@@ -62,8 +69,25 @@ DISCOVERY_TIMEOUT_SECONDS = 5.0
 SHARE_CATCH_UP_SECONDS = 5.0
 
 
+def _unknown_kind(compiled: CompiledMetricSource, clusters: Iterable[str]) -> str:
+    """The status message of a source whose resource kind some clusters do not serve."""
+    source = compiled.source
+    return f"kind {source.api_version}/{source.kind} does not exist on cluster(s) {', '.join(clusters)}"
+
+
+def _with_interval(status: CollectedStatus, interval: int) -> CollectedStatus:
+    """``status``, saying so when ``intervalSeconds`` is below the minimum (which is used instead)."""
+    if interval >= MIN_INTERVAL_SECONDS:
+        return status
+    message = f"{status.message}; intervalSeconds {interval} raised to the minimum {MIN_INTERVAL_SECONDS}"
+    return attrs.evolve(status, message=message)
+
+
 class MetricSourceReconciler:
-    """Holds what outlives one reconcile: compiled programs by source id and discovery answers."""
+    """Reconciles MetricSources (the :class:`~clusterpulse_core.kinds.Reconciler` the kind declares).
+
+    Holds what outlives one reconcile: compiled programs by source id and discovery answers.
+    """
 
     def __init__(self, settings: MetricSourceSettings | None = None) -> None:
         self.settings = settings or MetricSourceSettings()
@@ -141,30 +165,21 @@ class MetricSourceReconciler:
         _store_results(outcome, ctx)
 
         if outcome.unknown_kind:
-            source = compiled.source
-            return self._fail(
-                obj,
-                ctx,
-                f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
-                f"{', '.join(outcome.unknown_kind)}",
-                generation,
-            )
+            return self._fail(obj, ctx, _unknown_kind(compiled, outcome.unknown_kind), generation)
         interval = compiled.collection.interval_seconds
-        status = collected_status(
-            utcnow(),
-            time.monotonic() - started,
-            outcome.resources,
-            outcome.clusters,
-            outcome.errors,
-            generation,
-            detail,
+        status = _with_interval(
+            collected_status(
+                utcnow(),
+                time.monotonic() - started,
+                outcome.resources,
+                outcome.clusters,
+                outcome.errors,
+                generation,
+                detail,
+            ),
+            interval,
         )
-        if interval < MIN_INTERVAL_SECONDS:
-            status = attrs.evolve(
-                status,
-                message=f"{status.message}; intervalSeconds {interval} raised to the minimum {MIN_INTERVAL_SECONDS}",
-            )
-            interval = MIN_INTERVAL_SECONDS
+        interval = max(interval, MIN_INTERVAL_SECONDS)
         try:
             ctx.patch_status(unstructure(status))
         except Exception as exc:
@@ -177,6 +192,10 @@ class MetricSourceReconciler:
         except Exception as exc:
             ctx.log.error("publishing the reconciled event failed: %s", exc)
         return ReconcileResult(requeue_after=requeue_seconds(interval, outcome.errors))
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The MetricSources storage holds (``metricsources``: ``<ns>/<name>``)."""
+        return stored_refs(runtime, METRIC_SOURCE.kind, "metricsources", namespaced=True)
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the cached program, remove the stored state and publish ``deleted``.
@@ -241,29 +260,21 @@ class MetricSourceReconciler:
         entries.update({member: None for member in shares if member not in live})  # gone: removed
         totals = add_up(shares, live, {ref.name for ref in clusters})
         if totals.unknown_kind:
-            source = compiled.source
             return self._fail(
-                obj,
-                ctx,
-                f"kind {source.api_version}/{source.kind} does not exist on cluster(s) "
-                f"{', '.join(totals.unknown_kind)}",
+                obj, ctx, _unknown_kind(compiled, totals.unknown_kind), generation, {SHARDS_FIELD: entries}
+            )
+        status = _with_interval(
+            collected_status(
+                utcnow(),
+                time.monotonic() - started,
+                totals.resources,
+                totals.clusters,
+                totals.errors,
                 generation,
-                {SHARDS_FIELD: entries},
-            )
-        status = collected_status(
-            utcnow(),
-            time.monotonic() - started,
-            totals.resources,
-            totals.clusters,
-            totals.errors,
-            generation,
-            totals.detail,
+                totals.detail,
+            ),
+            interval,
         )
-        if interval < MIN_INTERVAL_SECONDS:
-            status = attrs.evolve(
-                status,
-                message=f"{status.message}; intervalSeconds {interval} raised to the minimum {MIN_INTERVAL_SECONDS}",
-            )
         try:
             ctx.patch_status({**unstructure(status), SHARDS_FIELD: entries})
         except Exception as exc:

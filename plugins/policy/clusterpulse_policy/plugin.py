@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
 
 import click
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import Config
-from clusterpulse_core.context import ReconcileContext, Runtime
+from clusterpulse_core.context import Runtime
 from clusterpulse_core.hookspecs import HookDeclarer
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult, ResourceKind
+from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
 from clusterpulse_policy.reconcile import PolicyReconciler
@@ -61,26 +60,8 @@ class PolicyPlugin:
 
     @hookimpl
     def clusterpulse_resource_kinds(self) -> Sequence[ResourceKind]:
-        """MonitorAccessPolicy (clusterpulse.io/v1alpha1), three workers.
-
-        Reconciled by this plugin object (its ``reconcile``, ``forget`` and ``stored_refs``).
-        """
-        return [MONITOR_ACCESS_POLICY.with_reconciler(self)]
-
-    def reconcile(self, obj: Mapping[str, Any], ctx: ReconcileContext) -> ReconcileResult | None:
-        """Compile and store one policy, patch its status."""
-        return self.reconciler.reconcile(obj, ctx)
-
-    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
-        """The policies storage holds (``policies``: ``<ns>/<name>``)."""
-        names = runtime.plugins.stored_names("policies")
-        if names is None:
-            return None
-        return [ObjectRef(MONITOR_ACCESS_POLICY.kind, *name.split("/", 1)) for name in names if "/" in name]
-
-    def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool | None:
-        """A policy was deleted: remove it from the store and publish ``deleted``."""
-        return self.reconciler.forget(ref, ctx)
+        """MonitorAccessPolicy (clusterpulse.io/v1alpha1), three workers, reconciled by :class:`PolicyReconciler`."""
+        return [MONITOR_ACCESS_POLICY.with_reconciler(self.reconciler)]
 
     @hookimpl
     def clusterpulse_start(self, runtime: Runtime) -> None:

@@ -8,7 +8,7 @@ comes back at its next bound so that the CR status changes on time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,12 +24,13 @@ from clusterpulse_model.policy import (
 )
 
 from clusterpulse_core.conditions import ready_condition
-from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, stored_refs
 from clusterpulse_core.logs import clip
 from clusterpulse_core.serde import unstructure
 from clusterpulse_core.store import StoreError
 from clusterpulse_policy.compiler import CompileError, compile_policy
+from clusterpulse_policy.kind import MONITOR_ACCESS_POLICY
 from clusterpulse_policy.spec import SpecError, parse_spec
 
 #: Seconds before a policy that failed to compile is tried again.
@@ -49,7 +50,8 @@ def _conditions(obj: Mapping[str, Any]) -> list[Any] | None:
 
 
 class PolicyReconciler:
-    """Compiles one MonitorAccessPolicy per call."""
+    """Reconciles MonitorAccessPolicies (the :class:`~clusterpulse_core.kinds.Reconciler` the kind
+    declares): compiles one policy per call."""
 
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
@@ -91,6 +93,10 @@ class PolicyReconciler:
         ready = ready_condition(False, "CompilationFailed", message, _generation(obj), now, _conditions(obj))
         ctx.patch_status({"state": ERROR, "message": message, "conditions": [unstructure(ready)]})
         return ReconcileResult(requeue_after=ERROR_REQUEUE, error=store_error)
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The policies storage holds (``policies``: ``<ns>/<name>``)."""
+        return stored_refs(runtime, MONITOR_ACCESS_POLICY.kind, "policies", namespaced=True)
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Remove the policy's data and indexes, then publish ``deleted``."""

@@ -9,14 +9,24 @@ from clusterpulse_registry.client import Log
 from clusterpulse_registry.resource import CredentialsRef
 
 
+class MissingCredentialsError(Exception):
+    """The Secret ``spec.credentialsRef`` names does not exist, or lacks a key; the message names the field.
+
+    Not a reason to check anonymously (upstream did): the reference says credentials are wanted
+    (docs/compatibility.md#c15).
+    """
+
+
 def registry_credentials(
     hub: KubeClient, ref: CredentialsRef | None, namespace: str, log: Log, cache: SecretCache | None = None
 ) -> Credentials:
-    """Keys ``username`` and ``password`` of the Secret; anonymous without a reference or Secret.
+    """Keys ``username`` and ``password`` of the Secret; anonymous only without a reference.
 
-    A missing Secret is tolerated (anonymous access, as upstream); any other failure to read
-    it raises :class:`CredentialsError` so the reconcile is retried. With ``cache``, a hub that
-    cannot be reached answers from the last good read.
+    A missing Secret, or one without a non-empty ``username`` and ``password``, raises
+    :class:`MissingCredentialsError` naming ``spec.credentialsRef`` and the Secret or key
+    (docs/compatibility.md#c15); any other failure to read it raises :class:`CredentialsError` so
+    the reconcile is retried. With ``cache``, a hub that cannot be reached answers from the last
+    good read.
     """
     if ref is None or not ref.name:
         return Credentials()
@@ -26,10 +36,12 @@ def registry_credentials(
         data = read_secret(hub, secret_namespace, ref.name, cache)
     except CredentialsError as exc:
         if isinstance(exc.__cause__, NotFoundError):
-            log.warning("%s not found: checking the registry anonymously", source)
-            return Credentials(source=source)
+            raise MissingCredentialsError(
+                f"spec.credentialsRef: {source} does not exist (create it with the keys username and "
+                "password, or remove credentialsRef to check the registry anonymously)"
+            ) from exc
         raise
-    credentials = Credentials(data.get("username", ""), data.get("password", ""), source)
-    if not credentials.complete:
-        log.warning("%s lacks a non-empty username or password: checking the registry anonymously", source)
-    return credentials
+    for key in ("username", "password"):
+        if not data.get(key):
+            raise MissingCredentialsError(f"spec.credentialsRef: {source} has no non-empty key {key!r}")
+    return Credentials(data["username"], data["password"], source)

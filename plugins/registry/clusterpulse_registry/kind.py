@@ -17,7 +17,8 @@ _INT32 = INT32
 _TIME = DATE_TIME
 
 _CREDENTIALS_REF = secret_ref(
-    "Secret with keys username and password. A missing Secret means anonymous access.",
+    "Secret with keys username and password; it must exist (an Error naming it otherwise). "
+    "Without credentialsRef the registry is checked anonymously.",
     "Secret namespace; defaults to the RegistryConnection's.",
 )
 

@@ -3,7 +3,7 @@ docs/compatibility.md#redis-keys)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,15 +18,16 @@ from clusterpulse_model.pieces import (
 
 from clusterpulse_core import serde
 from clusterpulse_core.conditions import Condition, ready_condition
-from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext
-from clusterpulse_core.kinds import ObjectRef, ReconcileResult
+from clusterpulse_core.context import MAX_STATUS_MESSAGE, ReconcileContext, Runtime
+from clusterpulse_core.kinds import ObjectRef, ReconcileResult, stored_refs
 from clusterpulse_core.kube.credentials import PolicyError
 from clusterpulse_core.logs import clip
 from clusterpulse_core.pieces import Piece
 from clusterpulse_core.store import StoreError
 from clusterpulse_registry.clients import ClientCache, ClientSettings
-from clusterpulse_registry.credentials import registry_credentials
+from clusterpulse_registry.credentials import MissingCredentialsError, registry_credentials
 from clusterpulse_registry.endpoint import normalise_endpoint
+from clusterpulse_registry.kind import REGISTRY_CONNECTION
 from clusterpulse_registry.policy import (
     UNHEALTHY,
     catalog_limit,
@@ -132,7 +133,8 @@ def _record_event(ctx: ReconcileContext, obj: Mapping[str, Any], before: str, af
 
 
 class RegistryReconciler:
-    """Checks one RegistryConnection per call; owns the registry clients."""
+    """Reconciles RegistryConnections (the :class:`~clusterpulse_core.kinds.Reconciler` the kind declares):
+    checks one registry per call; owns the registry clients."""
 
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
@@ -144,7 +146,8 @@ class RegistryReconciler:
 
         An endpoint outside ``endpoint_allow_list``, or a credentials Secret without the label
         ``require_secret_label`` asks for, is a failed check naming why (phase ``Error``): no
-        request is sent.
+        request is sent. A credentials Secret that does not exist or lacks a key raises
+        :class:`MissingCredentialsError` (nothing is sent either).
         """
         try:
             ctx.runtime.secrets.policy.check_endpoint(spec.endpoint)
@@ -178,7 +181,12 @@ class RegistryReconciler:
             spec = parse_spec(obj)
         except InvalidSpecError as exc:
             return self._invalid(obj, ctx, str(exc))
-        result = self.check(spec, ctx)
+        try:
+            result = self.check(spec, ctx)
+        except MissingCredentialsError as exc:
+            # As an invalid spec: nothing sent, nothing stored; checked again every interval, so the
+            # registry is healthy again at the first reconcile after the Secret appears.
+            return self._invalid(obj, ctx, str(exc), reconcile_interval(spec.monitoring.interval))
         now = self.clock()
         health = classify_health(result.available, result.response_time_ms)
         message = health_message(health, result)
@@ -198,9 +206,12 @@ class RegistryReconciler:
         interval = reconcile_interval(spec.monitoring.interval)
         return ReconcileResult(requeue_after=float(interval), error=message if health == UNHEALTHY else store_error)
 
-    def _invalid(self, obj: Mapping[str, Any], ctx: ReconcileContext, error: str) -> ReconcileResult:
+    def _invalid(
+        self, obj: Mapping[str, Any], ctx: ReconcileContext, error: str, interval: int | None = None
+    ) -> ReconcileResult:
         """An invalid spec: status ``Error`` naming the field, no request sent, nothing stored (the
-        last good check's data stays in Redis); retried at the default interval, logged when it changes."""
+        last good check's data stays in Redis); retried at ``interval`` (the default interval), logged
+        when it changes."""
         now = self.clock()
         result = HealthCheckResult(error=error)
         message = health_message(UNHEALTHY, result)
@@ -214,7 +225,11 @@ class RegistryReconciler:
             ctx.patch_status(patch)
             if old.health != UNHEALTHY:
                 _record_event(ctx, obj, old.health, UNHEALTHY, message)
-        return ReconcileResult(requeue_after=float(reconcile_interval(0)), error=message)
+        return ReconcileResult(requeue_after=float(interval or reconcile_interval(0)), error=message)
+
+    def stored_refs(self, runtime: Runtime) -> Sequence[ObjectRef] | None:
+        """The registries storage holds (``registries``), in the watch namespace."""
+        return stored_refs(runtime, REGISTRY_CONNECTION.kind, "registries")
 
     def forget(self, ref: ObjectRef, ctx: ReconcileContext) -> bool:
         """Drop the client and remove the registry's stored state, then publish ``registry.deleted``."""

@@ -42,6 +42,11 @@ class AgentDeployError(Exception):
     the object."""
 
 
+class AgentDeferred(AgentDeployError):
+    """The agent cannot be deployed yet (what it needs from the hub is not there yet, e.g. the ingester has
+    not published its CA bundle): only the deployment waits, the cluster is collected by pull meanwhile."""
+
+
 def covers(live: Any, desired: Any) -> bool:
     """Whether ``live`` holds every field of ``desired`` with the same value.
 

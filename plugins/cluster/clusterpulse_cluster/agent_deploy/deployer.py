@@ -26,7 +26,14 @@ from typing import Any
 import attrs
 from clusterpulse_model import AgentStatus
 
-from clusterpulse_cluster.agent_deploy.apply import REMOTE_ERRORS, UNCHANGED, AgentDeployError, Applier, covers
+from clusterpulse_cluster.agent_deploy.apply import (
+    REMOTE_ERRORS,
+    UNCHANGED,
+    AgentDeferred,
+    AgentDeployError,
+    Applier,
+    covers,
+)
 from clusterpulse_cluster.agent_deploy.objects import REMOVAL_ORDER, Owner, describe_ref, owner_of, to_wire
 from clusterpulse_cluster.agent_deploy.plan import AgentPlan, controller_version, image_ref, image_tag
 from clusterpulse_cluster.settings import ClusterSettings
@@ -122,8 +129,12 @@ class AgentDeployer:
 
     # ------------------------------------------------------------------ reconcile
 
-    def reconcile(self, ctx: ReconcileContext, obj: Mapping[str, Any], spec: ClusterConnectionSpec) -> None:
-        """Deploy (push), remove (switched to pull) and sweep; raises :class:`AgentDeployError` on failure."""
+    def reconcile(self, ctx: ReconcileContext, obj: Mapping[str, Any], spec: ClusterConnectionSpec) -> str:
+        """Deploy (push), remove (switched to pull) and sweep; raises :class:`AgentDeployError` on failure.
+
+        Returns why the deployment waits (:class:`AgentDeferred`: the cluster is pulled meanwhile and the
+        status says why), else ``""``.
+        """
         meta = _meta(obj)
         name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
         owner = Owner(namespace, name)
@@ -139,7 +150,7 @@ class AgentDeployer:
                 self._set_status(
                     ctx, name, current, AgentStatus(False, connection.version, True, connection.last_heartbeat)
                 )
-                return
+                return ""
             try:
                 credentials, client = self._client(ctx, name, namespace, spec)
                 token = self._collector_token(ctx, obj, name, credentials.token)
@@ -159,13 +170,16 @@ class AgentDeployer:
                 self._forget_applied(name)
                 if connection.connected:
                     ctx.log.warning("the agent is connected, but checking its objects failed: %s", exc)
-                    return
+                    return ""
+                if isinstance(exc, AgentDeferred):
+                    ctx.log.info("%s", exc)
+                    return str(exc)
                 raise
             self._set_status(
                 ctx, name, current, AgentStatus(True, tag, connection.connected, connection.last_heartbeat)
             )
             self._sweep(ctx, client, owner, spec)
-            return
+            return ""
         if has_finalizer(obj):
             try:
                 _, client = self._client(ctx, name, namespace, spec)
@@ -178,11 +192,12 @@ class AgentDeployer:
                     error,
                     ", ".join(leftovers),
                 )
-                return
+                return ""
             ctx.log.info("switched to pull: agent removed from the cluster")
             self._drop_finalizer(ctx, obj)
             self._forget_applied(name)
             self._set_status(ctx, name, current, None)
+        return ""
 
     def after_pull(self, ctx: ReconcileContext, obj: Mapping[str, Any], spec: ClusterConnectionSpec) -> None:
         """A pull collection reached the cluster: sweep it for orphaned agent objects when due.
@@ -290,11 +305,18 @@ class AgentDeployer:
                 f"/api/v1/namespaces/{namespace}/configmaps/{settings.collector_ca_configmap}",
                 timeout=float(settings.connect_timeout),
             )
+        except NotFoundError as exc:
+            # The ingester publishes it when it starts (docs/push-mode.md#tls): until then only the agent waits.
+            raise AgentDeferred(
+                f"agent deployment deferred: the ingester CA ConfigMap {where} does not exist yet "
+                f"(the ingester publishes it when it starts with TLS)"
+            ) from exc
         except KubeApiError as exc:
             raise AgentDeployError(f"ingester CA: failed to get CA ConfigMap {where}: {exc}") from exc
         bundle = ((found or {}).get("data") or {}).get(settings.collector_ca_key)
         if not isinstance(bundle, str) or not bundle:
-            raise AgentDeployError(f'ingester CA: CA ConfigMap {where} missing key "{settings.collector_ca_key}"')
+            key = settings.collector_ca_key
+            raise AgentDeferred(f'agent deployment deferred: the ingester CA ConfigMap {where} has no key "{key}" yet')
         return bundle
 
     # ------------------------------------------------------------------ removal
