@@ -28,8 +28,9 @@ Phases, in the order a run calls them:
 6. **Running** — each kind's reconciler (``ResourceKind.reconciler``: ``reconcile``, ``forget``,
    ``stored_refs``; for a kind declared without one, the owner's ``clusterpulse_reconcile`` /
    ``clusterpulse_forget`` / ``clusterpulse_stored_refs``), each call made through
-   ``clusterpulse_reconcile_call`` so that wrappers run around it; ``clusterpulse_collectors`` per
-   managed cluster; ``clusterpulse_stored_names`` and ``clusterpulse_storage_lost`` from the store.
+   ``clusterpulse_reconcile_call`` so that wrappers run around it; ``clusterpulse_managed_cluster``
+   when a reconcile opens a managed cluster; ``clusterpulse_collectors`` per managed cluster;
+   ``clusterpulse_stored_names`` and ``clusterpulse_storage_lost`` from the store.
 7. **Stop** — ``clusterpulse_stop`` on each started plugin, in reverse load order.
 
 How each hook is called is part of its contract: *each plugin* (the core calls the plugins one
@@ -313,7 +314,8 @@ def clusterpulse_reconcile_call(
     (a tracing span, a metric), add context around it, and see its exception (the ``yield`` raises
     it; re-raise it, or raise another: the runtime retries as for the reconciler's own). It must not
     swallow an exception or change the result, which is the reconciler's answer to the runtime, and
-    must not block. A plain implementation would answer instead of the reconciler: do not write one.
+    must not block. A plain implementation would answer instead of the reconciler: it is refused
+    at start-up, naming the plugin.
     """
 
 

@@ -419,6 +419,18 @@ class PluginHost:
             if self.pm.is_registered(obj):
                 self.pm.unregister(obj)
             raise PluginError(f"plugin {name!r} failed to register: {type(exc).__name__}: {exc}") from exc
+        plain = [
+            impl
+            for impl in self.pm.hook.clusterpulse_reconcile_call.get_hookimpls()
+            if impl.plugin is obj and not (impl.wrapper or impl.hookwrapper)
+        ]
+        if plain:
+            self._declarations.take()
+            self.pm.unregister(obj)
+            raise PluginError(
+                f"plugin {name!r} implements clusterpulse_reconcile_call without wrapper=True: it would answer "
+                f"instead of the reconciler (mark it @hookimpl(wrapper=True) and `return (yield)`)"
+            )
         self.order.append(name)
         try:
             for module in self._declarations.take():

@@ -308,3 +308,22 @@ def test_the_reconciler_that_runs_is_the_one_built_at_configuration_even_if_kind
     host.configure(Config())
     assert before is not plugin.reconciler
     assert host.reconciler("Widget") is plugin.reconciler
+
+
+class PlainReconcileCall:
+    """Implements the wrapped hook without ``wrapper=True``: it would answer instead of the reconciler."""
+
+    clusterpulse_api_version = 1
+
+    @hookimpl
+    def clusterpulse_reconcile_call(self, ref: ObjectRef) -> ReconcileResult:
+        return ReconcileResult(requeue_after=1.0)
+
+
+def test_a_plain_implementation_of_the_wrapped_reconcile_call_is_refused_naming_the_plugin() -> None:
+    with pytest.raises(PluginError, match="plugin 'plain' implements clusterpulse_reconcile_call without wrapper=True"):
+        PluginHost([], extra={"plain": PlainReconcileCall()})
+    host = PluginHost([], extra={"plain": PlainReconcileCall(), "widgets": Widgets()}, tolerant=True)
+    assert list(host.failures) == ["plain"] and host.order == ["widgets"]
+    call = host.reconcile_call(WIDGET, ObjectRef("Widget", "ns", "w1"), "reconcile", None, lambda: None)
+    assert call is None  # the reconciler's answer, not the refused plugin's
