@@ -69,6 +69,18 @@ def wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> Non
         time.sleep(0.05)
 
 
+def publish_ca(harness: Harness) -> None:
+    """The hub ConfigMap with the ingester's CA bundle, as the ingester publishes it (none runs here)."""
+    harness.hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
+        }
+    )
+
+
 def env_of(deployment: Any) -> list[dict[str, Any]]:
     return list(deployment["spec"]["template"]["spec"]["containers"][0]["env"])
 
@@ -207,14 +219,7 @@ def test_tls_without_system_ca_copies_the_ca_and_mounts_it(
     make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
 ) -> None:
     harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
-    harness.hub.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
-        }
-    )
+    publish_ca(harness)
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
     assert harness.reconcile("east").ok
@@ -256,14 +261,7 @@ def test_plaintext_push_is_a_visible_opt_out(
     assert "INGESTER_TLS_ENABLED" not in str(env_of(live(cluster, "deployment")))
 
     tls = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
-    tls.hub.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
-        }
-    )
+    publish_ca(tls)
     assert tls.reconcile("east").ok
     assert insecure("east") == []
 
@@ -287,14 +285,7 @@ def test_a_missing_ca_configmap_defers_only_the_agent_and_the_cluster_is_pulled(
     assert harness.json("cluster:east:metrics")["nodes"] == 3, "the pull fallback stored nothing"
     assert live(cluster, "deployment") is None and live(cluster, "secret") is None
 
-    harness.hub.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
-        }
-    )
+    publish_ca(harness)
     assert harness.reconcile("east").ok
     assert live(cluster, "deployment") is not None
     assert "deferred" not in harness.cr("east")["status"]["message"]

@@ -17,36 +17,18 @@ from typing import Any
 
 import grpc
 import pytest
-from clusterpulse_ingester.agent.runner import open_channel
 from clusterpulse_ingester.agent.sni import certificate_matches
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.settings import IngesterSettings
 from clusterpulse_testing.servers import haproxy_sni_process, require_binary
 from clusterpulse_testing.tls import make_certificates
-from push_support import SERVER_NAME, TOKEN, hub_ca
+from push_support import SERVER_NAME, TOKEN, agent_register, hub_ca, ingester_port
 
 from clusterpulse_core.context import Runtime
 
 #: The host the agent dials (resolves to loopback): what a passthrough Route's host is.
 ROUTE_HOST = "localhost"
-
-
-async def _register(settings: IngesterSettings, cluster: str = "edge") -> pb.ConnectResponse:
-    async with open_channel(settings) as channel:
-        call = pb_grpc.CollectorServiceStub(channel).Connect(
-            metadata=(("authorization", f"Bearer {TOKEN}{cluster}"),), timeout=10
-        )
-        await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=TOKEN + cluster)))
-        response = await call.read()
-        call.cancel()
-        return response
-
-
-def _port(runtime: Runtime) -> int:
-    plugin = runtime.plugins.pm.get_plugin("ingester")
-    assert plugin is not None and plugin.server is not None
-    return int(plugin.server.port)
 
 
 @pytest.fixture
@@ -59,7 +41,7 @@ def passthrough(
     ca = tmp_path / "ca.crt"
     ca.write_text(hub_ca(hub))
     proxy = haproxy_sni_process(
-        require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]), {ROUTE_HOST: _port(runtime)}
+        require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]), {ROUTE_HOST: ingester_port(runtime)}
     )
     proxy.start()
     try:
@@ -71,7 +53,7 @@ def passthrough(
 def test_the_agent_reaches_the_ingester_through_an_sni_passthrough(passthrough: tuple[int, Path]) -> None:
     port, ca = passthrough
     agent = IngesterSettings(ingester_address=f"{ROUTE_HOST}:{port}", tls_ca=str(ca), tls_server_name=SERVER_NAME)
-    assert asyncio.run(_register(agent)).WhichOneof("payload") == "config"
+    assert asyncio.run(agent_register(agent)).WhichOneof("payload") == "config"
 
     # Verification stays on: another CA, or a name the certificate does not hold, is refused.
     other_ca = make_certificates(ca.parent / "other", SERVER_NAME).ca_file
@@ -82,7 +64,7 @@ def test_the_agent_reaches_the_ingester_through_an_sni_passthrough(passthrough: 
         ),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            asyncio.run(_register(bad))
+            asyncio.run(agent_register(bad))
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
@@ -156,7 +138,7 @@ def test_grpcio_options_that_change_the_verified_name_change_the_sni_too(option:
             ingester_address=f"{ROUTE_HOST}:{recorder.port}", tls_ca=str(made.ca_file), tls_server_name=SERVER_NAME
         )
         with pytest.raises(grpc.aio.AioRpcError):
-            asyncio.run(_register(agent))
+            asyncio.run(agent_register(agent))
         assert recorder.seen and set(recorder.seen) == {ROUTE_HOST}  # the agent: the dialled host
     finally:
         recorder.close()
