@@ -1,4 +1,4 @@
-"""Push mode: the hub installs, upgrades and removes the collector agent (controllers.md §7.6, C12).
+"""Push mode: the hub installs, upgrades and removes the collector agent (docs/compatibility.md#agent-deployment, #c12).
 
 The managed cluster is a ``kube_api`` emulator reached by the real ``kubernetes`` client; the
 hub is another emulator; storage is a real Redis. Writes to the managed cluster are counted
@@ -320,7 +320,8 @@ def test_a_refused_write_lands_in_the_status_with_the_object_and_the_reason(
     assert status["health"] == "unhealthy"
     assert status["message"].startswith("clusterrole: ClusterRole clusterpulse-collector: ")
     assert harness.json("cluster:east:status")["message"] == status["message"]
-    # Created before the failing step, in §7.6 order; nothing after it.
+    # Created before the failing step, in the deployment order (docs/compatibility.md#agent-deployment);
+    # nothing after it.
     assert live(cluster, "serviceaccount") is not None
     assert live(cluster, "deployment") is None
     cluster.clear_failures()
