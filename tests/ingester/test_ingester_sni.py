@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import grpc
 import pytest
 from clusterpulse_ingester.agent.sni import certificate_matches
@@ -66,6 +67,37 @@ def test_the_agent_reaches_the_ingester_through_an_sni_passthrough(passthrough: 
         with pytest.raises(grpc.aio.AioRpcError) as info:
             asyncio.run(agent_register(bad))
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_client_certificate_travels_through_the_sni_passthrough(
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path
+) -> None:
+    """mTLS through the passthrough: the agent's own TLS (SNI = the dialled host) presents its client certificate,
+    the one the hub issues for the cluster (docs/push-mode.md#client-certificates); without it, it is refused."""
+    runtime, _ = start_ingester(tls_enabled=None, tls_certificates="hub", require_client_certificates=True)
+    issue = runtime.plugins.hook("clusterpulse_agent_certificate")  # declared by the ingester
+    assert issue is not None
+    issued = issue(cluster="edge", current=None)
+    assert issued is not None
+    cert, key, ca = tmp_path / "client.crt", tmp_path / "client.key", tmp_path / "ca.crt"
+    cert.write_text(issued.cert_pem)
+    key.write_text(issued.key_pem)
+    ca.write_text(hub_ca(hub))
+    proxy = haproxy_sni_process(
+        require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]), {ROUTE_HOST: ingester_port(runtime)}
+    )
+    proxy.start()
+    try:
+        agent = IngesterSettings(
+            ingester_address=f"{ROUTE_HOST}:{proxy.port}", tls_ca=str(ca), tls_server_name=SERVER_NAME
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            asyncio.run(agent_register(agent))
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        with_certificate = attrs.evolve(agent, tls_client_cert=str(cert), tls_client_key=str(key))
+        assert asyncio.run(agent_register(with_certificate)).WhichOneof("payload") == "config"
+    finally:
+        proxy.cleanup()
 
 
 def test_with_grpcs_name_override_the_passthrough_is_not_reached(passthrough: tuple[int, Path]) -> None:
