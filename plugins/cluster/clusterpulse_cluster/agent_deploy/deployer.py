@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-from clusterpulse_model import AgentStatus
+from clusterpulse_model import AgentStatus, collector_token
 
 from clusterpulse_cluster.agent_deploy.apply import (
     REMOTE_ERRORS,
@@ -40,7 +40,6 @@ from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import ClusterConnectionSpec, api_url, connect_timeout
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
 from clusterpulse_core.kube.credentials import ClusterCredentials, CredentialsError, cluster_credentials
 from clusterpulse_core.serde import format_time, parse_time, unstructure, wire
