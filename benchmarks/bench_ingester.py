@@ -424,11 +424,14 @@ def main() -> None:
     port = free_port()
     config_file = Path(f"/tmp/bench-ingester-{port}.toml")
     config_file.write_text(
-        f'[clusterpulse]\nplugins = ["ingester", "redis"]\nnamespace = "{NAMESPACE}"\n'
+        # The cluster plugin offers the ClusterConnections the ingester signs agents in against.
+        f'[clusterpulse]\nplugins = ["ingester", "redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
         f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
         f'[plugins.ingester]\nbind_address = "127.0.0.1"\nport = {port}\n'
         # Every simulated agent connects from 127.0.0.1 at once: one peer address.
         f"max_streams_per_peer = {args.streams}\nmax_unregistered_streams = {args.streams}\n"
+        # Plaintext like the echo servers it is compared with (the clients speak plaintext).
+        "tls_enabled = false\n"
         f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_server.port}/0"\n'
     )
     writer = redis.Redis(port=redis_server.port)

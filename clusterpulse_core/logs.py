@@ -32,6 +32,16 @@ def clip(text: str, limit: int) -> str:
     return text[: max(limit - len(marker), 0)] + marker
 
 
+def _message(record: logging.LogRecord) -> str | None:
+    """The record's formatted message, or ``None`` when its arguments do not fit its format: the
+    handler then reports the bad call (``Handler.handleError``) instead of the filter raising it
+    into the code that logged."""
+    try:
+        return record.getMessage()
+    except Exception:
+        return None
+
+
 class ClipFilter(logging.Filter):
     """Cuts every record's message to ``limit`` characters (strings from specs and remote errors)."""
 
@@ -41,8 +51,8 @@ class ClipFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Replace an over-long message by its clipped text (always logs the record)."""
-        message = record.getMessage()
-        if len(message) > self.limit:
+        message = _message(record)
+        if message is not None and len(message) > self.limit:
             record.msg, record.args = clip(message, self.limit), None
         return True
 
@@ -65,7 +75,9 @@ class ObjectFilter(logging.Filter):
         current = CURRENT_OBJECT.get()
         if current and not hasattr(record, "object"):
             record.object = current
-            record.msg, record.args = f"[{current}] {record.getMessage()}", None
+            message = _message(record)
+            if message is not None:
+                record.msg, record.args = f"[{current}] {message}", None
         return True
 
 

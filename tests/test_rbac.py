@@ -27,6 +27,7 @@ from clusterpulse_demo.run import (
     _stop_agent,
     _wait_for_deployment,
 )
+from clusterpulse_testing.kube_api_util import ApiError
 from clusterpulse_testing.polling import eventually
 from clusterpulse_testing.servers import free_port, redis_process
 
@@ -145,8 +146,13 @@ def fleet_calls(
                 core=core,
                 plugin_sections={
                     "redis": {"url": f"redis://127.0.0.1:{server.port}/0"},
-                    "cluster": {"ingester_tls_enabled": True},
-                    "ingester": {"bind_address": "127.0.0.1", "port": ingester_port, "tls_renew_check_interval": 0.5},
+                    # mTLS: the hub also issues each agent a client certificate (a Secret on its cluster).
+                    "ingester": {
+                        "bind_address": "127.0.0.1",
+                        "port": ingester_port,
+                        "tls_renew_check_interval": 0.5,
+                        "require_client_certificates": True,
+                    },
                 },
                 source="test",
             )
@@ -251,6 +257,8 @@ def test_the_push_cluster_role_allows_installing_the_agent(fleet_calls: Any) -> 
     denied = {c for c in pushed if not granted(c)}
     assert not denied, f"the push-mode roles lack: {sorted(map(str, denied))}"
     assert Call("create", "apps", "deployments", AGENT_NS) in pushed
+    # mTLS: the agent's client certificate Secret is read by name (the hub reuses what the agent has).
+    assert Call("get", "", "secrets", AGENT_NS, "clusterpulse-collector-tls") in pushed
     assert Call("create", "rbac.authorization.k8s.io", "clusterroles") in pushed
     read_only = _role_rules(rbac.managed_manifests(kinds), "ClusterRole")
     assert any(not allowed(c, read_only) for c in pushed), "installing the agent needs more than reading"
@@ -389,6 +397,22 @@ def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_rol
                 assert Call("delete", "rbac.authorization.k8s.io", resource, "", "clusterpulse-collector") in calls
             return calls
 
+        def set_mode(mode: str) -> None:
+            """Switch the collection mode; read again when the manager's status patch came first (409)."""
+
+            def switched() -> bool:
+                found = hub.get(CC_API, "clusterconnections", "lab", namespace)
+                found["spec"]["collectionMode"] = mode
+                try:
+                    hub.update(found)
+                except ApiError as exc:
+                    if exc.code != 409:
+                        raise
+                    return False
+                return True
+
+            eventually(switched, f"the switch to {mode}", CYCLE_TIMEOUT)
+
         spec = {
             "endpoint": lab.url,
             "credentialsRef": {"name": "lab-token"},
@@ -405,14 +429,10 @@ def test_removing_push_mode_or_the_cluster_removes_the_agent_within_the_push_rol
         )
         install()
         lab.clear_requests()
-        switched = hub.get(CC_API, "clusterconnections", "lab", namespace)
-        switched["spec"]["collectionMode"] = "pull"
-        hub.update(switched)
+        set_mode("pull")
         removed("switching to pull")
 
-        back = hub.get(CC_API, "clusterconnections", "lab", namespace)
-        back["spec"]["collectionMode"] = "push"
-        hub.update(back)
+        set_mode("push")
         install()
         lab.clear_requests()
         hub.delete(CC_API, "clusterconnections", "lab", namespace)

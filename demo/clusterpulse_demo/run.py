@@ -377,6 +377,9 @@ class DeployedAgent:
     tls_enabled: bool = False
     tls_server_name: str = ""
     ca_pem: str = ""
+    #: The client certificate and key of the ``clusterpulse-collector-tls`` Secret (mTLS), when mounted.
+    client_cert_pem: str = ""
+    client_key_pem: str = ""
 
 
 def _wait_for_deployment(cluster: ManagedCluster) -> DeployedAgent:
@@ -393,6 +396,10 @@ def _wait_for_deployment(cluster: ManagedCluster) -> DeployedAgent:
     env = {item["name"]: item.get("value", "") for item in container.get("env") or ()}
     token = base64.b64decode(found["secret"]["data"]["token"]).decode()
     ca = cluster.api.get("v1", "configmaps", "ingester-ca", AGENT_NAMESPACE) if env.get("INGESTER_TLS_CA") else None
+    client: dict[str, str] = {}
+    if env.get("INGESTER_TLS_CLIENT_CERT"):
+        secret = cluster.api.get("v1", "secrets", f"{AGENT_NAME}-tls", AGENT_NAMESPACE) or {}
+        client = {key: base64.b64decode(value).decode() for key, value in (secret.get("data") or {}).items()}
     return DeployedAgent(
         str(container["image"]),
         env["CLUSTER_NAME"],
@@ -400,6 +407,8 @@ def _wait_for_deployment(cluster: ManagedCluster) -> DeployedAgent:
         env.get("INGESTER_TLS_ENABLED") == "true",
         env.get("INGESTER_TLS_SERVER_NAME", ""),
         "".join((ca or {}).get("data", {}).values()),
+        client.get("tls.crt", ""),
+        client.get("tls.key", ""),
     )
 
 
@@ -418,6 +427,13 @@ def _start_agent(cluster: ManagedCluster, port: int, tmp: Path, deployed: Deploy
         f"tls_enabled = {'true' if deployed.tls_enabled else 'false'}\n"
         f'tls_server_name = "{deployed.tls_server_name}"\ntls_ca = "{ca_file if deployed.ca_pem else ""}"\n'
     )
+    if deployed.client_cert_pem:
+        # The client certificate Secret's volume, as the pod mounts it (mTLS).
+        cert_file, key_file = tmp / f"client-{cluster.name}.crt", tmp / f"client-{cluster.name}.key"
+        cert_file.write_text(deployed.client_cert_pem)
+        key_file.write_text(deployed.client_key_pem)
+        tls += f'tls_client_cert = "{cert_file}"\ntls_client_key = "{key_file}"\n'
+
     config.write_text(
         '[clusterpulse]\nplugins = ["cluster", "metricsource", "ingester"]\nmetrics_bind_address = "0"\n'
         'health_probe_bind_address = "0"\nlog_level = "warn"\n[plugins.ingester]\n'

@@ -4,7 +4,7 @@ Attribute names are snake_case; the wire names are decided once, in
 :mod:`clusterpulse_core.serde`. Collections default to empty, never ``None``.
 """
 
-from clusterpulse_model.agent import AgentConnection
+from clusterpulse_model.agent import AgentCertificate, AgentConnection, IngesterTransport
 from clusterpulse_model.alert import Alert, Severity
 from clusterpulse_model.cluster import (
     HEALTHY_MESSAGE,
@@ -47,6 +47,7 @@ from clusterpulse_model.registry import (
 
 __all__ = [
     "HEALTHY_MESSAGE",
+    "AgentCertificate",
     "AgentConnection",
     "AgentStatus",
     "AggregationResults",
@@ -63,6 +64,7 @@ __all__ = [
     "Health",
     "HealthThresholds",
     "HealthVerdict",
+    "IngesterTransport",
     "MonitoringRecord",
     "NodeCondition",
     "NodeMetrics",

@@ -24,3 +24,23 @@ class AgentConnection:
     last_heartbeat: datetime = ZERO_TIME
     buffered_batches: int = 0
     health: str = "healthy"
+
+
+@attrs.frozen
+class IngesterTransport:
+    """How agents reach the hub's ingester, as the ingester's own settings say (the one source of truth).
+
+    ``tls_enabled``: the ingester speaks TLS (agents get the TLS variables); ``client_certificates``: it
+    requires a client certificate naming the agent's cluster (mTLS).
+    """
+
+    tls_enabled: bool = True
+    client_certificates: bool = False
+
+
+@attrs.frozen
+class AgentCertificate:
+    """A client certificate (and its private key, PEM) for one cluster's agent, naming that cluster."""
+
+    cert_pem: str
+    key_pem: str

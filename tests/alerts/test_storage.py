@@ -1,4 +1,4 @@
-"""Alert pieces in the real Redis backend: the ``alerts:<c>:<id>`` hash (DECISIONS.md R4)."""
+"""Alert pieces in the real Redis backend: the ``alerts:<c>:<id>`` hash (docs/compatibility.md#r4)."""
 
 from __future__ import annotations
 

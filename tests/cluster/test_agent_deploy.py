@@ -1,4 +1,4 @@
-"""Push mode: the hub installs, upgrades and removes the collector agent (controllers.md §7.6, C12).
+"""Push mode: the hub installs, upgrades and removes the collector agent (docs/compatibility.md#agent-deployment, #c12).
 
 The managed cluster is a ``kube_api`` emulator reached by the real ``kubernetes`` client; the
 hub is another emulator; storage is a real Redis. Writes to the managed cluster are counted
@@ -67,6 +67,18 @@ def wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> Non
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def publish_ca(harness: Harness) -> None:
+    """The hub ConfigMap with the ingester's CA bundle, as the ingester publishes it (none runs here)."""
+    harness.hub.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
+            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
+        }
+    )
 
 
 def env_of(deployment: Any) -> list[dict[str, Any]]:
@@ -207,14 +219,7 @@ def test_tls_without_system_ca_copies_the_ca_and_mounts_it(
     make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
 ) -> None:
     harness = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
-    harness.hub.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
-        }
-    )
+    publish_ca(harness)
     cluster = managed(kube_api)
     add_push(harness, "east", cluster)
     assert harness.reconcile("east").ok
@@ -256,14 +261,7 @@ def test_plaintext_push_is_a_visible_opt_out(
     assert "INGESTER_TLS_ENABLED" not in str(env_of(live(cluster, "deployment")))
 
     tls = make_harness(env={"INGESTER_TLS_ENABLED": "true"})
-    tls.hub.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
-        }
-    )
+    publish_ca(tls)
     assert tls.reconcile("east").ok
     assert insecure("east") == []
 
@@ -287,14 +285,7 @@ def test_a_missing_ca_configmap_defers_only_the_agent_and_the_cluster_is_pulled(
     assert harness.json("cluster:east:metrics")["nodes"] == 3, "the pull fallback stored nothing"
     assert live(cluster, "deployment") is None and live(cluster, "secret") is None
 
-    harness.hub.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ingester-ca", "namespace": HUB_NAMESPACE},
-            "data": {"service-ca.crt": "-----BEGIN CERTIFICATE-----\nxyz\n"},
-        }
-    )
+    publish_ca(harness)
     assert harness.reconcile("east").ok
     assert live(cluster, "deployment") is not None
     assert "deferred" not in harness.cr("east")["status"]["message"]
@@ -329,7 +320,8 @@ def test_a_refused_write_lands_in_the_status_with_the_object_and_the_reason(
     assert status["health"] == "unhealthy"
     assert status["message"].startswith("clusterrole: ClusterRole clusterpulse-collector: ")
     assert harness.json("cluster:east:status")["message"] == status["message"]
-    # Created before the failing step, in §7.6 order; nothing after it.
+    # Created before the failing step, in the deployment order (docs/compatibility.md#agent-deployment);
+    # nothing after it.
     assert live(cluster, "serviceaccount") is not None
     assert live(cluster, "deployment") is None
     cluster.clear_failures()

@@ -1,4 +1,4 @@
-"""Push-mode ClusterConnections (DECISIONS C3): not pulled while an agent is live, pulled when it is not.
+"""Push-mode ClusterConnections (docs/compatibility.md#c3): not pulled while an agent is live, pulled when it is not.
 
 The connection table comes through the ``clusterpulse_agent_connection`` hook; here a small
 plugin answers it, so the cluster plugin is tested against the contract, not the ingester.

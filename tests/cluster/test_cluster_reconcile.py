@@ -54,7 +54,7 @@ def test_three_node_cluster_every_stored_value(harness: Harness, kube_api: Calla
     assert_same(harness.json("cluster:three:labels"), {"env": "test"}, "labels")
     assert sorted(m.decode() for m in r.smembers("cluster:three:nodes")) == ["cp-0", "worker-0", "worker-1"]
     for name, want in three_node.EXPECTED_NODES.items():
-        # The API server sets creationTimestamp itself (DECISIONS R6: the node value carries it).
+        # The API server sets creationTimestamp itself (docs/compatibility.md#r6: the node value carries it).
         created = cluster.get("v1", "nodes", name)["metadata"]["creationTimestamp"]
         assert_same(
             harness.hash_json(f"cluster:three:node:{name}", "current"),
@@ -130,7 +130,7 @@ def test_three_node_cluster_every_stored_value(harness: Harness, kube_api: Calla
 
 
 def test_last_sync_time_moves_on_every_successful_sync(harness: Harness, kube_api: Callable[..., Any]) -> None:
-    # Issue 15 (overrides DECISIONS C10 for the success path): readers judge staleness by lastSyncTime.
+    # Issue 15 (overrides docs/compatibility.md#c10 for the success path): readers judge staleness by lastSyncTime.
     cluster = managed_three_node(kube_api)
     harness.add("three", cluster.url, token=three_node.TOKEN)
     assert harness.reconcile("three").ok
@@ -170,13 +170,13 @@ def test_pages_are_requested_with_the_page_size(
 
     assert harness.reconcile("three").ok
 
-    # One sweep of 5 pages: the node pass, whose pages also feed the resource lists (DECISIONS R3).
+    # One sweep of 5 pages: the node pass, whose pages also feed the resource lists (docs/compatibility.md#r3).
     pod_pages = [q for m, p, q in cluster.requests if m == "GET" and p == "/api/v1/pods"]
     assert len(pod_pages) == 5 and all(q["limit"] == "2" for q in pod_pages)
     assert sum(1 for q in pod_pages if "continue" not in q) == 1
     assert len([p for m, p, q in cluster.requests if p == "/api/v1/nodes"]) == 2
     for name, want in three_node.EXPECTED_NODES.items():
-        # The API server sets creationTimestamp itself (DECISIONS R6: the node value carries it).
+        # The API server sets creationTimestamp itself (docs/compatibility.md#r6: the node value carries it).
         created = cluster.get("v1", "nodes", name)["metadata"]["creationTimestamp"]
         assert_same(
             harness.hash_json(f"cluster:three:node:{name}", "current"),

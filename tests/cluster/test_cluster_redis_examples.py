@@ -2,7 +2,7 @@
 
 Each example's input becomes a managed-cluster emulator (and hub objects); a full reconcile
 runs through the real bootstrap path and the ``redis`` plugin, and the keys are compared as
-redis.md §14 says: parsed JSON, numbers numerically, TTLs within a few seconds, sets as
+the reference's golden examples are compared: parsed JSON, numbers numerically, TTLs within a few seconds, sets as
 sets. The plugin's clock is the examples' clock; values that come from the store's own
 clock (``last_update``, scores, summary timestamps) only need to be valid times / numbers.
 
@@ -45,7 +45,7 @@ def numeric(value: Any) -> bool:
 
 
 def matches(got: Any, want: Any, where: str, problems: list[str]) -> None:
-    """Compare as redis.md §14 says; store-clock values only need the right format."""
+    """Compare as the reference's golden examples are compared; store-clock values only need the right format."""
     if isinstance(want, str) and want in (CLOCK_TEXT, CREATED):
         try:
             parse_time(got)
@@ -201,7 +201,7 @@ CREATED = "<created>"
 
 
 def r1_metrics(example: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-    """The DECISIONS R1 totals of a reconcile example, worked out from its own node values and pods."""
+    """The docs/compatibility.md#r1 totals of a reconcile example, worked out from its own node values and pods."""
     nodes = [
         want["fields"]["current"]["json"]
         for key, want in example["keys"].items()

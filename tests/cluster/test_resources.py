@@ -1,4 +1,5 @@
-"""Resource lists (DECISIONS R3) and object counts (R1) against the three-node emulated cluster.
+"""Resource lists (docs/compatibility.md#r3) and object counts (docs/compatibility.md#r1)
+against the three-node emulated cluster.
 
 The lists are made by the ``nodes`` collector (:class:`InventoryCollector`), their pods taken
 from its own pod sweep, so these tests run that collector.
@@ -54,7 +55,7 @@ def test_every_list_with_the_defaults(kube_api: Callable[..., Any]) -> None:
     # Pods of every phase, the unscheduled one too (upstream left out Succeeded and Failed).
     assert sorted((p["namespace"], p["name"], p["status"]) for p in collection["pods"]) == EVERY_POD
     web = next(p for p in collection["pods"] if p["name"] == "web-1")
-    # labels are only copied with collect_resource_labels (and omitted when empty, redis.md §6)
+    # labels are only copied with collect_resource_labels (and omitted when empty, docs/compatibility.md#r3)
     assert web == {"name": "web-1", "namespace": "shop", "status": "Running", "node": "worker-0"}
     assert sorted((d["namespace"], d["name"], d["replicas"]) for d in collection["deployments"]) == [
         ("openshift-console", "console", 1),

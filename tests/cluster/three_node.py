@@ -217,7 +217,7 @@ DEPLOYMENTS = [
     for ns, name in (("shop", "web"), ("shop", "batch"), ("openshift-console", "console"))
 ]
 
-#: One of each other counted kind (DECISIONS R1 counts, R3 lists).
+#: One of each other counted kind (docs/compatibility.md#r1 counts, docs/compatibility.md#r3 lists).
 WORKLOADS = [
     {
         "apiVersion": "v1",
@@ -533,7 +533,7 @@ EXPECTED_NODES = {
     ),
 }
 
-# DECISIONS R1: pods by phase over every pod (unscheduled-1 too); worker-1 is cordoned, so not Ready.
+# docs/compatibility.md#r1: pods by phase over every pod (unscheduled-1 too); worker-1 is cordoned, so not Ready.
 EXPECTED_METRICS = {
     "timestamp": NOW,
     "nodes": 3,

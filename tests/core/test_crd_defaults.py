@@ -1,4 +1,4 @@
-"""CRD schema defaults (DECISIONS R5): the core helper, the kube_api emulator and the runtime."""
+"""CRD schema defaults (docs/compatibility.md#r5): the core helper, the kube_api emulator and the runtime."""
 
 from __future__ import annotations
 

@@ -113,7 +113,7 @@ def test_demo_runs_the_manager_and_stores_every_cluster(redis_url: str) -> None:
             else ("unhealthy" if not_ready / len(nodes) >= 0.5 else "degraded", f"Issues: {not_ready} nodes not ready")
         )
         assert row.nodes == len(nodes)
-        # DECISIONS R1: every pod of the cluster, bound to a node or not.
+        # docs/compatibility.md#r1: every pod of the cluster, bound to a node or not.
         assert row.pods == len(pods)
         assert row.pods_running == sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
         assert row.cluster_operators == len(_fixture_objects(name, "ClusterOperator"))

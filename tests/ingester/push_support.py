@@ -20,6 +20,8 @@ import pytest
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_model import AgentConnection
+from clusterpulse_testing.polling import eventually
+from clusterpulse_testing.servers import free_port
 from clusterpulse_testing.tls import loopback_ca
 
 from clusterpulse_core.config import CoreSettings
@@ -284,6 +286,38 @@ class AgentProcess:
         return self.log.read_text()
 
 
+AGENT_NS = "clusterpulse-system"
+
+
+def deployed_env(managed: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Wait for the agent Deployment the hub creates on ``managed``: (the Deployment, its container's environment
+    with ``COLLECTOR_TOKEN`` read from the token Secret, as the pod gets it)."""
+    deployment = eventually(
+        lambda: managed.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
+        "the hub to create the agent Deployment",
+        timeout=WAIT,
+    )
+    env = {
+        item["name"]: item.get("value", "") for item in deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    found = managed.get("v1", "secrets", "clusterpulse-collector-token", AGENT_NS)
+    env["COLLECTOR_TOKEN"] = base64.b64decode(found["data"]["token"]).decode()
+    return deployment, env
+
+
+def local_agent(env: Mapping[str, str], kubeconfig: Path | None, tmp_path: Path, name: str = "agent") -> AgentProcess:
+    """``clusterpulse agent`` with ``env`` (the Deployment's, in place of its pod; ``kubeconfig`` for its service
+    account), collecting every 0.5 s and reporting health every second, its /metrics on a free port."""
+    metrics_port = free_port()
+    config = write_config(
+        tmp_path / f"{name}.toml",
+        ["cluster", "metricsource", "ingester"],
+        {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
+        core={"metrics_bind_address": f"127.0.0.1:{metrics_port}"},
+    )
+    return AgentProcess(config, kubeconfig, metrics_port, tmp_path / f"{name}.log", env=env)
+
+
 class Stream:
     """One raw Connect stream driven message by message (a test stand-in for an agent)."""
 
@@ -314,6 +348,29 @@ class Stream:
     def close(self) -> None:
         self._requests.put(None)
         self.channel.close()
+
+
+async def agent_register(settings: Any, cluster: str = "edge", token: str | None = None) -> pb.ConnectResponse:
+    """Register as ``cluster`` (token ``TOKEN + cluster`` unless given) through the agent's own channel code (its
+    TLS, server name and client certificate handling, from ``settings``); the first answer."""
+    from clusterpulse_ingester.agent.runner import open_channel
+
+    token = TOKEN + cluster if token is None else token
+    async with open_channel(settings) as channel:
+        call = pb_grpc.CollectorServiceStub(channel).Connect(
+            metadata=(("authorization", f"Bearer {token}"),), timeout=WAIT
+        )
+        await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=token)))
+        response: pb.ConnectResponse = await call.read()
+        call.cancel()
+        return response
+
+
+def ingester_port(runtime: Any) -> int:
+    """The port the ingester plugin of ``runtime`` listens on."""
+    plugin = runtime.plugins.pm.get_plugin("ingester")
+    assert plugin is not None and plugin.server is not None
+    return int(plugin.server.port)
 
 
 def agent_connection(plugins: PluginHost, cluster: str) -> AgentConnection | None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +28,9 @@ from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
 from clusterpulse_model import collector_token
 from clusterpulse_testing.polling import eventually
 from clusterpulse_testing.servers import free_port
+from cryptography import x509
 from push_support import (
+    AGENT_NS,
     CC_API,
     CLUSTERPULSE,
     HUB_NAMESPACE,
@@ -36,6 +40,8 @@ from push_support import (
     Stream,
     agent_connection,
     cluster_connection,
+    deployed_env,
+    local_agent,
     managed_objects,
     secret,
     write_config,
@@ -46,24 +52,29 @@ from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager
 
 MANAGED_TOKEN = "lab-cluster-token"
-AGENT_NS = "clusterpulse-system"
 
 
-@pytest.fixture
-def manager(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[tuple[Manager, int]]:
-    port = free_port()
-    config_file = write_config(
-        tmp_path / "hub.toml",
+def start_manager(hub: Any, redis_url: str, config_file: Path, port: int, **ingester: Any) -> Manager:
+    """A started Manager (redis, cluster, metricsource, ingester on ``port``) against the hub emulator."""
+    write_config(
+        config_file,
         ["redis", "cluster", "metricsource", "ingester"],
         {
             "redis": {"url": redis_url},
             "cluster": {"agent_silence_limit": 5.0},
-            "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0},
+            "ingester": {"bind_address": "127.0.0.1", "port": port, "stop_grace": 2.0, **ingester},
         },
     )
     config, host = load(str(config_file), env={})
     manager = Manager(build_runtime(config, host, hub=KubeClient(hub.api_client())), identity="deploy-test")
     manager.start()
+    return manager
+
+
+@pytest.fixture
+def manager(hub: Any, redis_url: str, tmp_path: Path) -> Iterator[tuple[Manager, int]]:
+    port = free_port()
+    manager = start_manager(hub, redis_url, tmp_path / "hub.toml", port)
     try:
         yield manager, port
     finally:
@@ -78,16 +89,8 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     hub.create(secret("lab-token", MANAGED_TOKEN))
     hub.create(cluster_connection("lab", lab.url, push=True, ingester=f"127.0.0.1:{port}"))
 
-    deployment = eventually(
-        lambda: lab.get("apps/v1", "deployments", "clusterpulse-collector", AGENT_NS),
-        "the hub to create the agent Deployment",
-        timeout=WAIT,
-    )
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["clusterpulse", "agent"]
-    token_secret = lab.get("v1", "secrets", "clusterpulse-collector-token", AGENT_NS)
-    env = {item["name"]: item.get("value", "") for item in container["env"]}
-    env["COLLECTOR_TOKEN"] = base64.b64decode(token_secret["data"]["token"]).decode()
+    deployment, env = deployed_env(lab)
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["clusterpulse", "agent"]
     assert env["CLUSTER_NAME"] == "lab" and env["INGESTER_ADDRESS"] == f"127.0.0.1:{port}"
     status = eventually(
         lambda: (hub.get(CC_API, "clusterconnections", "lab", HUB_NAMESPACE).get("status") or {}).get("agent"),
@@ -106,14 +109,7 @@ def test_the_hub_deploys_the_agent_which_then_reports(
     # with the Deployment's environment; the kubeconfig stands in for the pod's service account.
     print("running the hub-deployed agent as a local `clusterpulse agent` process in place of its pod")
     kubeconfig = lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN)
-    agent_port = free_port()
-    config = write_config(
-        tmp_path / "agent.toml",
-        ["cluster", "metricsource", "ingester"],
-        {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
-        core={"metrics_bind_address": f"127.0.0.1:{agent_port}"},
-    )
-    agent = AgentProcess(config, kubeconfig, agent_port, tmp_path / "agent.log", env=env)
+    agent = local_agent(env, kubeconfig, tmp_path)
     client = redis.Redis.from_url(redis_url)
     try:
         eventually(lambda: client.get("cluster:lab:metrics"), "a batch from the deployed agent", timeout=WAIT)
@@ -222,20 +218,7 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
         env = {item["name"]: item.get("value", "") for item in container["env"]}
         env["COLLECTOR_TOKEN"] = token
         _mount_ca(lab, env, tmp_path)
-        agent_port = free_port()
-        config = write_config(
-            tmp_path / f"{name}.toml",
-            ["cluster", "metricsource", "ingester"],
-            {"ingester": {"collect_interval": 0.5, "heartbeat_interval": 1.0}},
-            core={"metrics_bind_address": f"127.0.0.1:{agent_port}"},
-        )
-        return AgentProcess(
-            config,
-            lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN),
-            agent_port,
-            tmp_path / f"{name}.log",
-            env=env,
-        )
+        return local_agent(env, lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN), tmp_path, name)
 
     ca = str(lab.get("v1", "configmaps", "ingester-ca", AGENT_NS)["data"]["service-ca.crt"])
     old_agent = run_agent(first, "agent-1")
@@ -289,3 +272,86 @@ def test_the_agent_gets_a_token_of_its_own_which_rotates_with_a_grace(
         old_agent.stop()
         if new_agent is not None:
             new_agent.stop()
+
+
+def test_a_rotated_ca_reaches_the_agent_which_reconnects_and_keeps_pushing(
+    hub: Any, kube_api: Callable[..., Any], redis_url: str, tmp_path: Path
+) -> None:
+    """``agent rotate-ca``: the bundle with both CAs reaches the deployed agent's ConfigMap while the old CA still
+    issues; after the grace the ingester serves a certificate of the new CA, and the agent, reconnecting after a
+    hub restart, verifies it with the bundle it received and keeps pushing. The old bundle alone no longer works."""
+    port = free_port()
+    check = 0.2  # tls_renew_check_interval: how soon the ingester publishes and switches
+    running = start_manager(hub, redis_url, tmp_path / "hub.toml", port, tls_renew_check_interval=check)
+    lab = kube_api(objects=managed_objects(), require_token=MANAGED_TOKEN)
+    hub.create(secret("lab-token", MANAGED_TOKEN))
+    hub.create(cluster_connection("lab", lab.url, push=True, ingester=f"127.0.0.1:{port}"))
+    _deployment, env = deployed_env(lab)
+    old_bundle = _mount_ca(lab, env, tmp_path)
+    (old_ca,) = x509.load_pem_x509_certificates(old_bundle.encode())
+    agent = local_agent(env, lab.write_kubeconfig(tmp_path / "lab.kubeconfig", token=MANAGED_TOKEN), tmp_path)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        eventually(lambda: client.get("cluster:lab:metrics"), "a batch from the deployed agent", timeout=WAIT)
+        grace = WAIT
+        hub_config = write_config(
+            tmp_path / "rotate.toml",
+            ["cluster", "ingester"],
+            {},
+            core={"kubeconfig": str(hub.write_kubeconfig(tmp_path / "hub.kubeconfig"))},
+        )
+        rotated = subprocess.run(
+            [CLUSTERPULSE, "--config", str(hub_config), "agent", "rotate-ca", "--grace", str(grace)],
+            capture_output=True,
+            text=True,
+            timeout=WAIT * 3,
+        )
+        assert rotated.returncode == 0, rotated.stderr
+        rotated_at = time.monotonic()
+
+        # Both CAs reach the agent's cluster (the ConfigMap the pod mounts) while the old CA still issues.
+        def both() -> str | None:
+            bundle = str(lab.get("v1", "configmaps", "ingester-ca", AGENT_NS)["data"]["service-ca.crt"])
+            return bundle if len(x509.load_pem_x509_certificates(bundle.encode())) == 2 else None
+
+        bundle = eventually(both, "the new CA bundle on the managed cluster", timeout=WAIT + check)
+        new_ca, kept = x509.load_pem_x509_certificates(bundle.encode())
+        assert kept == old_ca and new_ca != old_ca
+        assert _served_issuer(port) == old_ca.subject
+        assert time.monotonic() - rotated_at < grace, "the bundle arrived after the grace"
+        Path(env["INGESTER_TLS_CA"]).write_text(bundle)  # the kubelet updates the mounted ConfigMap
+
+        # After the grace the new CA issues the ingester's certificate.
+        eventually(
+            lambda: _served_issuer(port) == new_ca.subject, "a certificate of the new CA", timeout=grace + WAIT + check
+        )
+        # The hub restarts: the agent reconnects, verifies the new certificate with its bundle, keeps pushing.
+        running.stop()
+        client.delete("cluster:lab:metrics")
+        running = start_manager(hub, redis_url, tmp_path / "hub-2.toml", port, tls_renew_check_interval=check)
+        eventually(lambda: client.get("cluster:lab:metrics"), "a batch after the reconnect", timeout=WAIT)
+        assert agent.process.poll() is None
+        # The old bundle alone no longer verifies the ingester.
+        assert not _verifies(port, old_bundle)
+        assert _verifies(port, bundle)
+    finally:
+        agent.stop()
+        client.close()
+        running.stop()
+
+
+def _served_issuer(port: int) -> x509.Name:
+    return x509.load_pem_x509_certificate(ssl.get_server_certificate(("127.0.0.1", port)).encode()).issuer
+
+
+def _verifies(port: int, bundle: str) -> bool:
+    context = ssl.create_default_context(cadata=bundle)
+    context.check_hostname = False
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=WAIT) as raw,
+            context.wrap_socket(raw, server_hostname=SERVER_NAME),
+        ):
+            return True
+    except ssl.SSLCertVerificationError:
+        return False

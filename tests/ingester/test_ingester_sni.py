@@ -15,38 +15,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import grpc
 import pytest
-from clusterpulse_ingester.agent.runner import open_channel
 from clusterpulse_ingester.agent.sni import certificate_matches
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.settings import IngesterSettings
 from clusterpulse_testing.servers import haproxy_sni_process, require_binary
 from clusterpulse_testing.tls import make_certificates
-from push_support import SERVER_NAME, TOKEN, hub_ca
+from push_support import SERVER_NAME, TOKEN, agent_register, hub_ca, ingester_port
 
 from clusterpulse_core.context import Runtime
 
 #: The host the agent dials (resolves to loopback): what a passthrough Route's host is.
 ROUTE_HOST = "localhost"
-
-
-async def _register(settings: IngesterSettings, cluster: str = "edge") -> pb.ConnectResponse:
-    async with open_channel(settings) as channel:
-        call = pb_grpc.CollectorServiceStub(channel).Connect(
-            metadata=(("authorization", f"Bearer {TOKEN}{cluster}"),), timeout=10
-        )
-        await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=TOKEN + cluster)))
-        response = await call.read()
-        call.cancel()
-        return response
-
-
-def _port(runtime: Runtime) -> int:
-    plugin = runtime.plugins.pm.get_plugin("ingester")
-    assert plugin is not None and plugin.server is not None
-    return int(plugin.server.port)
 
 
 @pytest.fixture
@@ -59,7 +42,7 @@ def passthrough(
     ca = tmp_path / "ca.crt"
     ca.write_text(hub_ca(hub))
     proxy = haproxy_sni_process(
-        require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]), {ROUTE_HOST: _port(runtime)}
+        require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]), {ROUTE_HOST: ingester_port(runtime)}
     )
     proxy.start()
     try:
@@ -71,7 +54,7 @@ def passthrough(
 def test_the_agent_reaches_the_ingester_through_an_sni_passthrough(passthrough: tuple[int, Path]) -> None:
     port, ca = passthrough
     agent = IngesterSettings(ingester_address=f"{ROUTE_HOST}:{port}", tls_ca=str(ca), tls_server_name=SERVER_NAME)
-    assert asyncio.run(_register(agent)).WhichOneof("payload") == "config"
+    assert asyncio.run(agent_register(agent)).WhichOneof("payload") == "config"
 
     # Verification stays on: another CA, or a name the certificate does not hold, is refused.
     other_ca = make_certificates(ca.parent / "other", SERVER_NAME).ca_file
@@ -82,8 +65,39 @@ def test_the_agent_reaches_the_ingester_through_an_sni_passthrough(passthrough: 
         ),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            asyncio.run(_register(bad))
+            asyncio.run(agent_register(bad))
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_client_certificate_travels_through_the_sni_passthrough(
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path
+) -> None:
+    """mTLS through the passthrough: the agent's own TLS (SNI = the dialled host) presents its client certificate,
+    the one the hub issues for the cluster (docs/push-mode.md#client-certificates); without it, it is refused."""
+    runtime, _ = start_ingester(tls_enabled=None, tls_certificates="hub", require_client_certificates=True)
+    issue = runtime.plugins.hook("clusterpulse_agent_certificate")  # declared by the ingester
+    assert issue is not None
+    issued = issue(cluster="edge", current=None)
+    assert issued is not None
+    cert, key, ca = tmp_path / "client.crt", tmp_path / "client.key", tmp_path / "ca.crt"
+    cert.write_text(issued.cert_pem)
+    key.write_text(issued.key_pem)
+    ca.write_text(hub_ca(hub))
+    proxy = haproxy_sni_process(
+        require_binary("haproxy", "haproxy", ["/usr/sbin/haproxy"]), {ROUTE_HOST: ingester_port(runtime)}
+    )
+    proxy.start()
+    try:
+        agent = IngesterSettings(
+            ingester_address=f"{ROUTE_HOST}:{proxy.port}", tls_ca=str(ca), tls_server_name=SERVER_NAME
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            asyncio.run(agent_register(agent))
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        with_certificate = attrs.evolve(agent, tls_client_cert=str(cert), tls_client_key=str(key))
+        assert asyncio.run(agent_register(with_certificate)).WhichOneof("payload") == "config"
+    finally:
+        proxy.cleanup()
 
 
 def test_with_grpcs_name_override_the_passthrough_is_not_reached(passthrough: tuple[int, Path]) -> None:
@@ -156,7 +170,7 @@ def test_grpcio_options_that_change_the_verified_name_change_the_sni_too(option:
             ingester_address=f"{ROUTE_HOST}:{recorder.port}", tls_ca=str(made.ca_file), tls_server_name=SERVER_NAME
         )
         with pytest.raises(grpc.aio.AioRpcError):
-            asyncio.run(_register(agent))
+            asyncio.run(agent_register(agent))
         assert recorder.seen and set(recorder.seen) == {ROUTE_HOST}  # the agent: the dialled host
     finally:
         recorder.close()

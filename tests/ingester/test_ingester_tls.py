@@ -16,14 +16,11 @@ from typing import Any
 import grpc
 import pytest
 from clusterpulse_ingester import certs
-from clusterpulse_ingester.agent.runner import open_channel
 from clusterpulse_ingester.certs import CertificateError, CertificateKeeper, leaf_names, service_names
-from clusterpulse_ingester.proto import collector_pb2 as pb
-from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.settings import IngesterSettings
 from clusterpulse_testing.polling import eventually
 from cryptography import x509
-from push_support import HUB_NAMESPACE, TOKEN, WAIT
+from push_support import HUB_NAMESPACE, WAIT, agent_register, ingester_port
 
 from clusterpulse_core.context import Runtime
 from clusterpulse_core.kube.client import KubeClient
@@ -129,34 +126,17 @@ def test_two_replicas_share_one_ca(hub: Any) -> None:
     assert one == two
 
 
-async def _register(settings: IngesterSettings, cluster: str = "edge") -> pb.ConnectResponse:
-    async with open_channel(settings) as channel:
-        call = pb_grpc.CollectorServiceStub(channel).Connect(
-            metadata=(("authorization", f"Bearer {TOKEN}{cluster}"),), timeout=10
-        )
-        await call.write(pb.ConnectRequest(register=pb.RegisterRequest(cluster_name=cluster, token=TOKEN + cluster)))
-        response = await call.read()
-        call.cancel()
-        return response
-
-
-def _port(runtime: Runtime) -> int:
-    plugin = runtime.plugins.pm.get_plugin("ingester")
-    assert plugin is not None and plugin.server is not None
-    return int(plugin.server.port)
-
-
 def test_tls_is_on_by_default_with_the_hubs_own_ca(
     start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path
 ) -> None:
     assert IngesterSettings().tls_enabled is True
     # No INGESTER_TLS_CERT file: the hub makes its own certificate.
     runtime, _ = start_ingester(tls_enabled=None, tls_cert=str(tmp_path / "absent.crt"))
-    port = _port(runtime)
+    port = ingester_port(runtime)
     ca = tmp_path / "ca.crt"
     ca.write_text(_data(hub, "configmaps", "ingester-ca")["service-ca.crt"])
     good = IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_ca=str(ca), tls_server_name=SERVER_NAME)
-    assert asyncio.run(_register(good)).WhichOneof("payload") == "config"
+    assert asyncio.run(agent_register(good)).WhichOneof("payload") == "config"
     refused = [
         IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_enabled=False),  # plaintext
         IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_server_name=SERVER_NAME),  # system roots only
@@ -164,7 +144,7 @@ def test_tls_is_on_by_default_with_the_hubs_own_ca(
     ]
     for bad in refused:
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            asyncio.run(_register(bad))
+            asyncio.run(agent_register(bad))
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
@@ -172,11 +152,11 @@ def test_a_renewed_certificate_is_served_without_a_restart(
     start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, tmp_path: Path
 ) -> None:
     runtime, _ = start_ingester(tls_enabled=None, tls_certificates="hub", tls_renew_check_interval=0.2)
-    port = _port(runtime)
+    port = ingester_port(runtime)
     ca = tmp_path / "ca.crt"
     ca.write_text(_data(hub, "configmaps", "ingester-ca")["service-ca.crt"])
     settings = IngesterSettings(ingester_address=f"127.0.0.1:{port}", tls_ca=str(ca), tls_server_name=SERVER_NAME)
-    assert asyncio.run(_register(settings)).WhichOneof("payload") == "config"
+    assert asyncio.run(agent_register(settings)).WhichOneof("payload") == "config"
     # Another replica renews the certificate (here: its Secret is deleted, so it is issued again).
     before = _data(hub, "secrets", certs.SERVER_SECRET)["tls.crt"]
     hub.delete("v1", "secrets", certs.SERVER_SECRET, HUB_NAMESPACE)
@@ -200,4 +180,4 @@ def test_a_renewed_certificate_is_served_without_a_restart(
         "the ingester to present the new certificate",
         timeout=WAIT,
     )
-    assert asyncio.run(_register(settings)).WhichOneof("payload") == "config"
+    assert asyncio.run(agent_register(settings)).WhichOneof("payload") == "config"

@@ -43,7 +43,7 @@ def test_explicit_zero_retries_hashes_like_go_omitempty() -> None:
 
 
 def test_zero_retries_survive_crd_defaulting() -> None:
-    # The CRD's default (3) applies only when the field is absent (DECISIONS R5).
+    # The CRD's default (3) applies only when the field is absent (docs/compatibility.md#r5).
     obj = METRIC_SOURCE.with_defaults(source(collection={"retryAttempts": 0}))
     assert obj["spec"]["collection"]["retryAttempts"] == 0
     assert compile_metric_source(obj).compiled.collection.retry_attempts == 0

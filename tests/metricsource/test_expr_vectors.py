@@ -1,4 +1,4 @@
-"""The expression language against the reference vectors (metricsource.md §0, §4)."""
+"""The expression language against the reference vectors (docs/compatibility.md#metricsource-language)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 The plugins are the installed ``metricsource`` and ``redis`` ones, loaded through their entry
 points from a config file (``bootstrap.load`` with an empty environment, so the machine's
 ``REDIS_HOST``... cannot leak in); the hub and the managed clusters are the Kubernetes API
-emulators of the ``fleet`` fixture. What is checked is what redis.md §10 and §12 promise to
-readers, value by value.
+emulators of the ``fleet`` fixture. What is checked is what docs/compatibility.md#metricsource-wire
+and docs/compatibility.md#deletion promise to readers, value by value.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ NANO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z")
 SECONDS_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 MESSAGE_WAIT_SECONDS = 5.0
 
-# Written in the canonical key order of metricsource.md §1, so its compact JSON is what gets hashed.
+# Written in the canonical key order (docs/compatibility.md#metricsource-wire), so its compact JSON is what gets hashed.
 CACTI: dict[str, Any] = {
     "source": {"apiVersion": CUSTOM_API_VERSION, "kind": "Cactus", "namespaces": {"exclude": ["kube-*"]}},
     "fields": [
@@ -68,8 +68,8 @@ CACTI: dict[str, Any] = {
     "collection": {"intervalSeconds": 120, "timeoutSeconds": 10, "batchSize": 2},
     "rbac": {"resourceTypeName": "cactus", "filterableFields": ["phase"]},
 }
-# CACTI as the hub's API server stores it: the CRD's schema defaults filled in (DECISIONS R5), keys in
-# the canonical order of metricsource.md §1. The hash is taken over this.
+# CACTI as the hub's API server stores it: the CRD's schema defaults filled in (docs/compatibility.md#r5), keys in
+# the canonical order (docs/compatibility.md#metricsource-wire). The hash is taken over this.
 CACTI_SERVED: dict[str, Any] = {
     "source": {
         "apiVersion": CUSTOM_API_VERSION,
@@ -109,7 +109,7 @@ GI = 1024.0**3
 
 
 def record(namespace: str, name: str, values: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """One stored resource (§10.4): ``_labels`` is omitted when empty."""
+    """One stored resource (``cluster:<c>:custom:<ns>/<name>:resources``): ``_labels`` is omitted when empty."""
     stored: dict[str, Any] = {"_id": f"{namespace}/{name}", "_namespace": namespace, "_name": name, "values": values}
     if labels:
         stored["_labels"] = labels
@@ -184,7 +184,7 @@ EXPECTED_AGGREGATIONS = {
 
 
 def spec_hash(spec: dict[str, Any]) -> str:
-    """metricsource.md §2.9: the first 8 bytes of SHA-256 of the compact canonical JSON, in hex."""
+    """docs/compatibility.md#metricsource-wire: the first 8 bytes of SHA-256 of the compact canonical JSON, in hex."""
     canonical = json.dumps(spec, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

@@ -1,4 +1,4 @@
-"""Our Redis as the ClusterPulse API reads it: one test per row of readers.md §1.
+"""Our Redis as the ClusterPulse API reads it: one test per key the readers read (docs/compatibility.md#readers).
 
 One real reconcile of the demo fleet (the real Manager, plugins, emulated clusters, a real
 docker-registry and a real redis-server) fills Redis once for the module. Each test then
@@ -31,7 +31,7 @@ from clusterpulse_core.serde import parse_time
 CLUSTERS = ("edge-lab", "k8s-staging", "ocp-prod-east")
 #: The demo MetricSource and its resourceTypeName.
 SOURCE_ID, RESOURCE_TYPE = "clusterpulse/pod-phases", "pods"
-#: DECISIONS R1: the 24 fields of ``cluster:<c>:metrics`` and their JSON types.
+#: docs/compatibility.md#r1: the 24 fields of ``cluster:<c>:metrics`` and their JSON types.
 METRIC_TYPES: dict[str, type] = {
     "timestamp": str,
     "nodes": int,
@@ -232,7 +232,7 @@ def filtered_metrics(client: redis.Redis, cluster: str) -> dict[str, Any]:
 
 
 def expected_metrics(cluster: str) -> dict[str, Any]:
-    """The counts of ``cluster:<c>:metrics`` from the fleet's YAML (DECISIONS R1)."""
+    """The counts of ``cluster:<c>:metrics`` from the fleet's YAML (docs/compatibility.md#r1)."""
     nodes = fixture_objects(cluster, "Node")
     pods = phases(cluster)
     ready = sum(1 for n in nodes if node_ready(n))

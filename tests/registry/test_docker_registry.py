@@ -127,7 +127,7 @@ def test_status_is_patched_only_when_it_changed(hub: RegistryHub, docker_registr
     docker_registry.process.stop()
     assert not hub.reconcile("quiet").ok
     # Without a stored response time only phase, health, availability, message, version,
-    # catalog size and features count (§8.3 step 7); none of them changes on the next check.
+    # catalog size and features count (docs/compatibility.md#registry-checks); none of them changes on the next check.
     obj = hub.get("quiet")
     obj["status"].pop("responseTime", None)
     hub.api.update(obj)

@@ -1,4 +1,5 @@
-"""Stored keys (redis.md §7, §12, §2.9) through the redis plugin's entry point, against a real registry."""
+"""Stored keys (docs/compatibility.md#redis-keys, docs/compatibility.md#deletion) through the redis plugin's
+entry point, against a real registry."""
 
 from __future__ import annotations
 

@@ -135,10 +135,11 @@ AGENT_HUB_ACCESS = (
     ApiAccess("", ("configmaps",), ("create",)),
     ApiAccess("", ("configmaps",), ("update",), resource_names=("ingester-ca",)),
 )
-_AGENT_NS, _AGENT, _AGENT_TOKEN, _AGENT_CA = (
+_AGENT_NS, _AGENT, _AGENT_TOKEN, _AGENT_CLIENT, _AGENT_CA = (
     "clusterpulse-system",
     "clusterpulse-collector",
     "clusterpulse-collector-token",
+    "clusterpulse-collector-tls",  # the agent's client certificate (mTLS)
     "ingester-ca",
 )
 _RBAC = "rbac.authorization.k8s.io"
@@ -163,7 +164,9 @@ AGENT_MANAGED_ACCESS = (
         namespace=_AGENT_NS,
     ),
     ApiAccess("", ("serviceaccounts",), ("get", "patch", "delete"), resource_names=(_AGENT,), namespace=_AGENT_NS),
-    ApiAccess("", ("secrets",), ("get", "patch", "delete"), resource_names=(_AGENT_TOKEN,), namespace=_AGENT_NS),
+    ApiAccess(
+        "", ("secrets",), ("get", "patch", "delete"), resource_names=(_AGENT_TOKEN, _AGENT_CLIENT), namespace=_AGENT_NS
+    ),
     ApiAccess("", ("configmaps",), ("get", "patch", "delete"), resource_names=(_AGENT_CA,), namespace=_AGENT_NS),
     ApiAccess("apps", ("deployments",), ("get", "patch", "delete"), resource_names=(_AGENT,), namespace=_AGENT_NS),
     ApiAccess("", ("namespaces", "nodes", "persistentvolumeclaims", "pods", "services"), ("get", "list", "watch")),

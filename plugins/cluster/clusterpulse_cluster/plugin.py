@@ -8,6 +8,7 @@ from datetime import datetime
 from clusterpulse_model import ClusterMetrics, HealthVerdict, cluster_health
 from clusterpulse_model.fleet import Fleet
 
+from clusterpulse_cluster.agent_deploy.deployer import ingester_transport
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.fleet import FLEET
@@ -60,6 +61,12 @@ class ClusterPlugin:
         self.settings = settings or ClusterSettings()
         self.reconciler.close()
         self.reconciler = ClusterReconciler(self.settings, self.now)
+
+    @hookimpl
+    def clusterpulse_start(self, runtime: Runtime) -> None:
+        """Refuse to start when ``ingester_tls_enabled`` is set and disagrees with the ingester's ``tls_enabled``
+        (one setting decides what deployed agents get)."""
+        ingester_transport(runtime.plugins, self.settings)
 
     @hookimpl
     def clusterpulse_storage_lost(self, runtime: Runtime, reason: str) -> None:

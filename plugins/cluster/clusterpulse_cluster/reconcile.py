@@ -33,7 +33,7 @@ from clusterpulse_model.pieces import (
 )
 
 from clusterpulse_cluster import status as connection_status
-from clusterpulse_cluster.agent_deploy.deployer import AgentDeployer, AgentDeployError
+from clusterpulse_cluster.agent_deploy.deployer import AgentDeployer, AgentDeployError, ingester_transport
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.olm import LAST_SCAN_KEY
 from clusterpulse_cluster.settings import ClusterSettings
@@ -381,7 +381,7 @@ class ClusterReconciler:
         insecure = ctx.runtime.pool.insecure(name)
         spec = obj.get("spec")
         push = isinstance(spec, Mapping) and spec.get("collectionMode") == "push"
-        if push and not self.settings.ingester_tls_enabled:
+        if push and not ingester_transport(ctx.runtime.plugins, self.settings, strict=False).tls_enabled:
             plaintext = TransportWarning(PLAINTEXT_INGESTER, PLAINTEXT_MESSAGE)
             insecure = (
                 plaintext

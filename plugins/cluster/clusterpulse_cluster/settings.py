@@ -140,11 +140,11 @@ class ClusterSettings:
         help="token given to deployed agents: 'hub' = minted per cluster (docs/push-mode.md#collector-tokens); "
         "'credentials' = the ClusterConnection's credentials token (the Go hub's behaviour)",
     )
-    ingester_tls_enabled: bool = setting(
-        True,
+    ingester_tls_enabled: bool | None = setting(
+        None,
         env="INGESTER_TLS_ENABLED",
-        help="the ingester speaks TLS: agents get the TLS variables; false = plaintext (an InsecureTransport "
-        "condition on every push ClusterConnection)",
+        help="only without the ingester plugin: whether the ingester speaks TLS (unset = true); with it, its "
+        "tls_enabled decides, and a different value here is an error",
     )
     ingester_tls_use_system_ca: bool = setting(
         False, env="INGESTER_TLS_USE_SYSTEM_CA", help="agents trust the system CAs (no CA ConfigMap is copied)"
@@ -168,7 +168,7 @@ class ClusterSettings:
 
     def settings_warnings(self) -> Iterator[str]:
         """Insecure choices: an agent image without its registry host, agents told to push in plaintext."""
-        if not self.ingester_tls_enabled:
+        if self.ingester_tls_enabled is False:
             yield (
                 "ingester_tls_enabled: false: deployed agents push to the ingester in plaintext; their collector "
                 "tokens and batches travel in clear (docs/push-mode.md#tls)"

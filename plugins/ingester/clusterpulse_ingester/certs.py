@@ -41,6 +41,8 @@ SERVER_SECRET = "clusterpulse-ingester-tls"
 #: Label on the objects the hub made for the ingester's TLS (a ConfigMap without it is not the hub's).
 LABEL = "clusterpulse.io/ingester-tls"
 CA_CERT, CA_KEY, PREVIOUS_CERT, PREVIOUS_KEY = "ca.crt", "ca.key", "previous-ca.crt", "previous-ca.key"
+#: After ``agent rotate-ca``: until when (RFC 3339) the previous CA still issues the server certificate.
+PREVIOUS_ISSUES_UNTIL = "previous-issues-until"
 TLS_CERT, TLS_KEY = "tls.crt", "tls.key"
 #: A certificate is renewed when less than this share of its lifetime is left.
 RENEW_SHARE = 1 / 3
@@ -74,11 +76,13 @@ class KeyPair:
 
 @attrs.frozen
 class ServerMaterial:
-    """What the ingester serves with: its certificate and key, and the CA bundle agents trust."""
+    """What the ingester serves with: its certificate and key, the CA bundle agents trust and, when client
+    certificates are required, the CAs whose client certificates it accepts."""
 
     cert_pem: str
     key_pem: str
     ca_bundle: str
+    client_ca: str = ""
 
 
 def _pem(cert: x509.Certificate) -> str:
@@ -188,6 +192,13 @@ def service_names(service: str, namespace: str) -> list[str]:
     return [f"{service}.{namespace}.svc", service, f"{service}.{namespace}", f"{service}.{namespace}.svc.cluster.local"]
 
 
+def _time(text: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
 def _b64(data: Mapping[str, str]) -> dict[str, str]:
     return {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
 
@@ -222,13 +233,15 @@ class CertificateKeeper:
         last: Exception | None = None
         for _ in range(ATTEMPTS):
             try:
-                current, previous = self._ensure_ca(now)
+                current, previous, issues_until = self._ensure_ca(now)
                 bundle = "".join(ca.cert_pem for ca in (current, previous) if ca is not None)
-                # The old CA keeps issuing while it outlives the certificate: agents that have not yet
-                # received the new bundle still verify it.
+                # The old CA keeps issuing while it outlives the certificate (and, after a rotation, until
+                # its grace ends): agents that have not yet received the new bundle still verify it.
                 issuer = (
                     previous
-                    if previous is not None and previous.cert.not_valid_after_utc - now > self.cert_lifetime
+                    if previous is not None
+                    and previous.cert.not_valid_after_utc - now > self.cert_lifetime
+                    and (issues_until is None or now < issues_until)
                     else current
                 )
                 leaf = self._ensure_leaf(issuer, bundle, now)
@@ -242,6 +255,43 @@ class CertificateKeeper:
         raise CertificateError(
             f"ingester TLS certificates (namespace {self.namespace}): other writers kept changing them ({last})"
         )
+
+    def client_certificate(
+        self, cluster: str, current: KeyPair | None, now: dt.datetime, lifetime: dt.timedelta
+    ) -> KeyPair:
+        """The client certificate of ``cluster``'s agent: ``current`` while it names exactly ``cluster``, was
+        issued by a CA of the bundle and is not due for renewal, else a new one from the current CA. Raises
+        :class:`CertificateError`."""
+        last: Exception | None = None
+        for _ in range(ATTEMPTS):
+            try:
+                ca, previous, _ = self._ensure_ca(now)
+                break
+            except ConflictError as exc:
+                last = exc
+            except KubeApiError as exc:
+                raise CertificateError(f"ingester CA (namespace {self.namespace}): {exc}") from exc
+        else:
+            raise CertificateError(f"ingester CA (namespace {self.namespace}): other writers kept changing it ({last})")
+        if current is not None:
+            try:
+                cert = current.cert
+                current.private_key()
+                if (
+                    leaf_names(cert) == {cluster}
+                    and not renewal_due(cert, now)
+                    and any(issued_by(cert, c.cert) for c in (ca, previous) if c is not None)
+                ):
+                    return current
+            except (ValueError, CertificateError):
+                pass
+        leaf = new_leaf(ca, [cluster], now, lifetime, client=True)
+        log.info(
+            "ingester TLS: issued a client certificate for the agent of cluster %s, valid until %s",
+            cluster,
+            leaf.cert.not_valid_after_utc.isoformat(),
+        )
+        return leaf
 
     # ------------------------------------------------------------------ CA
 
@@ -281,7 +331,44 @@ class CertificateKeeper:
         body.pop("stringData", None)
         self.hub.request("PUT", self._secret_path(name), body=body, timeout=self.timeout)
 
-    def _ensure_ca(self, now: dt.datetime) -> tuple[KeyPair, KeyPair | None]:
+    def rotate_ca(self, now: dt.datetime, grace: dt.timedelta) -> None:
+        """Make a new CA now (``clusterpulse agent rotate-ca``): it is published next to the current one at
+        once, and the current one stays trusted until it expires but issues the server certificate only for
+        ``grace`` more, so agents have that long to receive the new bundle. Raises :class:`CertificateError`."""
+        last: Exception | None = None
+        for _ in range(ATTEMPTS):
+            try:
+                current, _previous, _until = self._ensure_ca(now)
+                found = self._read(CA_SECRET)
+                new = new_ca("clusterpulse-ingester-ca", now, self.ca_lifetime)
+                self._write(
+                    found,
+                    CA_SECRET,
+                    {
+                        CA_CERT: new.cert_pem,
+                        CA_KEY: new.key_pem,
+                        PREVIOUS_CERT: current.cert_pem,
+                        PREVIOUS_KEY: current.key_pem,
+                        PREVIOUS_ISSUES_UNTIL: (now + grace).isoformat(),
+                    },
+                    "Opaque",
+                )
+                log.info(
+                    "ingester TLS: rotated the CA in Secret %s/%s; the previous one issues until %s",
+                    self.namespace,
+                    CA_SECRET,
+                    (now + grace).isoformat(),
+                )
+                return
+            except ConflictError as exc:
+                last = exc
+            except KubeApiError as exc:
+                raise CertificateError(f"ingester CA (namespace {self.namespace}): {exc}") from exc
+        raise CertificateError(f"ingester CA (namespace {self.namespace}): other writers kept changing it ({last})")
+
+    def _ensure_ca(self, now: dt.datetime) -> tuple[KeyPair, KeyPair | None, dt.datetime | None]:
+        """The current CA, the previous one (while valid) and until when the previous one issues (after a
+        rotation), making or renewing the CA when due."""
         found = self._read(CA_SECRET)
         data = decode_secret_data(found) if found is not None else {}
         current = KeyPair(data[CA_CERT], data[CA_KEY]) if data.get(CA_CERT) and data.get(CA_KEY) else None
@@ -323,7 +410,8 @@ class CertificateKeeper:
             if previous is not None:
                 new.update({PREVIOUS_CERT: previous.cert_pem, PREVIOUS_KEY: previous.key_pem})
             self._write(found, CA_SECRET, new, "Opaque")
-        return current, previous
+            return current, previous, None
+        return current, previous, _time(data.get(PREVIOUS_ISSUES_UNTIL, ""))
 
     # ------------------------------------------------------------------ server certificate
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from clusterpulse_core.hookspecs import called, hookspec
 
 if TYPE_CHECKING:
-    from clusterpulse_model import AgentConnection
+    from clusterpulse_model import AgentCertificate, AgentConnection, IngesterTransport
 
     from clusterpulse_core.plugins import PluginHost
 
@@ -59,4 +59,29 @@ def clusterpulse_agent_read_types() -> Sequence[tuple[str, str]]:
     MetricSource plugin answers with the resources of the MetricSources it has compiled).
     Called at every agent check, so it must be cheap; a new type updates the role at the
     next reconcile of each push-mode cluster. ``""`` is the core API group.
+    """
+
+
+@hookspec(firstresult=True)
+@called("first result; by the cluster plugin at every agent deploy and push status")
+def clusterpulse_ingester_transport() -> IngesterTransport | None:
+    """How agents reach the ingester: TLS or plaintext, and whether client certificates are required.
+
+    Implemented by the ingester from its own settings (``[plugins.ingester] tls_enabled``,
+    ``require_client_certificates``: the one source of truth); the cluster plugin gives the agents it
+    deploys the matching TLS variables and client certificate, and marks plaintext push clusters
+    ``InsecureTransport``. ``None`` (no ingester loaded): the cluster plugin's
+    ``ingester_tls_enabled``, else TLS.
+    """
+
+
+@hookspec(firstresult=True)
+@called("first result; by the cluster plugin's agent deploy, when client certificates are required")
+def clusterpulse_agent_certificate(cluster: str, current: AgentCertificate | None) -> AgentCertificate | None:
+    """The client certificate the agent of ``cluster`` presents to the ingester (mTLS).
+
+    ``current`` is the certificate the agent has now (read from its cluster), if any: it is returned as
+    it is while it names ``cluster``, was issued by a CA the ingester trusts and is not due for renewal;
+    otherwise a new one is issued (by the hub's ingester CA). ``None``: the ingester issues none here
+    (its certificates are your own files, or it does not run in this process).
     """

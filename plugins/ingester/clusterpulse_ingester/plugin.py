@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import attrs
 import click
-from clusterpulse_model import AgentConnection
+from clusterpulse_model import AgentCertificate, AgentConnection, IngesterTransport
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config
@@ -15,6 +15,7 @@ from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.store import StorageBackend
 from clusterpulse_ingester.agents import AgentBook
+from clusterpulse_ingester.certs import KeyPair
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.server import IngesterServer
 from clusterpulse_ingester.settings import IngesterSettings
@@ -92,6 +93,22 @@ class IngesterPlugin:
             return None
         connection = self.table.get(cluster)
         return None if connection is None else attrs.evolve(connection, health=self.agents.health(cluster))
+
+    @hookimpl
+    def clusterpulse_ingester_transport(self) -> IngesterTransport:
+        """TLS on the ingester and client certificates, from this plugin's settings (the one source of truth)."""
+        return IngesterTransport(self.settings.tls_enabled, self.settings.require_client_certificates)
+
+    @hookimpl
+    def clusterpulse_agent_certificate(self, cluster: str, current: AgentCertificate | None) -> AgentCertificate | None:
+        """A client certificate for ``cluster``'s agent from the hub's CA; ``None`` when client certificates are
+        not required, or this process serves no ingester with the hub's certificates."""
+        if not self.settings.require_client_certificates or self.server is None:
+            return None
+        pair = self.server.client_certificate(
+            cluster, None if current is None else KeyPair(current.cert_pem, current.key_pem)
+        )
+        return None if pair is None else AgentCertificate(pair.cert_pem, pair.key_pem)
 
     @hookimpl
     def clusterpulse_add_commands(self, cli: click.Group, plugins: PluginHost) -> None:

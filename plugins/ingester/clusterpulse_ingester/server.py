@@ -25,6 +25,8 @@ import grpc
 from clusterpulse_model import AggregationResults, ClusterMetrics, CollectedResource, HealthVerdict, cluster_health
 from clusterpulse_model.fleet import Fleet
 from clusterpulse_model.pieces import OperatorsPiece
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from google.protobuf.message import DecodeError
 from prometheus_client import Counter
 
@@ -42,7 +44,7 @@ from clusterpulse_ingester.auth import (
     bearer_token,
     check_tokens,
 )
-from clusterpulse_ingester.certs import CertificateError
+from clusterpulse_ingester.certs import CertificateError, KeyPair, leaf_names
 from clusterpulse_ingester.connections import ConnectionTable
 from clusterpulse_ingester.convert import BatchError, BatchLimits, pieces_from_batch
 from clusterpulse_ingester.metrics import IngesterMetrics
@@ -299,7 +301,9 @@ class IngesterServer:
                 timeout,
             )
         if self.settings.tls_enabled and self._certificates is None:
-            certificates = ServingCertificates(self.settings, self.runtime.hub, self.runtime.namespace, self.clock)
+            certificates = ServingCertificates(
+                self.settings, self.runtime.hub, self.runtime.namespace, self.clock, self._bundle_changed
+            )
             try:
                 certificates.start()
             except CertificateError as exc:
@@ -350,6 +354,21 @@ class IngesterServer:
         if self._certificates is not None:
             self._certificates.stop()
             self._certificates = None
+
+    def client_certificate(self, cluster: str, current: KeyPair | None) -> KeyPair | None:
+        """A client certificate for ``cluster``'s agent (:meth:`ServingCertificates.client_certificate`); ``None``
+        without TLS or with your own certificates."""
+        certificates = self._certificates
+        return None if certificates is None else certificates.client_certificate(cluster, current)
+
+    def _bundle_changed(self) -> None:
+        """The CA bundle changed (renewed or rotated CA): the clusters whose agent is connected are reconciled
+        now, so their agents get the new bundle before the new CA issues (the others are reconciled anyway)."""
+        for connection in self.table.clusters():
+            self.runtime.request_resync(
+                f"ingester CA bundle changed: give the agent of {connection.cluster} the new one",
+                self._cluster_ref(connection.cluster),
+            )
 
     def health_changed(self, cluster: str) -> None:
         """A pushed batch changed the cluster's health: the hub reconciles it now to patch its status."""
@@ -676,6 +695,16 @@ class IngesterServer:
                 f"{peer.host}: {failures} failed registrations in a row; refused for "
                 f"{until - time.monotonic():.1f} s more",
             )
+        if self.settings.require_client_certificates:
+            named = certificate_names(peer.context)
+            if name not in named:
+                self._failed(peer.host, failures + 1)
+                raise _Refused(
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "certificate_mismatch",
+                    f"register as cluster {name[:80]!r} with a client certificate for "
+                    f"{', '.join(sorted(named))[:200] or 'no name'}",
+                )
         try:
             known = self._hub_view.lookup(name)
             token_digest = check_tokens(known, register.token, metadata_token)
@@ -852,6 +881,22 @@ def add_servicer(server: grpc.aio.Server, servicer: pb_grpc.CollectorServiceServ
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)
+
+
+def certificate_names(context: Any) -> set[str]:
+    """The names of the client certificate the peer presented (subject alternative DNS names, else the
+    common name); empty without one."""
+    try:
+        pem = (context.auth_context().get("x509_pem_cert") or [b""])[0]
+        cert = x509.load_pem_x509_certificate(pem) if pem else None
+    except ValueError:
+        return set()
+    if cert is None:
+        return set()
+    named = {name for name in leaf_names(cert) if name}
+    if not named:
+        named = {str(attr.value) for attr in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)}
+    return named
 
 
 def _peer_host(context: Any) -> str:

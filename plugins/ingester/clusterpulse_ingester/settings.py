@@ -47,8 +47,29 @@ class IngesterSettings:
     tls_cert_lifetime_days: int = setting(
         90, minimum=1, help="ingester, hub certificates: server certificate lifetime, days"
     )
+    require_client_certificates: bool = setting(
+        False,
+        env="INGESTER_TLS_REQUIRE_CLIENT_CERT",
+        help="ingester: agents must present a client certificate naming their cluster (mTLS); the hub issues "
+        "one to each agent it deploys (hub certificates)",
+    )
+    tls_client_ca: str = setting(
+        "",
+        env="INGESTER_TLS_CLIENT_CA",
+        help="ingester: PEM bundle of the CAs whose client certificates are accepted; empty = the hub's CA "
+        "(hub certificates)",
+    )
+    tls_client_cert_lifetime_days: int = setting(
+        30, minimum=1, help="ingester, hub certificates: lifetime of the client certificates issued to agents, days"
+    )
     tls_renew_check_interval: float = setting(
         3600.0, above=0, help="ingester, hub certificates: seconds between checks that renew what is due"
+    )
+    tls_ca_rotation_grace: float = setting(
+        7 * 86400.0,
+        minimum=0,
+        help="agent rotate-ca: seconds the previous CA still issues the server certificate (agents receive the "
+        "new bundle meanwhile)",
     )
     service_name: str = setting(
         "clusterpulse-ingester",
@@ -125,6 +146,10 @@ class IngesterSettings:
     tls_server_name: str = setting(
         "", env="INGESTER_TLS_SERVER_NAME", help="agent: name the ingester certificate is verified against"
     )
+    tls_client_cert: str = setting(
+        "", env="INGESTER_TLS_CLIENT_CERT", help="agent: PEM client certificate presented to the ingester (mTLS)"
+    )
+    tls_client_key: str = setting("", env="INGESTER_TLS_CLIENT_KEY", help="agent: its PEM private key")
     heartbeat_interval: float = setting(30.0, help="agent: seconds between health reports")
     ack_timeout: float = setting(60.0, help="agent: seconds to wait for a batch's ack before reconnecting")
     flush_timeout: float = setting(5.0, help="agent: on SIGTERM, seconds allowed to send what is buffered")
@@ -142,12 +167,25 @@ class IngesterSettings:
     )
 
     def settings_problems(self) -> Iterator[str]:
-        """A renewed hub CA must outlive the certificates its predecessor still issues (docs/push-mode.md#tls)."""
-        if self.tls_ca_lifetime_days <= 3 * self.tls_cert_lifetime_days:
+        """A renewed hub CA must outlive the certificates its predecessor still issues (docs/push-mode.md#tls);
+        client certificates need TLS and, with your own server certificate, your own client CA."""
+        for name, days in (
+            ("tls_cert_lifetime_days", self.tls_cert_lifetime_days),
+            ("tls_client_cert_lifetime_days", self.tls_client_cert_lifetime_days),
+        ):
+            if self.tls_ca_lifetime_days <= 3 * days:
+                yield (
+                    f"tls_ca_lifetime_days: must be more than 3 x {name} ({3 * days}), got {self.tls_ca_lifetime_days}"
+                )
+        if self.require_client_certificates and not self.tls_enabled:
+            yield "require_client_certificates: needs tls_enabled = true (client certificates are part of TLS)"
+        if self.require_client_certificates and self.tls_certificates == "files" and not self.tls_client_ca:
             yield (
-                f"tls_ca_lifetime_days: must be more than 3 x tls_cert_lifetime_days "
-                f"({3 * self.tls_cert_lifetime_days}), got {self.tls_ca_lifetime_days}"
+                'require_client_certificates: with tls_certificates = "files" (your own certificate) set '
+                "tls_client_ca, the CAs whose client certificates are accepted"
             )
+        if bool(self.tls_client_cert) != bool(self.tls_client_key):
+            yield "tls_client_cert: INGESTER_TLS_CLIENT_CERT and INGESTER_TLS_CLIENT_KEY go together"
 
     def settings_warnings(self) -> Iterator[str]:
         """Insecure choices: a plaintext ingester (collector tokens and batches travel in clear)."""

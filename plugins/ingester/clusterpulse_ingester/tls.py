@@ -14,10 +14,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import grpc
 
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_ingester.certs import CertificateError, CertificateKeeper, ServerMaterial, service_names
+from clusterpulse_ingester.certs import CertificateError, CertificateKeeper, KeyPair, ServerMaterial, service_names
 from clusterpulse_ingester.settings import IngesterSettings
 
 log = logging.getLogger(__name__)
@@ -36,10 +37,17 @@ class ServingCertificates:
     """The ingester's certificate and key, kept current; :meth:`credentials` for the gRPC server."""
 
     def __init__(
-        self, settings: IngesterSettings, hub: KubeClient, namespace: str, clock: Callable[[], dt.datetime]
+        self,
+        settings: IngesterSettings,
+        hub: KubeClient,
+        namespace: str,
+        clock: Callable[[], dt.datetime],
+        on_bundle_change: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
+        #: Called (renewal thread) when the CA bundle agents trust changed (a renewed or rotated CA).
+        self.on_bundle_change = on_bundle_change
         self.source = certificate_source(settings)
         self.keeper: CertificateKeeper | None = None
         if self.source == HUB:
@@ -71,9 +79,33 @@ class ServingCertificates:
                 raise CertificateError(f"INGESTER_TLS_CERT/INGESTER_TLS_KEY: {exc}") from exc
         else:
             material = self.keeper.ensure(self.clock())
+        if self.settings.require_client_certificates:
+            material = attrs.evolve(material, client_ca=self._client_ca(material))
         with self._lock:
             if material != self._material:
                 self._material = material
+
+    def _client_ca(self, material: ServerMaterial) -> str:
+        """The CAs whose client certificates are accepted: ``INGESTER_TLS_CLIENT_CA``, else the hub's bundle."""
+        if self.settings.tls_client_ca:
+            try:
+                return Path(self.settings.tls_client_ca).read_text()
+            except OSError as exc:
+                raise CertificateError(f"INGESTER_TLS_CLIENT_CA: {exc}") from exc
+        if not material.ca_bundle:
+            raise CertificateError(
+                "require_client_certificates: the ingester serves your own certificate (INGESTER_TLS_CERT), so set "
+                "INGESTER_TLS_CLIENT_CA (tls_client_ca), the CAs whose client certificates are accepted"
+            )
+        return material.ca_bundle
+
+    def client_certificate(self, cluster: str, current: KeyPair | None) -> KeyPair | None:
+        """A client certificate for ``cluster``'s agent from the hub's CA (``current`` while still good);
+        ``None`` with your own certificates (the hub has no CA then). Raises :class:`CertificateError`."""
+        if self.keeper is None:
+            return None
+        lifetime = dt.timedelta(days=self.settings.tls_client_cert_lifetime_days)
+        return self.keeper.client_certificate(cluster, current, self.clock(), lifetime)
 
     def start(self) -> None:
         """Load, then (hub certificates) renew in the background."""
@@ -100,7 +132,9 @@ class ServingCertificates:
         """Server credentials that pick up renewed material at the next handshake."""
         first = self.material()
         self._served = first
-        return grpc.dynamic_ssl_server_credentials(_configuration(first), self._fetch)
+        return grpc.dynamic_ssl_server_credentials(
+            _configuration(first), self._fetch, require_client_authentication=self.settings.require_client_certificates
+        )
 
     def _fetch(self) -> grpc.ServerCertificateConfiguration | None:
         # Called by gRPC before each handshake: None keeps what it has.
@@ -115,8 +149,11 @@ class ServingCertificates:
             try:
                 before = self.material()
                 self.load()
-                if self.material() != before:
+                after = self.material()
+                if after != before:
                     log.info("ingester TLS: serving the renewed certificate from the next connection on")
+                if after.ca_bundle != before.ca_bundle and self.on_bundle_change is not None:
+                    self.on_bundle_change()
             except CertificateError as exc:
                 log.error(
                     "ingester TLS: renewing the certificates failed (retried in %.0f s): %s",
@@ -126,4 +163,7 @@ class ServingCertificates:
 
 
 def _configuration(material: ServerMaterial) -> grpc.ServerCertificateConfiguration:
-    return grpc.ssl_server_certificate_configuration([(material.key_pem.encode(), material.cert_pem.encode())])
+    return grpc.ssl_server_certificate_configuration(
+        [(material.key_pem.encode(), material.cert_pem.encode())],
+        root_certificates=material.client_ca.encode() if material.client_ca else None,
+    )

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-from clusterpulse_model import AgentStatus, collector_token
+from clusterpulse_model import AgentCertificate, AgentStatus, IngesterTransport, collector_token
 
 from clusterpulse_cluster.agent_deploy.apply import (
     REMOTE_ERRORS,
@@ -34,14 +34,28 @@ from clusterpulse_cluster.agent_deploy.apply import (
     Applier,
     covers,
 )
-from clusterpulse_cluster.agent_deploy.objects import REMOVAL_ORDER, Owner, describe_ref, owner_of, to_wire
+from clusterpulse_cluster.agent_deploy.objects import (
+    AGENT_NAMESPACE,
+    CLIENT_CERT_SECRET,
+    REMOVAL_ORDER,
+    Owner,
+    describe_ref,
+    owner_of,
+    to_wire,
+)
 from clusterpulse_cluster.agent_deploy.plan import AgentPlan, controller_version, image_ref, image_tag
 from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import ClusterConnectionSpec, api_url, connect_timeout
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
-from clusterpulse_core.kube.credentials import ClusterCredentials, CredentialsError, cluster_credentials
+from clusterpulse_core.kube.credentials import (
+    ClusterCredentials,
+    CredentialsError,
+    cluster_credentials,
+    decode_secret_data,
+)
+from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.serde import format_time, parse_time, unstructure, wire
 
 FINALIZER = "clusterpulse.io/agent-cleanup"
@@ -94,6 +108,28 @@ def agent_connection(ctx: ReconcileContext, cluster: str, now: datetime, silence
     return Connection(fresh, str(getattr(found, "version", "") or ""), beat)
 
 
+class TransportMismatchError(Exception):
+    """``[plugins.cluster] ingester_tls_enabled`` says otherwise than the ingester's ``tls_enabled``."""
+
+
+def ingester_transport(plugins: PluginHost, settings: ClusterSettings, strict: bool = True) -> IngesterTransport:
+    """How agents reach the ingester: the ingester's own answer (``clusterpulse_ingester_transport``, the one
+    source of truth); without the ingester plugin, ``ingester_tls_enabled`` (unset: TLS). With ``strict``,
+    raises :class:`TransportMismatchError` when both are set and differ."""
+    hook = plugins.hook("clusterpulse_ingester_transport")  # None: no ingester plugin loaded
+    found: IngesterTransport | None = hook() if hook is not None else None
+    if found is None:
+        return IngesterTransport(settings.ingester_tls_enabled is not False)
+    mine = settings.ingester_tls_enabled
+    if strict and mine is not None and mine != found.tls_enabled:
+        raise TransportMismatchError(
+            f"plugins.cluster.ingester_tls_enabled = {str(settings.ingester_tls_enabled).lower()} disagrees with "
+            f"plugins.ingester.tls_enabled = {str(found.tls_enabled).lower()}: the ingester's setting decides what "
+            f"deployed agents get; remove plugins.cluster.ingester_tls_enabled (docs/configuration.md)"
+        )
+    return found
+
+
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
@@ -125,6 +161,8 @@ class AgentDeployer:
         self._swept: dict[str, datetime] = {}
         #: cluster -> what status.agent / the Redis status say.
         self._status: dict[str, AgentStatus] = {}
+        #: cluster -> the client certificate its agent was given (mTLS).
+        self._certificates: dict[str, AgentCertificate] = {}
 
     # ------------------------------------------------------------------ reconcile
 
@@ -153,7 +191,8 @@ class AgentDeployer:
             try:
                 credentials, client = self._client(ctx, name, namespace, spec)
                 token = self._collector_token(ctx, obj, name, credentials.token)
-                self._deploy(ctx, client, self._plan(ctx, owner, spec, token, tag), connection, spec, current)
+                plan = self._plan(ctx, client, owner, spec, token, tag)
+                self._deploy(ctx, client, plan, connection, spec, current)
             except AgentDeployError as exc:
                 # A connected agent runs: the hub failing to reach the API server (a reason to use
                 # push mode at all) must not turn a working cluster into an error.
@@ -270,12 +309,25 @@ class AgentDeployer:
             ) from exc
 
     def _plan(
-        self, ctx: ReconcileContext, owner: Owner, spec: ClusterConnectionSpec, token: str, tag: str
+        self,
+        ctx: ReconcileContext,
+        client: KubeClient,
+        owner: Owner,
+        spec: ClusterConnectionSpec,
+        token: str,
+        tag: str,
     ) -> AgentPlan:
         settings = self.settings
+        try:
+            transport = ingester_transport(ctx.runtime.plugins, settings)
+        except TransportMismatchError as exc:
+            raise AgentDeployError(str(exc)) from exc
         ca: str | None = None
-        if settings.ingester_tls_enabled and not settings.ingester_tls_use_system_ca:
+        if transport.tls_enabled and not settings.ingester_tls_use_system_ca:
             ca = self._ca_bundle(ctx)
+        certificate: AgentCertificate | None = None
+        if transport.tls_enabled and transport.client_certificates:
+            certificate = self._client_certificate(ctx, client, owner.name, spec)
         read_types: set[tuple[str, str]] = set()
         hook = ctx.runtime.plugins.hook("clusterpulse_agent_read_types")  # None: no ingester
         for answer in hook() if hook is not None else ():
@@ -289,11 +341,49 @@ class AgentDeployer:
             version=tag,
             command=tuple(settings.collector_command),
             operator_scan_interval=settings.operator_scan_interval,
-            tls_enabled=settings.ingester_tls_enabled,
+            tls_enabled=transport.tls_enabled,
             tls_server_name=f"{settings.ingester_service_name}.{ctx.runtime.namespace}.svc",
             ca_bundle=ca,
             read_types=tuple(sorted(read_types)),
+            client_certificate=certificate,
         )
+
+    def _client_certificate(
+        self, ctx: ReconcileContext, client: KubeClient, cluster: str, spec: ClusterConnectionSpec
+    ) -> AgentCertificate:
+        """The agent's client certificate: the one it has (remembered, else read from its cluster) while the
+        ingester keeps it, else a new one the ingester issues (``clusterpulse_agent_certificate``)."""
+        with self._lock:
+            current = self._certificates.get(cluster)
+        if current is None:
+            current = self._read_client_certificate(client, spec)
+        hook = ctx.runtime.plugins.hook("clusterpulse_agent_certificate")  # None: no ingester plugin
+        try:
+            issued: AgentCertificate | None = hook(cluster=cluster, current=current) if hook is not None else None
+        except Exception as exc:
+            raise AgentDeployError(f"client certificate: {type(exc).__name__}: {exc}") from exc
+        if issued is None:
+            raise AgentDeferred(
+                "agent deployment deferred: the ingester requires client certificates, and none is issued here "
+                "(the ingester does not run in this process, or serves your own certificate): give the agent "
+                "your own (INGESTER_TLS_CLIENT_CERT, docs/push-mode.md#client-certificates)"
+            )
+        with self._lock:
+            self._certificates[cluster] = issued
+        return issued
+
+    def _read_client_certificate(self, client: KubeClient, spec: ClusterConnectionSpec) -> AgentCertificate | None:
+        path = f"/api/v1/namespaces/{AGENT_NAMESPACE}/secrets/{CLIENT_CERT_SECRET}"
+        try:
+            found = client.get(path, timeout=self._timeout(spec))
+        except NotFoundError:
+            return None
+        except REMOTE_ERRORS as exc:
+            raise AgentDeployError(f"client certificate: Secret {AGENT_NAMESPACE}/{CLIENT_CERT_SECRET}: {exc}") from exc
+        data = decode_secret_data(found) if isinstance(found, dict) else {}
+        if not data.get("tls.crt") or not data.get("tls.key"):
+            return None
+        return AgentCertificate(data["tls.crt"], data["tls.key"])
 
     def _ca_bundle(self, ctx: ReconcileContext) -> str:
         settings = self.settings
@@ -474,6 +564,7 @@ class AgentDeployer:
     def _forget_applied(self, cluster: str) -> None:
         with self._lock:
             self._applied.pop(cluster, None)
+            self._certificates.pop(cluster, None)
 
     def _add_finalizer(self, ctx: ReconcileContext, obj: Mapping[str, Any]) -> None:
         if not has_finalizer(obj):

@@ -16,6 +16,9 @@ from clusterpulse_core.serde import unstructure, wire
 AGENT_NAMESPACE = "clusterpulse-system"
 AGENT_NAME = "clusterpulse-collector"
 TOKEN_SECRET = "clusterpulse-collector-token"
+#: The agent's client certificate (mTLS), a ``kubernetes.io/tls`` Secret mounted at :data:`CLIENT_CERT_MOUNT`.
+CLIENT_CERT_SECRET = "clusterpulse-collector-tls"
+CLIENT_CERT_MOUNT = "/etc/ingester-client"
 CA_CONFIGMAP = "ingester-ca"
 CA_KEY = "service-ca.crt"
 CA_MOUNT = "/etc/ingester-ca"
@@ -266,11 +269,20 @@ class ConfigMapVolumeSource:
 
 @wire(case="camel")
 @attrs.frozen
+class SecretVolumeSource:
+    """A volume's Secret."""
+
+    secret_name: str
+
+
+@wire(case="camel", omit_empty=("config_map", "secret"))
+@attrs.frozen
 class Volume:
-    """A pod volume from a ConfigMap."""
+    """A pod volume from a ConfigMap or a Secret."""
 
     name: str
-    config_map: ConfigMapVolumeSource
+    config_map: ConfigMapVolumeSource | None = None
+    secret: SecretVolumeSource | None = None
 
 
 @wire(case="camel")
@@ -464,6 +476,7 @@ REMOVAL_ORDER: tuple[tuple[ObjectType, str, str], ...] = (
     (OBJECT_TYPES[NetworkPolicy], AGENT_NAME, AGENT_NAMESPACE),
     (OBJECT_TYPES[ConfigMap], CA_CONFIGMAP, AGENT_NAMESPACE),
     (OBJECT_TYPES[Secret], TOKEN_SECRET, AGENT_NAMESPACE),
+    (OBJECT_TYPES[Secret], CLIENT_CERT_SECRET, AGENT_NAMESPACE),
     (OBJECT_TYPES[ServiceAccount], AGENT_NAME, AGENT_NAMESPACE),
     (OBJECT_TYPES[ClusterRoleBinding], AGENT_NAME, ""),
     (OBJECT_TYPES[ClusterRole], AGENT_NAME, ""),

@@ -9,6 +9,7 @@ import re
 from importlib import metadata
 
 import attrs
+from clusterpulse_model import AgentCertificate
 
 from clusterpulse_cluster.agent_deploy.objects import (
     AGENT_NAME,
@@ -16,6 +17,8 @@ from clusterpulse_cluster.agent_deploy.objects import (
     CA_CONFIGMAP,
     CA_KEY,
     CA_MOUNT,
+    CLIENT_CERT_MOUNT,
+    CLIENT_CERT_SECRET,
     DEPLOYMENT_LABELS,
     TOKEN_SECRET,
     AgentObject,
@@ -43,6 +46,7 @@ from clusterpulse_cluster.agent_deploy.objects import (
     RoleRef,
     Secret,
     SecretKeySelector,
+    SecretVolumeSource,
     ServiceAccount,
     Subject,
     Volume,
@@ -105,6 +109,8 @@ class AgentPlan:
     #: PEM bundle copied to the managed cluster (TLS without the system CA), else ``None``.
     ca_bundle: str | None = None
     read_types: tuple[tuple[str, str], ...] = ()
+    #: The agent's client certificate (mTLS, the ingester requires one), else ``None``.
+    client_certificate: AgentCertificate | None = None
 
     def objects(self) -> list[tuple[str, AgentObject]]:
         """``(error prefix, object)`` in creation order (docs/compatibility.md#agent-deployment)."""
@@ -122,6 +128,12 @@ class AgentPlan:
                 Secret(meta(TOKEN_SECRET, AGENT_NAMESPACE), {"token": base64.b64encode(self.token.encode()).decode()}),
             ),
         ]
+        if self.client_certificate is not None:
+            pair = {"tls.crt": self.client_certificate.cert_pem, "tls.key": self.client_certificate.key_pem}
+            data = {key: base64.b64encode(value.encode()).decode() for key, value in pair.items()}
+            steps.append(
+                ("client certificate", Secret(meta(CLIENT_CERT_SECRET, AGENT_NAMESPACE), data, "kubernetes.io/tls"))
+            )
         if self.ca_bundle is not None:
             steps.append(("ingester CA", ConfigMap(meta(CA_CONFIGMAP, AGENT_NAMESPACE), {CA_KEY: self.ca_bundle})))
         steps.append(("networkpolicy", self.network_policy()))
@@ -160,22 +172,32 @@ class AgentPlan:
             env += [EnvVar("INGESTER_TLS_ENABLED", "true"), EnvVar("INGESTER_TLS_SERVER_NAME", self.tls_server_name)]
             if self.ca_bundle is not None:
                 env.append(EnvVar("INGESTER_TLS_CA", f"{CA_MOUNT}/{CA_KEY}"))
+            if self.client_certificate is not None:
+                env += [
+                    EnvVar("INGESTER_TLS_CLIENT_CERT", f"{CLIENT_CERT_MOUNT}/tls.crt"),
+                    EnvVar("INGESTER_TLS_CLIENT_KEY", f"{CLIENT_CERT_MOUNT}/tls.key"),
+                ]
         return tuple(env)
 
     def deployment(self) -> Deployment:
         """The agent Deployment: one replica, one ``collector`` container."""
-        with_ca = self.tls_enabled and self.ca_bundle is not None
+        mounts: list[VolumeMount] = []
+        volumes: list[Volume] = []
+        if self.tls_enabled and self.ca_bundle is not None:
+            mounts.append(VolumeMount(CA_CONFIGMAP, CA_MOUNT, True))
+            volumes.append(Volume(CA_CONFIGMAP, config_map=ConfigMapVolumeSource(CA_CONFIGMAP)))
+        if self.tls_enabled and self.client_certificate is not None:
+            mounts.append(VolumeMount(CLIENT_CERT_SECRET, CLIENT_CERT_MOUNT, True))
+            volumes.append(Volume(CLIENT_CERT_SECRET, secret=SecretVolumeSource(CLIENT_CERT_SECRET)))
         container = Container(
             name="collector",
             image=self.image,
             command=self.command,
             env=self.env(),
             resources=ResourceRequirements(requests=ResourceList("50m", "128Mi"), limits=ResourceList("200m", "512Mi")),
-            volume_mounts=(VolumeMount(CA_CONFIGMAP, CA_MOUNT, True),) if with_ca else (),
+            volume_mounts=tuple(mounts),
         )
-        pod = PodSpec(
-            AGENT_NAME, (container,), (Volume(CA_CONFIGMAP, ConfigMapVolumeSource(CA_CONFIGMAP)),) if with_ca else ()
-        )
+        pod = PodSpec(AGENT_NAME, (container,), tuple(volumes))
         return Deployment(
             self._meta(AGENT_NAME, AGENT_NAMESPACE, DEPLOYMENT_LABELS),
             DeploymentSpec(

@@ -128,7 +128,52 @@ def make_agent_command(config: Callable[[], Config | None], host: PluginHost) ->
         """On the hub: give CLUSTER's agent a new collector token; the current one stays valid for the grace."""
         sys.exit(rotate_token(loaded_config(), cluster, grace))
 
+    @agent_command.command("rotate-ca")
+    @click.option(
+        "--grace",
+        type=float,
+        default=None,
+        help="seconds the current CA still issues the ingester's certificate (default: tls_ca_rotation_grace)",
+    )
+    def rotate_ca_command(grace: float | None) -> None:
+        """On the hub: make a new ingester CA; agents get the bundle with both, the current CA issues for the grace."""
+        sys.exit(rotate_ca(loaded_config(), grace))
+
     return agent_command
+
+
+def rotate_ca(config: Config, grace: float | None) -> int:
+    """Rotate the hub's ingester CA (with the hub's kubeconfig); returns the exit code."""
+    from datetime import timedelta
+
+    from clusterpulse_core.cliutils import fail
+    from clusterpulse_core.clock import utcnow
+    from clusterpulse_core.kube.hub import hub_client
+    from clusterpulse_ingester.certs import CA_SECRET, CertificateError, CertificateKeeper
+
+    settings = config.plugin("ingester") or IngesterSettings()
+    seconds = settings.tls_ca_rotation_grace if grace is None else grace
+    if seconds < 0:
+        fail(f"--grace: must be >= 0, got {seconds:g}")
+    namespace = config.core.namespace
+    try:
+        hub = hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
+        keeper = CertificateKeeper(
+            hub,
+            namespace,
+            [],
+            timedelta(days=settings.tls_ca_lifetime_days),
+            timedelta(days=settings.tls_cert_lifetime_days),
+            timeout=config.core.request_timeout,
+        )
+        keeper.rotate_ca(utcnow(), timedelta(seconds=seconds))
+    except (CertificateError, OSError) as exc:
+        fail(f"rotating the ingester CA (Secret {namespace}/{CA_SECRET}): {exc}")
+    click.echo(
+        f"rotated the ingester CA (Secret {namespace}/{CA_SECRET}); the ingester publishes both CAs at its next "
+        f"check and issues its certificate from the new one in {seconds:g} s"
+    )
+    return 0
 
 
 def rotate_token(config: Config, cluster: str, grace: float | None) -> int:

@@ -66,7 +66,8 @@ def channel_options(settings: IngesterSettings) -> list[tuple[str, Any]]:
 async def open_channel(settings: IngesterSettings) -> AsyncIterator[grpc.aio.Channel]:
     """The channel of one session: plaintext (the opt-out), or TLS verified against ``INGESTER_TLS_CA`` (else
     the system roots) for the dialled host, or for ``INGESTER_TLS_SERVER_NAME`` when that differs, with the
-    SNI still the dialled host (:mod:`clusterpulse_ingester.agent.sni`)."""
+    SNI still the dialled host (:mod:`clusterpulse_ingester.agent.sni`); with ``INGESTER_TLS_CLIENT_CERT`` the
+    agent presents that client certificate (mTLS)."""
     options = channel_options(settings)
     if not settings.tls_enabled:
         async with grpc.aio.insecure_channel(settings.ingester_address, options=options) as channel:
@@ -76,7 +77,9 @@ async def open_channel(settings: IngesterSettings) -> AsyncIterator[grpc.aio.Cha
     name = settings.tls_server_name
     if name and address is not None and name.lower() != address[0].lower():
         host, port = address
-        async with sni.relay(host, port, name, settings.tls_ca, settings.ack_timeout) as target:
+        async with sni.relay(
+            host, port, name, settings.tls_ca, settings.ack_timeout, settings.tls_client_cert, settings.tls_client_key
+        ) as target:
             # The relay carries the TLS; gRPC's :authority stays the ingester's address.
             options.append(("grpc.default_authority", settings.ingester_address))
             async with grpc.aio.insecure_channel(target, options=options) as channel:
@@ -86,7 +89,11 @@ async def open_channel(settings: IngesterSettings) -> AsyncIterator[grpc.aio.Cha
         # A target that is not host:port (dns:///..., a name resolver): gRPC's override, which also sends it as SNI.
         options.append(("grpc.ssl_target_name_override", name))
     roots = Path(settings.tls_ca).read_bytes() if settings.tls_ca else None
-    credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+    # Read at every session: a renewed CA bundle or client certificate (mounted, updated by the kubelet)
+    # is used from the next reconnect on.
+    key = Path(settings.tls_client_key).read_bytes() if settings.tls_client_cert else None
+    chain = Path(settings.tls_client_cert).read_bytes() if settings.tls_client_cert else None
+    credentials = grpc.ssl_channel_credentials(root_certificates=roots, private_key=key, certificate_chain=chain)
     async with grpc.aio.secure_channel(settings.ingester_address, credentials, options=options) as channel:
         yield channel
 

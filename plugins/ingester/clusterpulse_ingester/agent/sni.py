@@ -62,10 +62,13 @@ def certificate_matches(der: bytes, name: str) -> bool:
     return False
 
 
-def client_context(ca_file: str) -> ssl.SSLContext:
+def client_context(ca_file: str, cert_file: str = "", key_file: str = "") -> ssl.SSLContext:
     """TLS 1.2+, ALPN ``h2``, the chain verified against ``ca_file`` (else the system roots); the name
-    is checked by :func:`certificate_matches` instead of against the SNI."""
+    is checked by :func:`certificate_matches` instead of against the SNI. With ``cert_file`` the agent
+    presents that client certificate (mTLS)."""
     context = ssl.create_default_context(cafile=ca_file or None)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file or None)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.check_hostname = False
     context.verify_mode = ssl.CERT_REQUIRED
@@ -160,9 +163,17 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 @contextlib.asynccontextmanager
-async def relay(host: str, port: int, server_name: str, ca_file: str, connect_timeout: float) -> AsyncIterator[str]:
+async def relay(
+    host: str,
+    port: int,
+    server_name: str,
+    ca_file: str,
+    connect_timeout: float,
+    cert_file: str = "",
+    key_file: str = "",
+) -> AsyncIterator[str]:
     """A running :class:`SniRelay`: yields the gRPC target to dial."""
-    running = SniRelay(host, port, server_name, client_context(ca_file), connect_timeout)
+    running = SniRelay(host, port, server_name, client_context(ca_file, cert_file, key_file), connect_timeout)
     target = await running.start()
     try:
         yield target
