@@ -27,8 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_cluster_reconcile import NAMESPACE, Runner, start_emulator, write_objects
+from bench_cluster_reconcile import NAMESPACE, Runner, write_objects
 from bench_ingester import EchoServer
+from bench_support import proc_status, start_emulator
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_ingester.agent.runner import Agent
 from clusterpulse_ingester.settings import IngesterSettings
@@ -38,14 +39,6 @@ from clusterpulse_core.kube.client import KubeClient, make_api_client
 from clusterpulse_core.runtime.bootstrap import load
 
 TARGET_RSS = 128 * 2**20
-
-
-def proc_status(pid: int, key: str) -> int:
-    """A ``kB`` line of /proc/<pid>/status, in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def agent_process_rss(folder: Path, url: str, cycles: int, interval: float) -> tuple[int, float, int]:

@@ -24,16 +24,14 @@ periodic re-evaluation), compared with the reconcile CPU without alerts. Target:
 from __future__ import annotations
 
 import argparse
-import base64
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench_support import hub_objects, start_emulator
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.inventory import COUNTED_PATHS, InventoryCollector
 from clusterpulse_cluster.nodes import PodTally, tally_pods
@@ -233,61 +231,12 @@ def service(index: int) -> dict[str, Any]:
 
 def write_objects(folder: Path, nodes: int, pods: int, services: int = 0) -> None:
     """The emulator's objects: the hub part (CRD, namespace, Secret, ClusterConnection) and the cluster."""
-    kind = CLUSTER_CONNECTION
-    hub = [
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": kind.crd_name},
-            "spec": {
-                "group": kind.group,
-                "scope": "Namespaced",
-                "names": {
-                    "kind": kind.kind,
-                    "plural": kind.plural,
-                    "singular": kind.singular,
-                    "listKind": f"{kind.kind}List",
-                },
-                "versions": [
-                    {
-                        "name": kind.version,
-                        "served": True,
-                        "storage": True,
-                        "subresources": {"status": {}},
-                        "schema": {"openAPIV3Schema": dict(kind.schema)},
-                    }
-                ],
-            },
-        },
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "big-token", "namespace": NAMESPACE},
-            "data": {
-                "token": base64.b64encode(b"bench").decode(),
-                # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
-                "insecure-allow-http": base64.b64encode(b"true").decode(),
-            },
-        },
-    ]
+    hub = hub_objects(NAMESPACE, "big-token")
     namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{i}"}} for i in range(40)]
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": hub + namespaces}))
     (folder / "nodes.json").write_text(json.dumps({"kind": "List", "items": [node(i) for i in range(nodes)]}))
     (folder / "pods.json").write_text(json.dumps({"kind": "List", "items": [pod(i, nodes) for i in range(pods)]}))
     (folder / "services.json").write_text(json.dumps({"kind": "List", "items": [service(i) for i in range(services)]}))
-
-
-def start_emulator(folder: Path) -> tuple[subprocess.Popen[str], str]:
-    """The emulator in a subprocess (its CPU is not ours); returns the process and its URL."""
-    code = "import sys; from clusterpulse_testing.kube_api import serve; serve(sys.argv[1], 0, None)"
-    process = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url.startswith("http"):
-        process.kill()
-        raise RuntimeError("the emulator did not start")
-    return process, url
 
 
 def decode_times(client: KubeClient, repeat: int = 3) -> tuple[float, float, int]:

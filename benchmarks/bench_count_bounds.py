@@ -24,7 +24,6 @@ Redis to 1.03 GB / 900,000 keys; a 100,000-node batch RSS 91 -> 479 MB, Redis +2
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from bench_cluster_reconcile import start_emulator
+from bench_support import hub_objects, proc_status, start_emulator
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_testing.servers import redis_process, require_binary
 
@@ -54,44 +53,7 @@ def small_node(index: int) -> dict[str, Any]:
 
 def write_cluster(folder: Path, nodes: int) -> None:
     """The emulator's objects: the hub part (CRD, namespace, Secret) and ``nodes`` nodes."""
-    kind = CLUSTER_CONNECTION
-    hub = [
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": kind.crd_name},
-            "spec": {
-                "group": kind.group,
-                "scope": "Namespaced",
-                "names": {
-                    "kind": kind.kind,
-                    "plural": kind.plural,
-                    "singular": kind.singular,
-                    "listKind": f"{kind.kind}List",
-                },
-                "versions": [
-                    {
-                        "name": kind.version,
-                        "served": True,
-                        "storage": True,
-                        "subresources": {"status": {}},
-                        "schema": {"openAPIV3Schema": dict(kind.schema)},
-                    }
-                ],
-            },
-        },
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "big-token", "namespace": NAMESPACE},
-            "data": {
-                "token": base64.b64encode(b"bench").decode(),
-                # the emulator subprocess serves plain HTTP: the explicit opt-out (docs/security.md)
-                "insecure-allow-http": base64.b64encode(b"true").decode(),
-            },
-        },
-    ]
+    hub = hub_objects(NAMESPACE, "big-token")
     (folder / "hub.json").write_text(json.dumps({"kind": "List", "items": hub}))
     with (folder / "nodes.json").open("w") as out:
         out.write('{"kind": "List", "items": [')
@@ -100,11 +62,8 @@ def write_cluster(folder: Path, nodes: int) -> None:
 
 
 def peak_rss() -> int:
-    """This process's peak RSS (``VmHWM``: unlike ``ru_maxrss``, not inherited from the parent), bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise SystemExit("no VmHWM in /proc/self/status (Linux only)")
+    """This process's peak RSS (``VmHWM``), bytes."""
+    return proc_status("self", "VmHWM")
 
 
 def pull_child(url: str, redis_url: str, folder: str) -> dict[str, Any]:

@@ -48,10 +48,10 @@ from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_ingester.convert import NODE_FIELDS, pieces_from_batch
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from clusterpulse_model import collector_token
 from clusterpulse_testing.kube_api import KubeAPI
 from clusterpulse_testing.servers import free_port, redis_process, require_binary
 
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
 
@@ -424,11 +424,14 @@ def main() -> None:
     port = free_port()
     config_file = Path(f"/tmp/bench-ingester-{port}.toml")
     config_file.write_text(
-        f'[clusterpulse]\nplugins = ["ingester", "redis"]\nnamespace = "{NAMESPACE}"\n'
+        # The cluster plugin offers the ClusterConnections the ingester signs agents in against.
+        f'[clusterpulse]\nplugins = ["ingester", "redis", "cluster"]\nnamespace = "{NAMESPACE}"\n'
         f'metrics_bind_address = "0"\nhealth_probe_bind_address = "0"\n'
         f'[plugins.ingester]\nbind_address = "127.0.0.1"\nport = {port}\n'
         # Every simulated agent connects from 127.0.0.1 at once: one peer address.
         f"max_streams_per_peer = {args.streams}\nmax_unregistered_streams = {args.streams}\n"
+        # Plaintext like the echo servers it is compared with (the clients speak plaintext).
+        "tls_enabled = false\n"
         f'[plugins.redis]\nurl = "redis://127.0.0.1:{redis_server.port}/0"\n'
     )
     writer = redis.Redis(port=redis_server.port)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -73,14 +73,28 @@ class CriticalCollectorError(Exception):
 def run_collectors(
     collectors: Sequence[Collector], target: ClusterTarget, executor: ThreadPoolExecutor | None = None
 ) -> CollectionReport:
-    """Run every collector for ``target`` in parallel; raise the first critical failure."""
+    """Run every collector for ``target`` in parallel; raise the first critical failure.
+
+    The first collector runs on the calling thread (which would only wait otherwise) while the
+    others run in ``executor``: one thread hand-off fewer per call, and the first collector
+    never queues behind other reconciles' collectors in a busy pool.
+    """
     if not collectors:
         return CollectionReport((), {})
     own = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=len(collectors), thread_name_prefix="collect")
     try:
         # Each collector runs in a copy of the caller's context, so the reconcile deadline follows it.
-        futures = [(c, pool.submit(contextvars.copy_context().run, c.collect, target)) for c in collectors]
+        first, *rest = collectors
+        futures: list[tuple[Collector, Future[Sequence[Piece] | None]]] = [
+            (c, pool.submit(contextvars.copy_context().run, c.collect, target)) for c in rest
+        ]
+        inline: Future[Sequence[Piece] | None] = Future()
+        try:
+            inline.set_result(contextvars.copy_context().run(first.collect, target))
+        except Exception as exc:
+            inline.set_exception(exc)
+        futures.insert(0, (first, inline))
         pieces: list[Piece] = []
         errors: dict[str, str] = {}
         critical: CriticalCollectorError | None = None

@@ -8,6 +8,7 @@ This file is also the child process of the SIGTERM test (``python test_runtime.p
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -37,7 +38,7 @@ from clusterpulse_core.plugins import PluginHost
 from clusterpulse_core.runtime.bootstrap import build_runtime
 from clusterpulse_core.runtime.controller import spread_offset
 from clusterpulse_core.runtime.informer import Informer
-from clusterpulse_core.runtime.manager import Manager, kind_workers
+from clusterpulse_core.runtime.manager import GC_YOUNG_THRESHOLD, Manager, kind_workers
 from clusterpulse_core.runtime.probes import parse_bind_address
 
 NAMESPACE = "clusterpulse"
@@ -715,6 +716,31 @@ def test_losing_the_lease_stops_the_manager_with_an_error_code(hub: Any, manager
     assert not runner.is_alive()
     assert codes == [1]
     assert manager.controllers["Widget"].queue.shutting_down
+
+
+def test_run_tunes_the_garbage_collector_while_it_runs_and_restores_it(hub: Any) -> None:
+    seen: list[tuple[int, int]] = []
+
+    def record(attempt: int, obj: Mapping[str, Any]) -> None:
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
+
+    plugin = WidgetPlugin({"probe": record})
+    manager = make_manager(hub.api_client(), {"widgets": plugin})
+    before = gc.get_threshold()
+    codes: list[int] = []
+    runner = threading.Thread(target=lambda: codes.append(manager.run()))
+    runner.start()
+    try:
+        hub.create(widget("probe"))
+        eventually(lambda: bool(seen), "the reconcile ran under Manager.run", timeout=WAIT)
+    finally:
+        manager.request_stop()
+        runner.join(WAIT)
+    threshold, frozen = seen[0]
+    assert threshold == GC_YOUNG_THRESHOLD != before[0]
+    assert frozen > 0, "what start-up made is out of every collection"
+    assert codes == [0]
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
 # --------------------------------------------------------------------------- graceful shutdown

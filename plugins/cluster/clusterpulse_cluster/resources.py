@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -158,7 +157,7 @@ class PodSummaries:
     pods: list[PodSummary] = attrs.field(factory=list, init=False)
     truncated: bool = attrs.field(default=False, init=False)
     _seen: int = attrs.field(default=0, init=False)
-    _kept: Counter[str] = attrs.field(factory=Counter, init=False)
+    _kept: dict[str, int] = attrs.field(factory=dict, init=False)
 
     @classmethod
     def from_settings(cls, settings: ClusterSettings) -> PodSummaries:
@@ -170,24 +169,30 @@ class PodSummaries:
             settings.collect_resource_labels,
         )
 
-    def add(self, pods: Iterable[PodDoc]) -> None:
+    def add(self, pods: Sequence[PodDoc]) -> None:
         """Summarise the next pods of the listing (with ``include_labels``, pods decoded with their labels)."""
-        kept = self._kept
+        room = self.max_total - self._seen
+        if len(pods) > room:
+            self.truncated = True
+            pods = pods[: max(room, 0)]
+        self._seen += len(pods)
+        # Once per pod of every reconcile: locals only, one summary made per pod kept.
+        kept, per_namespace, append = self._kept, self.per_namespace, self.pods.append
+        skip_prefix = bool(self.namespace_filter)
+        with_labels = self.include_labels
+        summary = PodSummary
         for pod in pods:
-            if self._seen >= self.max_total:
-                self.truncated = True
-                return
-            self._seen += 1
             meta = pod.metadata
             namespace = meta.namespace
-            if self.namespace_filter and namespace.startswith(FILTERED_PREFIX):
+            if skip_prefix and namespace.startswith(FILTERED_PREFIX):
                 continue
-            if kept[namespace] >= self.per_namespace:
+            count = kept.get(namespace, 0)
+            if count >= per_namespace:
                 self.truncated = True
                 continue
-            kept[namespace] += 1
-            labels = dict(meta.labels or {}) if self.include_labels and isinstance(meta, LabelledPodMeta) else {}
-            self.pods.append(PodSummary(meta.name, namespace, pod.status.phase, pod.spec.node_name, labels))
+            kept[namespace] = count + 1
+            labels = dict(meta.labels or {}) if with_labels and isinstance(meta, LabelledPodMeta) else {}
+            append(summary(meta.name, namespace, pod.status.phase, pod.spec.node_name, labels))
 
 
 @attrs.frozen

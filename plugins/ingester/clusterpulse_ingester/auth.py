@@ -16,16 +16,15 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import attrs
-from clusterpulse_model import AgentStatus
+from clusterpulse_model import AgentStatus, collector_token
 from clusterpulse_model.fleet import Fleet, FleetCluster
 
 from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import decode_secret_data
-from clusterpulse_core.runtime.informer import Informer, Obj
+from clusterpulse_core.runtime.informer import Informer, Obj, resource_version
 from clusterpulse_ingester.agents import hub_view
 
 log = logging.getLogger(__name__)
@@ -120,6 +119,19 @@ class _Changed:
         """Nothing changed."""
 
 
+@attrs.frozen
+class _Looked:
+    """A look-up's answer and what it was made of (for :meth:`HubView.lookup` to reuse it)."""
+
+    connection_version: str
+    secret_namespace: str
+    secret_name: str
+    secret_version: str
+    #: When the answer changes with no hub change: the end of a rotation's grace still ahead.
+    until: datetime | None
+    known: KnownCluster
+
+
 class HubView:
     """The clusters (ClusterConnections) and Secrets of the hub namespace, watched; answers token look-ups
     from memory.
@@ -150,6 +162,8 @@ class HubView:
         self._secrets = Informer.from_settings(hub, SECRET_KIND, self.namespace, core)
         self._connections.add_handler(_Changed(lambda obj, added: on_change("")))
         self._secrets.add_handler(_Changed(lambda obj, added: on_change("" if added else self.token_of(obj))))
+        #: Per cluster, the last answer of :meth:`lookup`, reused while its objects are unchanged.
+        self._looked: dict[str, _Looked] = {}
 
     def start(self, timeout: float) -> bool:
         """Start both informers; True when both synced within ``timeout`` seconds."""
@@ -179,16 +193,33 @@ class HubView:
         return ""
 
     def lookup(self, cluster: str) -> KnownCluster:
-        """The tokens accepted for ``cluster`` now; :class:`AuthError` when it is not a push cluster we know."""
+        """The tokens accepted for ``cluster`` now; :class:`AuthError` when it is not a push cluster we know.
+
+        The answer is kept and given again while the ClusterConnection and its token Secret keep
+        their ``resourceVersion`` and no rotation's grace has ended since: the ingester checks
+        every open stream twice a second, and reading the objects again each time cost more CPU
+        than the batches (``benchmarks/bench_ingester.py``).
+        """
         if not valid_cluster_name(cluster):
             raise AuthError("invalid_name", f"cluster name {cluster[:80]!r} is not a valid ClusterConnection name")
         if not (self._connections.has_synced and self._secrets.has_synced):
             raise AuthError("not_ready", "the ingester's ClusterConnection and Secret caches have not synced yet")
         obj = self._connections.get(self.namespace, cluster)
         if obj is None:
+            self._looked.pop(cluster, None)
             raise AuthError(
                 "unknown_cluster", f"unknown cluster {cluster!r}: no ClusterConnection {self.namespace}/{cluster}"
             )
+        looked = self._looked.get(cluster)
+        if looked is not None and looked.connection_version == resource_version(obj):
+            secret = self._secrets.get(looked.secret_namespace, looked.secret_name)
+            if (
+                secret is not None
+                and resource_version(secret) == looked.secret_version
+                and (looked.until is None or self.clock() < looked.until)
+            ):
+                return looked.known
+        self._looked.pop(cluster, None)
         known = self.fleet.cluster(obj)
         agent = hub_view(known)
         if agent is None:
@@ -203,7 +234,15 @@ class HubView:
         secret = self._secrets.get(namespace, name) if name else None
         if secret is None:
             raise AuthError("no_token", f"cluster {cluster!r}: no Secret {namespace}/{name or '(unnamed)'}")
-        tokens = collector_token.accepted(decode_secret_data(secret), self.clock())
+        data = decode_secret_data(secret)
+        now = self.clock()
+        tokens = collector_token.accepted(data, now)
         if not tokens:
             raise AuthError("no_token", f"cluster {cluster!r}: Secret {namespace}/{name} has no token")
-        return KnownCluster(tuple(digest(t) for t in tokens), agent, known.endpoint)
+        answer = KnownCluster(tuple(digest(t) for t in tokens), agent, known.endpoint)
+        versions = resource_version(obj), resource_version(secret)
+        if all(versions):
+            grace = collector_token.grace_ends(data)
+            until = grace if grace is not None and now < grace else None
+            self._looked[cluster] = _Looked(versions[0], namespace, name, versions[1], until, answer)
+        return answer

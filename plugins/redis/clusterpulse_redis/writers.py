@@ -23,17 +23,22 @@ from clusterpulse_model.pieces import (
     ClusterSpecPiece,
     ClusterStatusPiece,
     CustomResourcesPiece,
+    DaemonSetSummary,
+    DeploymentSummary,
     EventPiece,
     MetricSourcePiece,
     NamespacesPiece,
     NodesPiece,
     OperatorsPiece,
+    PodSummary,
     PolicyErrorPiece,
     PolicyEventPiece,
     RegistryMetricsPiece,
     RegistrySpecPiece,
     RegistryStatusPiece,
     ResourceCollectionPiece,
+    ServiceSummary,
+    StatefulSetSummary,
 )
 
 from clusterpulse_core.names import NameGuard, is_dns1123_subdomain
@@ -248,16 +253,16 @@ def write_resource_collection(batch: CommandBatch, piece: ResourceCollectionPiec
     An empty list's key is deleted, so a list that emptied does not linger until it expires.
     """
     collection = piece.collection
-    lists = {
-        "pods": collection.pods,
-        "deployments": collection.deployments,
-        "services": collection.services,
-        "statefulsets": collection.statefulsets,
-        "daemonsets": collection.daemonsets,
-    }
-    for suffix, items in lists.items():
+    lists: tuple[tuple[str, tuple[Any, ...], Any], ...] = (
+        ("pods", collection.pods, tuple[PodSummary, ...]),
+        ("deployments", collection.deployments, tuple[DeploymentSummary, ...]),
+        ("services", collection.services, tuple[ServiceSummary, ...]),
+        ("statefulsets", collection.statefulsets, tuple[StatefulSetSummary, ...]),
+        ("daemonsets", collection.daemonsets, tuple[DaemonSetSummary, ...]),
+    )
+    for suffix, items, as_type in lists:
         if items:
-            batch.set(keys.cluster(piece.cluster, suffix), dumps(items), ex=ctx.cache_ttl)
+            batch.set(keys.cluster(piece.cluster, suffix), dumps(items, as_type), ex=ctx.cache_ttl)
         else:
             batch.delete(keys.cluster(piece.cluster, suffix))
     batch.set(
