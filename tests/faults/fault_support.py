@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
+from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_testing.polling import STARTUP, eventually
 from clusterpulse_testing.tls import loopback_ca
 from malformed_corpus import Corpus
@@ -40,6 +41,34 @@ LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 #: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
 #: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
 WAIT = CoreSettings().request_timeout
+
+
+#: One check of the Redis backend's restart watcher at most: its interval, then two commands
+#: (``INFO server``, ``EXISTS clusters:all``), each bounded by the socket timeout.
+RESTART_CHECK = RedisSettings().restart_check_interval + 2 * RedisSettings().socket_timeout
+
+
+def wait_for_restart_check(redis_url: str) -> None:
+    """Wait until the manager's Redis restart watcher has checked this server (recorded its ``run_id``).
+
+    Observed on the server: ``INFO`` calls other than this function's own (the watcher is the only
+    other caller). Two are awaited, since the watcher's second ``INFO`` starts only after its first
+    check returned; bounded by two checks.
+    """
+    client = redis.Redis.from_url(redis_url, single_connection_client=True)
+    own = 0
+
+    def others() -> int:
+        nonlocal own
+        calls = int(client.info("commandstats").get("cmdstat_info", {}).get("calls", 0))
+        own += 1
+        return calls - (own - 1)  # INFO is counted after it ran: our earlier calls are in
+
+    try:
+        first = others()
+        eventually(lambda: others() - first >= 2, "the Redis restart watcher's check", 2 * RESTART_CHECK)
+    finally:
+        client.close()
 
 
 def node(name: str, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
