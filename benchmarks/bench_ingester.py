@@ -48,10 +48,10 @@ from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_ingester.convert import NODE_FIELDS, pieces_from_batch
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
+from clusterpulse_model import collector_token
 from clusterpulse_testing.kube_api import KubeAPI
 from clusterpulse_testing.servers import free_port, redis_process, require_binary
 
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
 

@@ -18,6 +18,7 @@ with the upstream parsing rules (:mod:`clusterpulse_core.envvars`).
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import tomllib
 import types
@@ -426,6 +427,8 @@ def build_settings(
 def _check_range(value: Any, field: attrs.Attribute[Any], key_path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return
+    if not math.isfinite(value):  # TOML has nan and inf: no bound below holds them, no timeout takes them
+        raise ConfigError(f"{key_path}: expected a finite number, got {value!r}")
     minimum, above = field.metadata.get("min"), field.metadata.get("above")
     if minimum is not None and value < minimum:
         raise ConfigError(f"{key_path}: expected a value >= {minimum}, got {value!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -28,13 +29,14 @@ def parse_int(value: str | None, default: int, minimum: int | None = None) -> in
 
 
 def parse_float(value: str | None, default: float) -> float:
-    """A float setting from the environment; unparseable -> default."""
+    """A float setting from the environment; unparseable or not finite (``NaN``, ``Inf``) -> default."""
     if value is None or value == "":
         return default
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         return default
+    return number if math.isfinite(number) else default
 
 
 def parse_str(value: str | None, default: str) -> str:

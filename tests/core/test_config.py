@@ -143,3 +143,20 @@ def test_config_path_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert config_path(None, env={}) == Path("clusterpulse.toml")
     assert config_path(None, env={"CLUSTERPULSE_CONFIG": "/x.toml"}) == Path("/x.toml")
     assert config_path("/y.toml", env={"CLUSTERPULSE_CONFIG": "/x.toml"}) == Path("/y.toml")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_number_that_is_not_finite_is_refused_in_the_file_and_ignored_in_the_environment(
+    tmp_path: Path, value: str
+) -> None:
+    """TOML writes nan and inf; no minimum refuses NaN, and an infinite request_timeout is no deadline."""
+    path = write(tmp_path, f"[clusterpulse]\nrequest_timeout = {value}\nqueue_base_delay = {value}\n")
+    with pytest.raises(ConfigError) as caught:
+        read_config(path, env={})
+    assert caught.value.errors == [
+        f"clusterpulse.queue_base_delay: expected a finite number, got {float(value)!r}",
+        f"clusterpulse.request_timeout: expected a finite number, got {float(value)!r}",
+    ]
+    # The environment's rule: what does not parse as a number gives the default (docs/compatibility.md#environment).
+    config, _ = load(None, env={"CPU_CRITICAL_THRESHOLD": value})
+    assert config.plugin("cluster").cpu_critical_threshold == 90.0

@@ -26,11 +26,11 @@ from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.proto import collector_pb2_grpc as pb_grpc
 from clusterpulse_ingester.server import REJECTED
 from clusterpulse_ingester.settings import IngesterSettings
+from clusterpulse_model import collector_token
 from clusterpulse_testing.polling import eventually
 from clusterpulse_testing.servers import free_port
 from fault_support import HUB_NAMESPACE, LOG_TIME, TOKEN, WAIT, add_cluster, make_hub, managed_objects, write_config
 
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager

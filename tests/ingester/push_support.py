@@ -161,7 +161,7 @@ def secret(name: str, token: str) -> dict[str, Any]:
 
 def collector_secret(cluster: str, token: str) -> dict[str, Any]:
     """The hub-owned Secret holding ``cluster``'s collector token (what the hub mints, with a known token)."""
-    from clusterpulse_core.kube import collector_token
+    from clusterpulse_model import collector_token
 
     return collector_token.secret_object(HUB_NAMESPACE, cluster, {collector_token.TOKEN_KEY: token})
 

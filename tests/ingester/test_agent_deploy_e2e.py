@@ -25,6 +25,7 @@ import grpc
 import pytest
 import redis
 from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
+from clusterpulse_model import collector_token
 from clusterpulse_testing.polling import eventually
 from clusterpulse_testing.servers import free_port
 from cryptography import x509
@@ -46,7 +47,6 @@ from push_support import (
     write_config,
 )
 
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load
 from clusterpulse_core.runtime.manager import Manager

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from clusterpulse_cluster.fleet import ClusterFleet
 from clusterpulse_ingester.auth import HubView, digest
+from clusterpulse_model import collector_token
 from clusterpulse_testing.polling import eventually
 from push_support import HUB_NAMESPACE, TOKEN, WAIT
 
 from clusterpulse_core.config import CoreSettings
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 
 START = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)

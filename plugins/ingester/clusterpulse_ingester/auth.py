@@ -16,13 +16,12 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import attrs
-from clusterpulse_model import AgentStatus
+from clusterpulse_model import AgentStatus, collector_token
 from clusterpulse_model.fleet import Fleet, FleetCluster
 
 from clusterpulse_core.clock import utcnow
 from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.kinds import ResourceKind
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.kube.credentials import decode_secret_data
 from clusterpulse_core.runtime.informer import Informer, Obj, resource_version

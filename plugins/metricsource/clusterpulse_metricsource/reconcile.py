@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 from clusterpulse_metricsource.catalog import Catalog
@@ -75,8 +75,28 @@ def _unknown_kind(compiled: CompiledMetricSource, clusters: Iterable[str]) -> st
     return f"kind {source.api_version}/{source.kind} does not exist on cluster(s) {', '.join(clusters)}"
 
 
-def _with_interval(status: CollectedStatus, interval: int) -> CollectedStatus:
-    """``status``, saying so when ``intervalSeconds`` is below the minimum (which is used instead)."""
+class _Counts(Protocol):
+    """What a run collected: a replica's own (the fleet outcome) or every replica's added up."""
+
+    @property
+    def resources(self) -> int:
+        """Resources collected."""
+
+    @property
+    def clusters(self) -> int:
+        """Clusters collected from."""
+
+    @property
+    def errors(self) -> int:
+        """Clusters that failed."""
+
+
+def _collected(counts: _Counts, started: float, generation: int, detail: str, interval: int) -> CollectedStatus:
+    """The ``Active`` status of a run begun at ``started`` (monotonic), saying so when
+    ``intervalSeconds`` is below the minimum (which is used instead)."""
+    status = collected_status(
+        utcnow(), time.monotonic() - started, counts.resources, counts.clusters, counts.errors, generation, detail
+    )
     if interval >= MIN_INTERVAL_SECONDS:
         return status
     message = f"{status.message}; intervalSeconds {interval} raised to the minimum {MIN_INTERVAL_SECONDS}"
@@ -167,18 +187,7 @@ class MetricSourceReconciler:
         if outcome.unknown_kind:
             return self._fail(obj, ctx, _unknown_kind(compiled, outcome.unknown_kind), generation)
         interval = compiled.collection.interval_seconds
-        status = _with_interval(
-            collected_status(
-                utcnow(),
-                time.monotonic() - started,
-                outcome.resources,
-                outcome.clusters,
-                outcome.errors,
-                generation,
-                detail,
-            ),
-            interval,
-        )
+        status = _collected(outcome, started, generation, detail, interval)
         interval = max(interval, MIN_INTERVAL_SECONDS)
         try:
             ctx.patch_status(unstructure(status))
@@ -263,18 +272,7 @@ class MetricSourceReconciler:
             return self._fail(
                 obj, ctx, _unknown_kind(compiled, totals.unknown_kind), generation, {SHARDS_FIELD: entries}
             )
-        status = _with_interval(
-            collected_status(
-                utcnow(),
-                time.monotonic() - started,
-                totals.resources,
-                totals.clusters,
-                totals.errors,
-                generation,
-                totals.detail,
-            ),
-            interval,
-        )
+        status = _collected(totals, started, generation, totals.detail, interval)
         try:
             ctx.patch_status({**unstructure(status), SHARDS_FIELD: entries})
         except Exception as exc:

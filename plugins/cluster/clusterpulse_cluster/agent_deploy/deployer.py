@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-from clusterpulse_model import AgentCertificate, AgentStatus, IngesterTransport
+from clusterpulse_model import AgentCertificate, AgentStatus, IngesterTransport, collector_token
 
 from clusterpulse_cluster.agent_deploy.apply import (
     REMOTE_ERRORS,
@@ -48,7 +48,6 @@ from clusterpulse_cluster.settings import ClusterSettings
 from clusterpulse_cluster.spec import ClusterConnectionSpec, api_url, connect_timeout
 from clusterpulse_core.context import ReconcileContext
 from clusterpulse_core.kinds import ObjectRef
-from clusterpulse_core.kube import collector_token
 from clusterpulse_core.kube.client import KubeApiError, KubeClient, NotFoundError
 from clusterpulse_core.kube.credentials import (
     ClusterCredentials,

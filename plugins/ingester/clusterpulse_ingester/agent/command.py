@@ -180,9 +180,10 @@ def rotate_token(config: Config, cluster: str, grace: float | None) -> int:
     """Rotate the hub-minted collector token of ``cluster`` (with the hub's kubeconfig); returns the exit code."""
     from datetime import timedelta
 
+    from clusterpulse_model import collector_token
+
     from clusterpulse_core.cliutils import fail
     from clusterpulse_core.clock import utcnow
-    from clusterpulse_core.kube import collector_token
     from clusterpulse_core.kube.client import KubeApiError, NotFoundError
     from clusterpulse_core.kube.hub import hub_client
     from clusterpulse_ingester.auth import valid_cluster_name
