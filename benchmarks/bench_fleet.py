@@ -28,6 +28,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -406,7 +407,10 @@ def main() -> None:
                 f"the real reconcile of the same cluster, alternated with it (reconcile_object, best of "
                 f"{args.rounds}): {real * 1000:.1f} ms CPU = {real / bound:.2f}x the bound; median of the "
                 f"{len(ratios)} pairwise ratios {ratios[len(ratios) // 2]:.2f}x "
-                f"(target <= {TARGET_RATIO}x: {'met' if real / bound <= TARGET_RATIO else 'NOT met'})"
+                f"(target <= {TARGET_RATIO}x: {'met' if real / bound <= TARGET_RATIO else 'NOT met'}); medians: "
+                f"real {statistics.median(recording.real) * 1000:.1f} ms, bound "
+                f"{statistics.median(f + w for f, w in zip(recording.fetch, recording.write, strict=True)) * 1000:.1f}"
+                " ms (a fleet's CPU per reconcile is a mean: compare it with these under load)"
             )
             print(
                 "per N, each figure next to its limit: done/due (all due done); controller cores (at most one "

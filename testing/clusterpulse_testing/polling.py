@@ -15,6 +15,11 @@ T = TypeVar("T")
 
 #: Default pause between two polls, in seconds.
 POLL_INTERVAL = 0.05
+#: Bound of a process's start-up (interpreter, imports, plugin discovery, first log line), seconds.
+#: Start-up is the machine's, not a setting's: a loaded machine (or a first import compiling
+#: bytecode) slows it by tens of seconds. Wait for the process's "started" observable with this
+#: bound, then bound what the test measures by the settings under test.
+STARTUP = 180.0
 
 
 def eventually(condition: Callable[[], T], what: str, timeout: float, *, interval: float = POLL_INTERVAL) -> T:

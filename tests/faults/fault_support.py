@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
-from clusterpulse_testing.polling import eventually
+from clusterpulse_redis.settings import RedisSettings
+from clusterpulse_testing.polling import STARTUP, eventually
 from clusterpulse_testing.tls import loopback_ca
 from malformed_corpus import Corpus
 
@@ -32,6 +33,7 @@ from clusterpulse_core.runtime.bootstrap import (
     stop_plugins,
 )
 
+T = TypeVar("T")
 HUB_NAMESPACE = "clusterpulse"
 TOKEN = "fault-token"
 CC_API = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"
@@ -39,6 +41,34 @@ LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 #: Bound of every wait: one reconcile against loopback servers, each call of which the manager's
 #: ``request_timeout`` bounds; a loaded machine slows it, only a broken path exhausts it.
 WAIT = CoreSettings().request_timeout
+
+
+#: One check of the Redis backend's restart watcher at most: its interval, then two commands
+#: (``INFO server``, ``EXISTS clusters:all``), each bounded by the socket timeout.
+RESTART_CHECK = RedisSettings().restart_check_interval + 2 * RedisSettings().socket_timeout
+
+
+def wait_for_restart_check(redis_url: str) -> None:
+    """Wait until the manager's Redis restart watcher has checked this server (recorded its ``run_id``).
+
+    Observed on the server: ``INFO`` calls other than this function's own (the watcher is the only
+    other caller). Two are awaited, since the watcher's second ``INFO`` starts only after its first
+    check returned; bounded by two checks.
+    """
+    client = redis.Redis.from_url(redis_url, single_connection_client=True)
+    own = 0
+
+    def others() -> int:
+        nonlocal own
+        calls = int(client.info("commandstats").get("cmdstat_info", {}).get("calls", 0))
+        own += 1
+        return calls - (own - 1)  # INFO is counted after it ran: our earlier calls are in
+
+    try:
+        first = others()
+        eventually(lambda: others() - first >= 2, "the Redis restart watcher's check", 2 * RESTART_CHECK)
+    finally:
+        client.close()
 
 
 def node(name: str, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -202,8 +232,8 @@ class ManagerProcess:
         """Everything logged so far."""
         return self.log_path.read_text(errors="replace")
 
-    def wait_log(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
-        """Wait until a log line matches ``pattern``."""
+    def wait_log(self, pattern: str, timeout: float = STARTUP) -> re.Match[str]:
+        """Wait until a log line matches ``pattern`` (by default bounded as a start-up is)."""
 
         def found() -> re.Match[str] | None:
             assert self.process.poll() is None or re.search(pattern, self.log()), (
@@ -213,6 +243,13 @@ class ManagerProcess:
 
         match: re.Match[str] = eventually(found, f"log line {pattern!r}", timeout)
         return match
+
+    def eventually(self, condition: Callable[[], T], what: str, timeout: float) -> T:
+        """:func:`eventually`, with the end of this process's log in the failure message."""
+        try:
+            return eventually(condition, what, timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the manager's log ends:\n{self.log()[-3000:]}") from exc
 
     def log_time(self, pattern: str) -> float:
         """The wall time (epoch seconds) of the first log line matching ``pattern``."""

@@ -3,8 +3,9 @@
 The manager reads each cluster's token Secret from the hub at every reconcile; before the
 cache, a hub outage turned every cluster into ``failed to get secret`` in Redis although the
 clusters were fine. Here the hub is stopped (connection refused) while the clusters are
-reconciled again and again; the outage lasts ~5 s of repeated reconciles instead of the 60 s
-of the report, which is the same situation: every reconcile in the outage needs the Secret.
+reconciled again and again; the outage lasts ten rounds of reconciles instead of the 60 s of the
+report, which is the same situation: every reconcile in the outage needs the Secret (the cache
+of the last good read has no age limit, so the count of reconciles matters, not the seconds).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from fault_support import HUB_NAMESPACE, TOKEN, add_cluster, make_hub, managed_o
 from clusterpulse_core.kube.client import KubeClient
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, reconcile_object, start_plugins, stop_plugins
 
-OUTAGE_SECONDS = 5.0
+OUTAGE_ROUNDS = 10
 
 
 def test_clusters_stay_healthy_while_the_hub_is_down(
@@ -43,14 +44,13 @@ def test_clusters_stay_healthy_while_the_hub_is_down(
 
         hub.stop()
         started, rounds, unhealthy = time.monotonic(), 0, []
-        while time.monotonic() - started < OUTAGE_SECONDS:
+        while rounds < OUTAGE_ROUNDS:
             for name, obj in objects.items():
                 outcome = reconcile_object(runtime, owner, kind, obj)
                 status = json.loads(client.get(f"cluster:{name}:status") or "{}")
                 if not outcome.ok or status.get("health") != "healthy":
                     unhealthy.append((name, outcome.detail, status.get("message")))
             rounds += 1
-            time.sleep(0.5)
         print(
             f"\nhub down {time.monotonic() - started:.0f}s: {rounds} reconcile rounds of {len(names)} clusters, "
             f"{len(unhealthy)} marked unhealthy"

@@ -16,15 +16,16 @@ from typing import Any
 
 import redis
 from clusterpulse_cluster.settings import ClusterSettings
-from clusterpulse_testing.polling import eventually
 from clusterpulse_testing.servers import ServerProcess
 from fault_support import (
     TOKEN,
+    WAIT,
     ManagerProcess,
     add_cluster,
     make_hub,
     managed_objects,
     olm_objects,
+    wait_for_restart_check,
     write_config,
 )
 
@@ -50,9 +51,9 @@ def test_every_key_including_olm_is_back_within_one_interval_of_an_empty_restart
         f"cluster:{name}:{suffix}" for name in ("east", "west") for suffix in ("operators", "operators_summary")
     }
     try:
-        eventually(lambda: olm_keys <= set(client.keys("*")), "the first reconciles with OLM data", 30)
         manager.wait_log(r"manager .* started")
-        time.sleep(1.5)  # the restart watcher has seen the server (its check interval is 1 s)
+        manager.eventually(lambda: olm_keys <= set(client.keys("*")), "the first reconciles with OLM data", WAIT)
+        wait_for_restart_check(redis_url)
         before = set(client.keys("*"))
         redis_server.stop()
         redis_server.start()
@@ -63,7 +64,7 @@ def test_every_key_including_olm_is_back_within_one_interval_of_an_empty_restart
             return before - set(client.keys("*"))
 
         try:
-            eventually(lambda: not missing(), f"all {len(before)} keys back", INTERVAL)
+            manager.eventually(lambda: not missing(), f"all {len(before)} keys back", INTERVAL)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; still missing: {sorted(missing())}") from exc
         back_after = time.monotonic() - restarted

@@ -15,12 +15,22 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from clusterpulse_redis.settings import RedisSettings
 from clusterpulse_testing.hostile import HostileProxy
 from clusterpulse_testing.polling import eventually
 from fault_support import TOKEN, WAIT, ManagerProcess, add_cluster, make_hub, managed_objects, write_config
 
+from clusterpulse_core.runtime.manager import CANCEL_WAIT
+
 DRIP_TIMEOUT = 3  # spec.monitoring.timeout of the dripping clusters: the reconcile deadline
 GRACE = 2.0
+#: Healthy clusters stored / dripping ones failed: the drips hold the workers for their deadline
+#: (connection test, collection), then one reconcile whose calls request_timeout (WAIT) bounds.
+#: Without deadlines a drip holds a worker for minutes (one byte a second).
+BOUND = 3 * DRIP_TIMEOUT + WAIT
+#: SIGTERM to exit: the grace, the cut reconciles' join (CANCEL_WAIT), then the rest of the stop
+#: (informers, plugins), its calls bounded by request_timeout. Well under the long reconcile's 60 s.
+EXIT_BOUND = GRACE + CANCEL_WAIT + WAIT
 
 
 def _status(client: redis.Redis, name: str) -> dict[str, Any] | None:
@@ -34,9 +44,11 @@ def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
     hub = make_hub(kube_api)
     healthy = [kube_api(objects=managed_objects(f"node-{i}"), require_token=TOKEN) for i in range(2)]
     drip_upstream = kube_api(objects=managed_objects("slow-node"), require_token=TOKEN)
-    client = redis.Redis.from_url(redis_url)
-    with HostileProxy(drip_upstream.url) as proxy:
+    client = redis.Redis.from_url(redis_url, single_connection_client=True)
+    ours = {entry["id"] for entry in client.client_list()}  # connections before the manager's
+    with HostileProxy(drip_upstream.url) as proxy, HostileProxy(drip_upstream.url) as long_proxy:
         proxy.drip(r"^/api", bytes_per_second=1)
+        long_proxy.drip(r"^/api", bytes_per_second=1)
         # The dripping clusters come first: they take all three workers at once.
         for index in range(3):
             add_cluster(hub, f"drip-{index}", proxy.url, monitoring={"timeout": DRIP_TIMEOUT})
@@ -50,13 +62,13 @@ def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
             eventually(
                 lambda: all((_status(client, f"healthy-{i}") or {}).get("health") == "healthy" for i in range(2)),
                 "the healthy clusters' status",
-                timeout=30,
+                timeout=BOUND,
             )
             healthy_after = time.monotonic() - started
             eventually(
                 lambda: all((_status(client, f"drip-{i}") or {}).get("health") == "unhealthy" for i in range(3)),
                 "the dripping clusters' failure",
-                timeout=30,
+                timeout=BOUND,
             )
             failed_after = time.monotonic() - started
             message = _status(client, "drip-0")["message"]  # type: ignore[index]
@@ -65,28 +77,38 @@ def test_dripping_clusters_do_not_starve_healthy_ones_and_sigterm_exits_in_time(
                 f"{failed_after:.1f}s (deadline {DRIP_TIMEOUT}s): {message}"
             )
             assert "deadline exceeded" in message
-            assert healthy_after < 3 * DRIP_TIMEOUT + 10
-            assert failed_after < 3 * DRIP_TIMEOUT + 10
+            assert healthy_after < BOUND
+            assert failed_after < BOUND
 
-            # A reconcile that drips for a minute is in flight when SIGTERM arrives.
-            add_cluster(hub, "drip-long", proxy.url, monitoring={"timeout": 60})
-            eventually(lambda: client.exists("cluster:drip-long:spec"), "the long reconcile to start", timeout=WAIT)
-            time.sleep(0.5)
+            # A reconcile that drips for a minute is in flight when SIGTERM arrives: its own proxy
+            # has received its first call (the connection test), whose answer drips.
+            add_cluster(hub, "drip-long", long_proxy.url, monitoring={"timeout": 60})
+            manager.eventually(
+                lambda: any(path.startswith("/api") for _method, path, _headers in long_proxy.seen),
+                "the long reconcile's first call to its cluster",
+                timeout=BOUND,
+            )
             hub.clear_requests()
             manager.signal(signal.SIGTERM)
             sent = time.monotonic()
-            code = manager.wait(timeout=GRACE + 20)
+            code = manager.wait(timeout=EXIT_BOUND)
             exit_after = time.monotonic() - sent
             stopped_at = manager.log_time(r"manager .* stopped")
             late = [w for w in hub.writes if w.time > stopped_at]
             print(
-                f"SIGTERM -> exit {code} after {exit_after:.1f}s (grace {GRACE}s, bound grace + 5 s); "
+                f"SIGTERM -> exit {code} after {exit_after:.1f}s (grace {GRACE}s, bound {EXIT_BOUND:g} s); "
                 f"hub writes after 'stopped': {len(late)}"
             )
             assert code == 0
-            assert exit_after < GRACE + 5
+            assert exit_after < EXIT_BOUND
             assert not late
-            time.sleep(1.0)
+            # Redis has served everything the exited manager sent once it has dropped its connections
+            # (a client's commands are served before its end of stream).
+            eventually(
+                lambda: {entry["id"] for entry in client.client_list()} <= ours,
+                "Redis to drop the exited manager's connections",
+                timeout=RedisSettings().socket_timeout,
+            )
             assert _status(client, "drip-long") is None, "the cancelled reconcile wrote a status"
         finally:
             manager.stop()

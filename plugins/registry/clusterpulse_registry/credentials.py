@@ -5,7 +5,6 @@ from __future__ import annotations
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
 from clusterpulse_core.kube.credentials import CredentialsError, SecretCache, read_secret
 from clusterpulse_registry.auth import Credentials
-from clusterpulse_registry.client import Log
 from clusterpulse_registry.resource import CredentialsRef
 
 
@@ -18,7 +17,7 @@ class MissingCredentialsError(Exception):
 
 
 def registry_credentials(
-    hub: KubeClient, ref: CredentialsRef | None, namespace: str, log: Log, cache: SecretCache | None = None
+    hub: KubeClient, ref: CredentialsRef | None, namespace: str, cache: SecretCache | None = None
 ) -> Credentials:
     """Keys ``username`` and ``password`` of the Secret; anonymous only without a reference.
 

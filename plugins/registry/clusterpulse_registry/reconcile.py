@@ -151,9 +151,7 @@ class RegistryReconciler:
         """
         try:
             ctx.runtime.secrets.policy.check_endpoint(spec.endpoint)
-            credentials = registry_credentials(
-                ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.log, ctx.runtime.secrets
-            )
+            credentials = registry_credentials(ctx.hub, spec.credentials_ref, ctx.ref.namespace, ctx.runtime.secrets)
         except PolicyError as exc:
             return HealthCheckResult(error=str(exc))
         settings = ClientSettings(

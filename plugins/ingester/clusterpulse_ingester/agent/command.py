@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 import sys
 from collections.abc import Callable
@@ -142,6 +143,21 @@ def make_agent_command(config: Callable[[], Config | None], host: PluginHost) ->
     return agent_command
 
 
+#: Longest rotation grace, seconds (ten years): a longer one is no rotation, and past year 9999 a date overflows.
+MAX_GRACE = 10 * 365 * 86_400
+
+
+def _grace(given: float | None, configured: float, key: str) -> float:
+    """The grace of a rotation: ``--grace`` if given, else the setting ``key``; a finite number of seconds
+    from 0 to :data:`MAX_GRACE`, else the command fails naming where it came from."""
+    from clusterpulse_core.cliutils import fail
+
+    seconds, where = (configured, f"plugins.ingester.{key}") if given is None else (given, "--grace")
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_GRACE):
+        fail(f"{where}: must be a number of seconds from 0 to {MAX_GRACE} (ten years), got {seconds:g}")
+    return seconds
+
+
 def rotate_ca(config: Config, grace: float | None) -> int:
     """Rotate the hub's ingester CA (with the hub's kubeconfig); returns the exit code."""
     from datetime import timedelta
@@ -152,9 +168,7 @@ def rotate_ca(config: Config, grace: float | None) -> int:
     from clusterpulse_ingester.certs import CA_SECRET, CertificateError, CertificateKeeper
 
     settings = config.plugin("ingester") or IngesterSettings()
-    seconds = settings.tls_ca_rotation_grace if grace is None else grace
-    if seconds < 0:
-        fail(f"--grace: must be >= 0, got {seconds:g}")
+    seconds = _grace(grace, settings.tls_ca_rotation_grace, "tls_ca_rotation_grace")
     namespace = config.core.namespace
     try:
         hub = hub_client(config.core.kubeconfig, timeout=config.core.request_timeout)
@@ -196,9 +210,7 @@ def rotate_token(config: Config, cluster: str, grace: float | None) -> int:
             'collector_token_source is "credentials": the agents use the ClusterConnection\'s credentials '
             "token; rotate that Secret instead"
         )
-    seconds = settings.token_rotation_grace if grace is None else grace
-    if seconds < 0:
-        fail(f"--grace: must be >= 0, got {seconds:g}")
+    seconds = _grace(grace, settings.token_rotation_grace, "token_rotation_grace")
     namespace = config.core.namespace
     name = collector_token.secret_name(cluster)
     try:
