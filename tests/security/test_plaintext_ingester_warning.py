@@ -83,7 +83,8 @@ def test_both_keys_set_differently_is_an_error_naming_both(
     path = write(tmp_path, text)
     result = CliRunner().invoke(cli, ["--config", str(path), "config", "check"])
     assert result.exit_code == 1, result.output
-    assert f"error: {path}: {MISMATCH}" in result.output.splitlines()[0]
+    (error,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert error.startswith(f"error: {path}: {MISMATCH}"), error
     with pytest.raises(ConfigError) as info:
         load(str(path), env={})
     (error,) = info.value.errors
