@@ -378,30 +378,11 @@ class KubeAPI:
         short_names: Iterable[str] = (),
         singular: str | None = None,
     ) -> Obj:
-        """Register a custom resource by creating its CustomResourceDefinition; returns the CRD."""
-        version_spec: Obj = {
-            "name": version,
-            "served": True,
-            "storage": True,
-            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-        }
-        if status_subresource:
-            version_spec["subresources"] = {"status": {}}
-        names: Obj = {"kind": kind, "plural": plural, "singular": singular or kind.lower(), "listKind": f"{kind}List"}
-        if short_names:
-            names["shortNames"] = builtins.list(short_names)
-        crd = {
-            "apiVersion": f"{CRD_GROUP}/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {
-                "group": group,
-                "names": names,
-                "versions": [version_spec],
-                "scope": "Namespaced" if namespaced else "Cluster",
-            },
-        }
-        return self.create(crd)
+        """Register a custom resource by creating its CustomResourceDefinition (:func:`any_content_crd`);
+        returns the CRD."""
+        return self.create(
+            any_content_crd(group, version, kind, plural, namespaced, status_subresource, short_names, singular)
+        )
 
     def seed(self, objects: Iterable[Mapping[str, Any]]) -> builtins.list[Obj]:
         """Create many objects (CRDs first, then namespaces, then the rest, otherwise in order)."""
@@ -538,6 +519,42 @@ def _sourced_objects(objects: str) -> builtins.list[tuple[str, Obj]]:
         except (ValueError, yaml.YAMLError) as exc:
             raise SeedError(f"{file}: cannot be read: {exc}".splitlines()[0]) from exc
     return sourced
+
+
+def any_content_crd(
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    namespaced: bool = True,
+    status_subresource: bool = True,
+    short_names: Iterable[str] = (),
+    singular: str | None = None,
+) -> Obj:
+    """A CustomResourceDefinition serving ``kind`` with any content (no schema bounds), to seed an
+    emulator with or create in it (:meth:`KubeAPI.add_crd`)."""
+    version_spec: Obj = {
+        "name": version,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    if status_subresource:
+        version_spec["subresources"] = {"status": {}}
+    names: Obj = {"kind": kind, "plural": plural, "singular": singular or kind.lower(), "listKind": f"{kind}List"}
+    if short_names:
+        names["shortNames"] = builtins.list(short_names)
+    return {
+        "apiVersion": f"{CRD_GROUP}/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": names,
+            "versions": [version_spec],
+            "scope": "Namespaced" if namespaced else "Cluster",
+        },
+    }
 
 
 def seed_checked(api: KubeAPI, sourced: Iterable[tuple[str, Obj]], crds: Iterable[Mapping[str, Any]] = ()) -> int:

@@ -24,6 +24,7 @@ import redis
 import three_node
 from cluster_support import EXAMPLE_CLOCK, Harness
 from clusterpulse_cluster.info import derive_console_url
+from clusterpulse_testing.kube_api import any_content_crd
 from clusterpulse_testing.vectors import cases, with_reader_decisions
 
 from clusterpulse_core.serde import loads, parse_time
@@ -151,7 +152,7 @@ def managed_objects(managed: dict[str, Any]) -> list[dict[str, Any]]:
 def olm_objects(args: dict[str, Any]) -> list[dict[str, Any]]:
     """Subscriptions and CSVs of a ``store_operators_from_olm`` example."""
     objects = [
-        three_node.crd("operators.coreos.com", kind, plural, "Namespaced", "v1alpha1")
+        any_content_crd("operators.coreos.com", "v1alpha1", kind, plural)
         for kind, plural in (("Subscription", "subscriptions"), ("ClusterServiceVersion", "clusterserviceversions"))
     ]
     namespaces = set()
@@ -173,7 +174,7 @@ def olm_objects(args: dict[str, Any]) -> list[dict[str, Any]]:
 
 def cluster_operator_objects(args: dict[str, Any]) -> list[dict[str, Any]]:
     """ClusterOperators of a ``store_cluster_operators_from_openshift`` example."""
-    objects = [three_node.crd("config.openshift.io", "ClusterOperator", "clusteroperators", "Cluster")]
+    objects = [any_content_crd("config.openshift.io", "v1", "ClusterOperator", "clusteroperators", namespaced=False)]
     for name, status in args["clusteroperators_status"].items():
         objects.append(
             {

@@ -9,34 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterpulse_testing.kube_api import any_content_crd
+
 GI = 1024**3
 MI = 1024**2
 T1, T2, T3 = "2024-12-01T10:00:00Z", "2024-12-01T10:00:30Z", "2024-12-24T08:00:00Z"
 TOKEN = "three-node-token"
 VERSION = {"gitVersion": "v1.27.16+03a907c", "platform": "linux/amd64"}
-
-
-def crd(group: str, kind: str, plural: str, scope: str, version: str = "v1") -> dict[str, Any]:
-    """A CustomResourceDefinition accepting any content."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": scope,
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
 
 
 def pod(
@@ -262,11 +241,11 @@ WORKLOADS = [
 ]
 
 OPENSHIFT = [
-    crd("config.openshift.io", "ClusterVersion", "clusterversions", "Cluster"),
-    crd("config.openshift.io", "ClusterOperator", "clusteroperators", "Cluster"),
-    crd("route.openshift.io", "Route", "routes", "Namespaced"),
-    crd("operators.coreos.com", "Subscription", "subscriptions", "Namespaced", "v1alpha1"),
-    crd("operators.coreos.com", "ClusterServiceVersion", "clusterserviceversions", "Namespaced", "v1alpha1"),
+    any_content_crd("config.openshift.io", "v1", "ClusterVersion", "clusterversions", namespaced=False),
+    any_content_crd("config.openshift.io", "v1", "ClusterOperator", "clusteroperators", namespaced=False),
+    any_content_crd("route.openshift.io", "v1", "Route", "routes"),
+    any_content_crd("operators.coreos.com", "v1alpha1", "Subscription", "subscriptions"),
+    any_content_crd("operators.coreos.com", "v1alpha1", "ClusterServiceVersion", "clusterserviceversions"),
     {
         "apiVersion": "config.openshift.io/v1",
         "kind": "ClusterVersion",

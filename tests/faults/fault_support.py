@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import redis
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_redis.settings import RedisSettings
+from clusterpulse_testing.kube_api import any_content_crd
 from clusterpulse_testing.polling import STARTUP, eventually
 from clusterpulse_testing.tls import loopback_ca
 from malformed_corpus import Corpus
@@ -93,36 +94,13 @@ def managed_objects(*node_names: str) -> list[dict[str, Any]]:
     ]
 
 
-def crd(group: str, kind: str, plural: str, version: str = "v1", scope: str = "Namespaced") -> dict[str, Any]:
-    """A CustomResourceDefinition serving ``kind`` (the managed-cluster emulator serves its objects)."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": scope,
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
-
-
 def olm_objects(name: str = "cert-manager") -> list[dict[str, Any]]:
     """OLM on a managed cluster: its CRDs, one Subscription and its installed ClusterServiceVersion."""
     group, version = "operators.coreos.com", "v1alpha1"
     csv = f"{name}.v1.0.0"
     return [
-        crd(group, "Subscription", "subscriptions", version),
-        crd(group, "ClusterServiceVersion", "clusterserviceversions", version),
+        any_content_crd(group, version, "Subscription", "subscriptions"),
+        any_content_crd(group, version, "ClusterServiceVersion", "clusterserviceversions"),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
         {
             "apiVersion": f"{group}/{version}",
