@@ -19,7 +19,8 @@ who declares it and how it is called is generated from the specifications in
 Phases, in the order a run calls them:
 
 1. **Registration** — ``clusterpulse_addhooks``, as each plugin is registered.
-2. **Configuration** — ``clusterpulse_settings_class``, then ``clusterpulse_configure``.
+2. **Configuration** — ``clusterpulse_settings_class``, then ``clusterpulse_configure``, then
+   ``clusterpulse_check_config``.
 3. **Registries** — ``clusterpulse_register_functions`` and the plugins' own registry hooks,
    at the first use of the contributions (start-up, or a command that needs them).
 4. **Command line** — ``clusterpulse_add_commands`` (the CLI only).
@@ -172,6 +173,19 @@ def clusterpulse_configure(config: Config, settings: Any) -> None:
     ``None``); ``config`` is the whole configuration, for core settings such as the watch
     namespace. Raise :class:`clusterpulse_core.config.ConfigError` for settings that are
     valid one by one but not together.
+    """
+
+
+@hookspec
+@called("each plugin, in load order, once every plugin is configured (by run and config check alike)")
+def clusterpulse_check_config(config: Config, plugins: PluginHost) -> Sequence[str] | None:
+    """Problems that only show with the other plugins configured: one line each, naming the keys.
+
+    Called after ``clusterpulse_configure`` has reached every plugin, by the one validation path
+    (:func:`clusterpulse_core.runtime.bootstrap.diagnose`), so ``config check`` reports what ``run``
+    refuses to start with. ``plugins`` answers another plugin's hooks (``plugins.hook(name)``),
+    which give that plugin's view of its own settings without importing it. Return ``None`` or an
+    empty list when all is well; raising is reported as a problem naming this plugin.
     """
 
 

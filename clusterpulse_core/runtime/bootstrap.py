@@ -131,11 +131,15 @@ def diagnose(
     except PluginError as exc:
         problems.append(str(exc))
     if config is not None:
+        configured = True
         for name in host.order:
             try:
                 host.configure_one(config, name)
             except PluginError as exc:
                 problems.append(str(exc))
+                configured = False
+        if configured:
+            problems += cross_plugin_problems(config, host)
     for check in (lambda: host.contributions, lambda: host.kinds):
         try:
             check()
@@ -153,6 +157,15 @@ def diagnose(
     if config is not None:
         warnings += settings_warnings(config)
     return Diagnosis(host, plan, config, tuple(problems), raw.source, tuple(warnings))
+
+
+def cross_plugin_problems(config: Config, host: PluginHost) -> list[str]:
+    """What ``clusterpulse_check_config`` finds, every plugin's lines (a plugin that raises: one line naming it)."""
+    try:
+        answers = host.call_each("clusterpulse_check_config", config=config, plugins=host)
+    except PluginError as exc:
+        return [str(exc)]
+    return [str(line) for _name, lines in answers for line in lines or ()]
 
 
 def build_runtime(

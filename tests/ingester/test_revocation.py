@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import base64
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import grpc
 import pytest
+from clusterpulse_ingester import server
+from clusterpulse_ingester.auth import HubView, KnownCluster
 from clusterpulse_ingester.plugin import IngesterPlugin
 from clusterpulse_ingester.proto import collector_pb2 as pb
 from clusterpulse_ingester.server import REFUSED
@@ -21,6 +24,7 @@ from push_support import (
     CC_API,
     HUB_NAMESPACE,
     TOKEN,
+    WAIT,
     Stream,
     agent_connection,
     cluster_connection,
@@ -152,3 +156,43 @@ def test_a_changed_token_secret_queues_the_cluster_whose_token_it_holds(
     # The Secrets' events are handled in order: once the holder's is seen, the decoy's was too.
     eventually(lambda: "edge" in queued, f"the change of {holder} to queue edge", timeout=REVOCATION_BOUND)
     assert queued == ["edge"]
+
+
+def test_a_hub_change_rechecks_only_the_streams_of_its_cluster(
+    start_ingester: Callable[..., tuple[Runtime, Any]], hub: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every status patch of every cluster is a hub event: it looks up that cluster's streams only.
+
+    The periodic pass is pushed out of the test's reach so that every look-up counted is an event's.
+    The last change (``third`` deleted) is also the marker: the watch delivers the changes in order
+    and the loop runs them in order, so once ``third`` is revoked the change of ``edge`` was checked.
+    """
+    hub.create(secret("third-token", "hub-credential-third"))
+    hub.create(collector_secret("third", TOKEN + "third"))
+    hub.create(cluster_connection("third", "https://127.0.0.1:1", push=True))
+    monkeypatch.setattr(server, "RECHECK_INTERVAL", 3600.0)
+    looked: list[str] = []
+    real_lookup = HubView.lookup
+
+    def counting_lookup(view: HubView, cluster: str) -> KnownCluster:
+        looked.append(cluster)
+        return real_lookup(view, cluster)
+
+    monkeypatch.setattr(HubView, "lookup", counting_lookup)
+    runtime, _ = start_ingester()
+    streams = []
+    for cluster, count in (("edge", 3), ("other", 3), ("third", 1)):
+        for _ in range(count):
+            stream = Stream(_port(runtime), TOKEN + cluster)
+            assert stream.register(cluster, TOKEN + cluster).HasField("config")
+            streams.append(stream)
+    looked.clear()
+
+    current = hub.get(CC_API, "clusterconnections", "edge", HUB_NAMESPACE)
+    current["metadata"].setdefault("labels", {})["touched"] = "yes"
+    hub.update(current)
+    hub.delete(CC_API, "clusterconnections", "third", HUB_NAMESPACE)
+    eventually(lambda: agent_connection(runtime.plugins, "third") is None, "third's stream revoked", timeout=WAIT)
+    for stream in streams:
+        stream.close()
+    assert Counter(looked) == {"edge": 3, "third": 1}, "each change looks up its own cluster's streams, once each"

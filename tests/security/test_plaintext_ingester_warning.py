@@ -12,12 +12,13 @@ from click.testing import CliRunner
 from clusterpulse_cluster.agent_deploy.deployer import ingester_transport
 
 from clusterpulse_core.cli import cli
+from clusterpulse_core.config import ConfigError
 from clusterpulse_core.kube.client import KubeClient
-from clusterpulse_core.plugins import PluginError
 from clusterpulse_core.runtime.bootstrap import build_runtime, load, start_plugins, stop_plugins
 
 INGESTER = "plugins.ingester.tls_enabled: false: the ingester (and the agent, to it) speaks plaintext"
 AGENTS = "plugins.cluster.ingester_tls_enabled: false: deployed agents push to the ingester in plaintext"
+MISMATCH = "plugins.cluster.ingester_tls_enabled = true disagrees with plugins.ingester.tls_enabled = false"
 PLUGINS = '[clusterpulse]\nplugins = ["redis", "cluster", "ingester"]\n'
 
 
@@ -74,18 +75,22 @@ def test_the_ingester_decides_what_deployed_agents_get(tmp_path: Path, redis_url
 def test_both_keys_set_differently_is_an_error_naming_both(
     tmp_path: Path, redis_url: str, kube_api: Callable[..., Any]
 ) -> None:
-    hub = KubeClient(kube_api().api_client())
+    """``config check`` reports it and ``run`` refuses to start: one validation path (``clusterpulse_check_config``)."""
     text = (
         PLUGINS + f'[plugins.redis]\nurl = "{redis_url}"\n'
         "[plugins.ingester]\nenabled = false\ntls_enabled = false\n[plugins.cluster]\ningester_tls_enabled = true\n"
     )
-    config, host = load(str(write(tmp_path, text)), env={})
-    runtime = build_runtime(config, host, hub=hub)
-    with pytest.raises(PluginError) as info:
-        start_plugins(runtime)
-    message = str(info.value)
-    assert "plugins.cluster.ingester_tls_enabled = true disagrees with plugins.ingester.tls_enabled = false" in message
+    path = write(tmp_path, text)
+    result = CliRunner().invoke(cli, ["--config", str(path), "config", "check"])
+    assert result.exit_code == 1, result.output
+    (error,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert error.startswith(f"error: {path}: {MISMATCH}"), error
+    with pytest.raises(ConfigError) as info:
+        load(str(path), env={})
+    (error,) = info.value.errors
+    assert error.startswith(MISMATCH), error
     # The same value in both is fine (and what INGESTER_TLS_ENABLED, which sets both, gives).
+    hub = KubeClient(kube_api().api_client())
     config, host = load(str(write(tmp_path, text.replace("= true", "= false"))), env={})
     runtime = build_runtime(config, host, hub=hub)
     start_plugins(runtime)

@@ -8,7 +8,7 @@ from datetime import datetime
 from clusterpulse_model import ClusterMetrics, HealthVerdict, cluster_health
 from clusterpulse_model.fleet import Fleet
 
-from clusterpulse_cluster.agent_deploy.deployer import ingester_transport
+from clusterpulse_cluster.agent_deploy.deployer import TransportMismatchError, ingester_transport
 from clusterpulse_cluster.clusteroperators import ClusterOperatorsCollector
 from clusterpulse_cluster.crd import CLUSTER_CONNECTION
 from clusterpulse_cluster.fleet import FLEET
@@ -26,6 +26,7 @@ from clusterpulse_core.context import ManagedClusterAddress, ManagedClusterError
 from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.kinds import ResourceKind
 from clusterpulse_core.kube.client import KubeClient, NotFoundError
+from clusterpulse_core.plugins import PluginHost
 
 
 class ClusterPlugin:
@@ -63,10 +64,14 @@ class ClusterPlugin:
         self.reconciler = ClusterReconciler(self.settings, self.now)
 
     @hookimpl
-    def clusterpulse_start(self, runtime: Runtime) -> None:
-        """Refuse to start when ``ingester_tls_enabled`` is set and disagrees with the ingester's ``tls_enabled``
-        (one setting decides what deployed agents get)."""
-        ingester_transport(runtime.plugins, self.settings)
+    def clusterpulse_check_config(self, config: Config, plugins: PluginHost) -> Sequence[str]:
+        """``ingester_tls_enabled`` set and disagreeing with the ingester's ``tls_enabled`` is a problem (one
+        setting decides what deployed agents get): ``config check`` reports it and ``run`` refuses to start."""
+        try:
+            ingester_transport(plugins, self.settings)
+        except TransportMismatchError as exc:
+            return [str(exc)]
+        return []
 
     @hookimpl
     def clusterpulse_storage_lost(self, runtime: Runtime, reason: str) -> None:

@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -96,24 +97,28 @@ def check_tokens(known: KnownCluster, register_token: str, metadata_token: str) 
     return digest(presented[0])
 
 
-class _Changed:
-    """Informer handler: every add, update or delete calls ``notify(obj, added)`` (the periodic resync
-    does not); ``added`` is True for a new object."""
+#: What :class:`_Changed` reports of an object.
+ADDED, UPDATED, DELETED = "added", "updated", "deleted"
 
-    def __init__(self, notify: Callable[[Obj, bool], None]) -> None:
+
+class _Changed:
+    """Informer handler: every add, update or delete calls ``notify(obj, change)`` with ``change`` one
+    of :data:`ADDED`, :data:`UPDATED`, :data:`DELETED` (the periodic resync does not)."""
+
+    def __init__(self, notify: Callable[[Obj, str], None]) -> None:
         self._notify = notify
 
     def on_add(self, obj: Obj) -> None:
         """A new object."""
-        self._notify(obj, True)
+        self._notify(obj, ADDED)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """A changed object."""
-        self._notify(new, False)
+        self._notify(new, UPDATED)
 
     def on_delete(self, obj: Obj) -> None:
         """A deleted object."""
-        self._notify(obj, False)
+        self._notify(obj, DELETED)
 
     def on_resync(self, obj: Obj) -> None:
         """Nothing changed."""
@@ -138,11 +143,13 @@ class HubView:
 
     The clusters' objects are read through ``fleet``, the cluster plugin's typed view
     (``clusterpulse_fleet``): its kind is what is watched, and each object is read as a
-    :class:`~clusterpulse_model.fleet.FleetCluster`. ``on_change(token_of)`` is called (on an
-    informer thread) after every change, so the caller can check its open streams again;
-    ``token_of`` names the cluster whose token Secret was changed or deleted (``""`` for any other
-    change). Which Secret holds which cluster's token comes from the clusters themselves, never
-    from the Secret. Until both caches have synced every look-up fails with ``not_ready``.
+    :class:`~clusterpulse_model.fleet.FleetCluster`. ``on_change(cluster, token_changed)`` is
+    called (on an informer thread) after every change, so the caller can check that cluster's open
+    streams again: ``cluster`` is the changed ClusterConnection's name, or for a Secret the cluster
+    whose tokens it holds (``""``: nothing of ours); ``token_changed`` is True when that token
+    Secret was changed or deleted (not added). Which Secret holds which cluster's token comes from
+    the clusters themselves, never from the Secret: an index kept from the ClusterConnection
+    events. Until both caches have synced every look-up fails with ``not_ready``.
     """
 
     def __init__(
@@ -150,7 +157,7 @@ class HubView:
         hub: KubeClient,
         core: CoreSettings,
         fleet: Fleet,
-        on_change: Callable[[str], None],
+        on_change: Callable[[str, bool], None],
         token_source: str = collector_token.HUB,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
@@ -160,10 +167,44 @@ class HubView:
         self.clock = clock
         self._connections = Informer.from_settings(hub, fleet.kind, self.namespace, core)
         self._secrets = Informer.from_settings(hub, SECRET_KIND, self.namespace, core)
-        self._connections.add_handler(_Changed(lambda obj, added: on_change("")))
-        self._secrets.add_handler(_Changed(lambda obj, added: on_change("" if added else self.token_of(obj))))
+        self._on_change = on_change
+        #: Which push clusters' tokens each Secret ``(namespace, name)`` holds, and the reverse; kept
+        #: from the ClusterConnection events so a Secret event decodes no cluster.
+        self._holders: dict[tuple[str, str], set[str]] = {}
+        self._held: dict[str, tuple[str, str]] = {}
+        self._index_lock = threading.Lock()
+        self._connections.add_handler(_Changed(self._connection_changed))
+        self._secrets.add_handler(_Changed(self._secret_changed))
         #: Per cluster, the last answer of :meth:`lookup`, reused while its objects are unchanged.
         self._looked: dict[str, _Looked] = {}
+
+    def _connection_changed(self, obj: Obj, change: str) -> None:
+        known = self.fleet.cluster(obj)
+        with self._index_lock:
+            previous = self._held.pop(known.name, None)
+            if previous is not None:
+                holders = self._holders.get(previous, set())
+                holders.discard(known.name)
+                if not holders:
+                    self._holders.pop(previous, None)
+            if known.push and change != DELETED:
+                held = self.token_secret(known)
+                self._held[known.name] = held
+                self._holders.setdefault(held, set()).add(known.name)
+        self._on_change(known.name, False)
+
+    def _secret_changed(self, obj: Obj, change: str) -> None:
+        holding = self._holding(obj)
+        for cluster in holding:
+            self._on_change(cluster, change != ADDED)
+        if not holding:
+            self._on_change("", False)
+
+    def _holding(self, secret: Obj) -> list[str]:
+        meta = secret.get("metadata") or {}
+        held = (str(meta.get("namespace") or self.namespace), str(meta.get("name") or ""))
+        with self._index_lock:
+            return sorted(self._holders.get(held, ()))
 
     def start(self, timeout: float) -> bool:
         """Start both informers; True when both synced within ``timeout`` seconds."""
@@ -183,14 +224,10 @@ class HubView:
         return cluster.credentials.namespace, cluster.credentials.name
 
     def token_of(self, secret: Obj) -> str:
-        """The cluster whose accepted tokens ``secret`` holds, or ``""`` (asked of every cached cluster)."""
-        meta = secret.get("metadata") or {}
-        held = (str(meta.get("namespace") or self.namespace), str(meta.get("name") or ""))
-        for obj in self._connections.items():
-            known = self.fleet.cluster(obj)
-            if known.push and self.token_secret(known) == held:
-                return known.name
-        return ""
+        """The push cluster whose accepted tokens ``secret`` holds, or ``""`` (the first by name when
+        several clusters share one credentials Secret)."""
+        holding = self._holding(secret)
+        return holding[0] if holding else ""
 
     def lookup(self, cluster: str) -> KnownCluster:
         """The tokens accepted for ``cluster`` now; :class:`AuthError` when it is not a push cluster we know.

@@ -65,7 +65,7 @@ STOPPING = "ingester stopping"
 REFUSED = "refused by the ingester; the reason is in the hub's log"
 SERVICE = "clusterpulse.collector.v1.CollectorService"
 #: The kind whose objects' shard owner takes a cluster's agent (the cluster plugin's kind, by name).
-#: Seconds between two checks of the open streams against the hub's caches (besides every hub change).
+#: Seconds between two checks of every open stream against the hub's caches (a hub change checks its cluster's).
 RECHECK_INTERVAL = 0.5
 #: The first wait imposed on a peer address after ``auth_failures_before_backoff`` failures, seconds.
 FIRST_BACKOFF = 0.5
@@ -202,7 +202,7 @@ class _Peer:
     stream_id: int | None = None
     cluster: str = ""
     version: str = ""
-    #: Digest of the token the stream registered with (checked again on every hub change).
+    #: Digest of the token the stream registered with (checked again on every hub change of its cluster).
     token_digest: bytes = b""
     #: Why the hub revoked the stream (its ClusterConnection deleted, switched to pull, its token changed).
     revoked: str = ""
@@ -249,6 +249,8 @@ class IngesterServer:
         self._thread: threading.Thread | None = None
         self._stop_event: asyncio.Event | None = None
         self._peers: set[_Peer] = set()
+        #: The registered streams per cluster (what a hub change of one cluster checks again).
+        self._by_cluster: dict[str, set[_Peer]] = {}
         self._pushes: set[asyncio.Future[None]] = set()
         self._inflight = 0
         self._stopping = False
@@ -383,31 +385,37 @@ class IngesterServer:
             except RuntimeError:
                 pass
 
-    def _hub_changed(self, token_of: str) -> None:
-        """A ClusterConnection or Secret changed (informer thread): check the open streams again.
+    def _hub_changed(self, cluster: str, token_changed: bool) -> None:
+        """A ClusterConnection or Secret of ``cluster`` changed (informer thread): check its open streams again.
 
-        A collector token that changed (rotated, or deleted so that it is minted again) also queues
-        its cluster ``token_of``, whose reconcile gives the agent the new token now rather than at
-        its next interval. A token just added needs no such reconcile: the reconcile that minted it
-        is the one handing it to the agent.
+        Only that cluster's streams: every status patch of every cluster is such an event, so
+        checking all streams each time would cost streams x events look-ups on the event loop.
+        ``""`` (a Secret that holds no cluster's token) checks nothing; the periodic pass still
+        looks at every stream. A collector token that changed (rotated, or deleted so that it is
+        minted again) also queues its cluster, whose reconcile gives the agent the new token now
+        rather than at its next interval. A token just added needs no such reconcile: the
+        reconcile that minted it is the one handing it to the agent.
         """
-        if token_of:
-            self.runtime.request_resync(f"collector token of cluster {token_of} changed", self._cluster_ref(token_of))
+        if not cluster:
+            return
+        if token_changed:
+            self.runtime.request_resync(f"collector token of cluster {cluster} changed", self._cluster_ref(cluster))
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:
-                loop.call_soon_threadsafe(self._recheck)
+                loop.call_soon_threadsafe(self._recheck, cluster)
             except RuntimeError:
                 pass
 
     # ------------------------------------------------------------------ event loop
 
-    def _recheck(self) -> None:
-        """End every registered stream whose registration the hub no longer accepts."""
+    def _recheck(self, cluster: str | None = None) -> None:
+        """End every registered stream (of ``cluster``, else of all) whose registration the hub no longer accepts."""
         view = self._hub_view
         if view is None:
             return
-        for peer in list(self._peers):
+        peers = self._peers if cluster is None else self._by_cluster.get(cluster, ())
+        for peer in list(peers):
             if peer.stream_id is None or peer.revoked:
                 continue
             try:
@@ -607,11 +615,19 @@ class IngesterServer:
 
     def _forget(self, peer: _Peer) -> None:
         self._peers.discard(peer)
+        self._unindex(peer)
         self._registered(peer)
         if peer.stream_id is not None:
             self.table.remove(peer.stream_id)
             peer.stream_id = None
             self.metrics.connected.set(len(self.table))
+
+    def _unindex(self, peer: _Peer) -> None:
+        streams = self._by_cluster.get(peer.cluster)
+        if streams is not None:
+            streams.discard(peer)
+            if not streams:
+                del self._by_cluster[peer.cluster]
 
     async def _handle(self, peer: _Peer, request: pb.ConnectRequest, metadata_token: str) -> None:
         kind = request.WhichOneof("payload")
@@ -719,7 +735,9 @@ class IngesterServer:
             self.table.remove(peer.stream_id)
         self.agents.learn(name, known.agent)
         self.agents.learn_endpoint(name, known.endpoint)
+        self._unindex(peer)
         peer.cluster, peer.version, peer.token_digest = name, register.version, token_digest
+        self._by_cluster.setdefault(name, set()).add(peer)
         peer.stream_id = self.table.register(name, register.version, self.clock())
         self.metrics.connected.set(len(self.table))
         log.info("agent registered: cluster %s, version %s", name, register.version or "?")
