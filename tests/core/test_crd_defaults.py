@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import kubernetes.client
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.config import Config, CoreSettings
@@ -178,9 +178,9 @@ def test_the_runtime_reconciles_with_defaults_a_hub_did_not_apply(kube_api: Any)
     manager = Manager(runtime, identity="defaults-test")  # the controllers
     manager.start()
     try:
-        deadline = time.monotonic() + 15
-        while len(plugin.seen) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        # The manager's first reconcile: its informer's list and the reconcile, each call bounded
+        # by request_timeout.
+        eventually(lambda: len(plugin.seen) >= 2, "the controller's reconcile", 2 * config.core.request_timeout)
     finally:
         manager.stop()
     assert len(plugin.seen) >= 2
