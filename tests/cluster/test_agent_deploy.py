@@ -13,14 +13,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import pytest
 import three_node
 from cluster_support import CC_API, HUB_NAMESPACE, Harness
 from clusterpulse_cluster.agent_deploy.deployer import FINALIZER
 from clusterpulse_cluster.agent_deploy.plan import controller_version, image_tag
 from clusterpulse_ingester import hookspecs as ingester_hookspecs
+from clusterpulse_testing.polling import eventually
 
 from clusterpulse_core import hookimpl
 from clusterpulse_core.clock import utcnow
+from clusterpulse_core.config import CoreSettings
 from clusterpulse_core.hookspecs import HookDeclarer
 from clusterpulse_core.runtime.manager import Manager
 
@@ -62,11 +65,12 @@ def writes(cluster: Any, path_part: str = "") -> list[tuple[str, str]]:
     return [(method, path) for method, path, _ in cluster.requests if method in WRITES and path_part in path]
 
 
-def wait(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+#: One reconcile against loopback servers: each of its calls is bounded by ``request_timeout``.
+WAIT = CoreSettings().request_timeout
+
+
+def wait(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
+    eventually(condition, what, timeout)
 
 
 def publish_ca(harness: Harness) -> None:
@@ -468,7 +472,7 @@ def test_delete_removes_every_object_then_the_finalizer(harness: Harness, kube_a
 
 
 def test_an_unreachable_cluster_holds_deletion_only_until_the_timeout(
-    make_harness: Callable[..., Harness], kube_api: Callable[..., Any]
+    make_harness: Callable[..., Harness], kube_api: Callable[..., Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     harness = make_harness(settings={"agent_removal_timeout": 3.0})
     cluster = managed(kube_api)
@@ -484,7 +488,11 @@ def test_an_unreachable_cluster_holds_deletion_only_until_the_timeout(
         cluster.stop()
         started = time.monotonic()
         harness.hub.delete(CC_API, "clusterconnections", "east", HUB_NAMESPACE)
-        time.sleep(0.5)
+        # The first removal attempt after the deletion has failed (and is retried): the deletion waits.
+        wait(
+            lambda: any("removing the agent failed" in record.getMessage() for record in caplog.records),
+            "the first removal attempt",
+        )
         assert harness.hub.get(CC_API, "clusterconnections", "east", HUB_NAMESPACE) is not None, (
             "deletion must wait for the removal"
         )

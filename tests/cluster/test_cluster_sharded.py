@@ -86,6 +86,17 @@ def reconciles(manager: Manager) -> float:
 def test_sharded_replicas_split_the_clusters_and_store_into_a_redis_cluster(
     hub: Any, kube_api: Callable[..., Any], redis_cluster: RedisClusterProcesses, managers: list[Manager]
 ) -> None:
+    api_version = f"{CLUSTER_CONNECTION.group}/{CLUSTER_CONNECTION.version}"
+
+    def settled(manager: Manager) -> bool:
+        controller = manager.controllers["ClusterConnection"]
+        for index in range(CLUSTERS):
+            cached = controller.informer.get(HUB_NAMESPACE, f"c{index}")
+            current = hub.get(api_version, CLUSTER_CONNECTION.plural, f"c{index}", HUB_NAMESPACE)
+            if cached is None or cached["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
+                return False
+        return not controller.queue.due() and not controller.queue.in_flight
+
     managed = kube_api(objects=three_node.objects(), version=three_node.VERSION, require_token=three_node.TOKEN)
     for manager in managers:
         manager.start()
@@ -110,7 +121,9 @@ def test_sharded_replicas_split_the_clusters_and_store_into_a_redis_cluster(
             "every cluster reconciled and stored",
             timeout=WAIT,
         )
-        time.sleep(1.0)  # nothing else is due within the 30 s interval: no second reconcile anywhere
+        # Nothing else is due before the 30 s interval: every replica's informer has seen the hub's
+        # last write of every cluster (the status patches) and its queue has nothing due or in flight.
+        eventually(lambda: all(map(settled, managers)), "every replica caught up and idle", timeout=WAIT)
         counts = [reconciles(manager) for manager in managers]
         assert sum(counts) == CLUSTERS and all(count > 0 for count in counts), counts
         owned = [

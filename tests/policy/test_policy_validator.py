@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -47,15 +46,32 @@ def test_only_the_leader_cleans_up_and_validates(runtime: Runtime, redis_url: st
     runtime.store.put(piece("p1", spec(users=("alice",)), NOW))
     client.set("policy:eval:alice:c1", "1")
     leading = False
-    runtime.leader_check = lambda: leading
+    answers: list[bool] = []  # every leader check the validator made, in order
+
+    def leader_check() -> bool:
+        answers.append(leading)
+        return leading
+
+    def declined_since(mark: int) -> int:
+        return sum(1 for answer in answers[mark:] if not answer)
+
+    def idle_for_three_polls(key: str, runs: int) -> None:
+        """Nothing touched while the validator asks three times (and is told it does not lead)."""
+        mark = len(answers)
+
+        def untouched_so_far() -> bool:
+            assert client.exists(key) and validator.runs == runs
+            return declined_since(mark) >= 3
+
+        eventually(untouched_so_far, "three declined leader polls", 3 * LEADER_POLL + WAIT)
+        assert client.exists(key) and validator.runs == runs
+
+    runtime.leader_check = leader_check
     validator = Validator(runtime, interval=0.2, clock=lambda: NOW)
     validator.start()
     try:
-        # not leading: several intervals pass and nothing is touched
-        deadline = time.monotonic() + 5 * validator.interval
-        while time.monotonic() < deadline:
-            assert client.exists("policy:eval:alice:c1") and validator.runs == 0
-            time.sleep(validator.interval / 4)
+        # not leading: the validator polls (every LEADER_POLL) and touches nothing
+        idle_for_three_polls("policy:eval:alice:c1", 0)
         assert "validated_at" not in loads(client.hget(f"policy:{NAMESPACE}:p1", "status"))
         leading = True
         # the clean-up at once, then one run per interval (and the leader poll before noticing)
@@ -67,13 +83,12 @@ def test_only_the_leader_cleans_up_and_validates(runtime: Runtime, redis_url: st
             "validated_at": "2025-06-01T00:00:00Z",
         }
         leading = False
-        time.sleep(validator.interval)  # a run in progress may finish
+        # A run in progress has finished once the validator's thread asks again and is told no.
+        mark = len(answers)
+        eventually(lambda: declined_since(mark) >= 1, "the validator to see it no longer leads", LEADER_POLL + WAIT)
         runs = validator.runs
         client.set("policy:eval:bob:c1", "1")
-        deadline = time.monotonic() + 5 * validator.interval
-        while time.monotonic() < deadline:
-            assert validator.runs == runs and client.exists("policy:eval:bob:c1")
-            time.sleep(validator.interval / 4)
+        idle_for_three_polls("policy:eval:bob:c1", runs)
     finally:
         validator.stop()
         client.close()
