@@ -242,7 +242,12 @@ def test_a_batch_resent_while_its_first_copy_is_stored_is_stored_once(
     second = Stream(_port(runtime), TOKEN + "edge")
     second.register("edge", TOKEN + "edge")
     second.send(pb.ConnectRequest(metrics=batch("edge", "b-1")))
-    time.sleep(0.3)  # let the resend reach the ingester while the first copy still waits
+    # The resend has reached the ingester (counted as it arrives) while the first copy still waits.
+    eventually(
+        lambda: _sample(runtime, "clusterpulse_ingester_batches_received_total") >= 2,
+        "the resend to reach the ingester",
+        timeout=WAIT,
+    )
     gated.gate.set()
     ack = second.recv().ack
     assert (ack.batch_id, ack.success) == ("b-1", True)
