@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from alerts_support import (
     GROUP_VERSION,
@@ -23,6 +25,7 @@ from alerts_support import (
     secret,
     start_controller,
 )
+from clusterpulse_alerts import alertrule
 from clusterpulse_testing.polling import eventually
 
 PLUGINS = ("redis", "cluster", "metricsource", "alerts")
@@ -148,3 +151,29 @@ def test_invalid_alert_rules_get_phase_error_with_the_position(
         assert function["errorPosition"] == 0
     finally:
         controller.stop()
+
+
+class _WatchedPattern:
+    """The duration pattern, recording the length of every text it is asked to search."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.searched: list[int] = []
+
+    def findall(self, text: str) -> list[Any]:
+        self.searched.append(len(text))
+        return self.pattern.findall(text)
+
+
+def test_a_duration_longer_than_its_limit_is_refused_before_it_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    watched = _WatchedPattern(alertrule._DURATION)
+    monkeypatch.setattr(alertrule, "_DURATION", watched)
+    hostile = "1s" * (512 * 1024)  # 1 MiB of a valid-looking duration
+
+    with pytest.raises(alertrule.RuleError) as refused:
+        alertrule.parse_duration(hostile)
+
+    assert watched.searched == [], "the hostile text never reached the regex"
+    assert refused.value.field == "spec.for"
+    assert f"longer than {alertrule.MAX_DURATION_LENGTH} characters ({len(hostile)})" in str(refused.value)
+    assert alertrule.parse_duration("1h30m") == 5400.0 and watched.searched == [5], "a short one is searched"

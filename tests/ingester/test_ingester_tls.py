@@ -181,3 +181,19 @@ def test_a_renewed_certificate_is_served_without_a_restart(
         timeout=WAIT,
     )
     assert asyncio.run(agent_register(settings)).WhichOneof("payload") == "config"
+
+
+def test_a_client_certificate_whose_key_is_another_is_issued_again(hub: Any) -> None:
+    """A managed cluster's Secret read back with a ``tls.key`` not of its ``tls.crt``: the agent could not
+    sign in with that pair, so a new one is issued rather than kept until renewal."""
+    keeper = CertificateKeeper(KubeClient(hub.api_client()), HUB_NAMESPACE, ["ingester"], CA_LIFE, CERT_LIFE)
+    issued = keeper.client_certificate("edge", None, T0, CERT_LIFE)
+    assert keeper.client_certificate("edge", issued, T0, CERT_LIFE) is issued, "a matching pair is kept"
+    another = keeper.client_certificate("edge", None, T0, CERT_LIFE)
+    mismatched = certs.KeyPair(issued.cert_pem, another.key_pem)
+
+    renewed = keeper.client_certificate("edge", mismatched, T0, CERT_LIFE)
+
+    assert renewed.cert_pem not in (issued.cert_pem, another.cert_pem)
+    assert certs.key_matches(renewed.cert, renewed.private_key())
+    assert leaf_names(renewed.cert) == {"edge"}

@@ -27,6 +27,8 @@ from clusterpulse_core.serde import unstructure
 METRIC_NAMES = frozenset(f.name for f in attrs.fields(ClusterMetrics) if f.name not in ("timestamp", "namespace_list"))
 AGG_FUNCTION = "agg"
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
+#: The longest duration text read (checked before the text reaches :data:`_DURATION`).
+MAX_DURATION_LENGTH = 32
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -80,8 +82,10 @@ def parse_duration(text: Any, field: str = "spec.for") -> float:
         raise RuleError(field, f"expected a duration string such as 30s or 5m, got {type(text).__name__}")
     if text == "0":
         return 0.0
+    if len(text) > MAX_DURATION_LENGTH:
+        raise RuleError(field, f"is longer than {MAX_DURATION_LENGTH} characters ({len(text)})")
     parts = _DURATION.findall(text)
-    if len(text) > 32 or not parts or "".join(n + u for n, u in parts) != text:
+    if not parts or "".join(n + u for n, u in parts) != text:
         raise RuleError(field, f"expected a duration such as 30s, 5m or 1h30m, got {_shown(text)}")
     seconds = sum(int(number) * _UNITS[unit] for number, unit in parts)
     if seconds > MAX_FOR_SECONDS:

@@ -187,6 +187,12 @@ def issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
     return True
 
 
+def key_matches(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> bool:
+    """Whether ``key`` is the private key of ``cert`` (a Secret's ``tls.key`` may belong to another certificate)."""
+    form = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    return cert.public_key().public_bytes(*form) == key.public_key().public_bytes(*form)
+
+
 def service_names(service: str, namespace: str) -> list[str]:
     """The in-cluster names of Service ``service`` in ``namespace``."""
     return [f"{service}.{namespace}.svc", service, f"{service}.{namespace}", f"{service}.{namespace}.svc.cluster.local"]
@@ -259,9 +265,9 @@ class CertificateKeeper:
     def client_certificate(
         self, cluster: str, current: KeyPair | None, now: dt.datetime, lifetime: dt.timedelta
     ) -> KeyPair:
-        """The client certificate of ``cluster``'s agent: ``current`` while it names exactly ``cluster``, was
-        issued by a CA of the bundle and is not due for renewal, else a new one from the current CA. Raises
-        :class:`CertificateError`."""
+        """The client certificate of ``cluster``'s agent: ``current`` while its key is the certificate's, it
+        names exactly ``cluster``, was issued by a CA of the bundle and is not due for renewal, else a new
+        one from the current CA. Raises :class:`CertificateError`."""
         last: Exception | None = None
         for _ in range(ATTEMPTS):
             try:
@@ -276,9 +282,9 @@ class CertificateKeeper:
         if current is not None:
             try:
                 cert = current.cert
-                current.private_key()
                 if (
-                    leaf_names(cert) == {cluster}
+                    key_matches(cert, current.private_key())
+                    and leaf_names(cert) == {cluster}
                     and not renewal_due(cert, now)
                     and any(issued_by(cert, c.cert) for c in (ca, previous) if c is not None)
                 ):
