@@ -39,6 +39,7 @@ from clusterpulse_model.pieces import (
 )
 from clusterpulse_redis import RedisSettings, RedisStore
 from clusterpulse_testing.servers import redis_process
+from redis.utils import HIREDIS_AVAILABLE
 
 from clusterpulse_core.pieces import Piece
 
@@ -196,9 +197,7 @@ def main() -> int:
         ours_rate = keys / statistics.median(ours)
         raw_rate = keys / statistics.median(raw)
         ratio = ours_rate / raw_rate
-        probe = client.connection_pool.get_connection()
-        parser = type(probe._parser).__name__  # type: ignore[attr-defined]
-        client.connection_pool.release(probe)
+        parser = "hiredis" if HIREDIS_AVAILABLE else "pure Python"
         print(
             f"one reconcile: {NODES} nodes + {CUSTOM_RESOURCES} custom resources "
             f"= {keys} keys, {size / 1e6:.2f} MB of values (median of {ROUNDS} rounds; "
