@@ -270,13 +270,20 @@ class KubeClient:
                 return self._call(method, path, query, body, content_type, timeout, stream)
             except KubeApiError as exc:
                 if exc.status in _ANSWERS:
-                    return exc
+                    # Handed back through the breaker's frame without its traceback: a traceback
+                    # holding frames that (through their callers) hold the error is a reference
+                    # cycle, and it would keep every caller's frame, a whole reconcile's data,
+                    # alive until the cyclic collector runs. A 404 of an optional API is routine.
+                    return exc.with_traceback(None)
                 raise
 
         result = self.breaker.call(call)
-        if isinstance(result, KubeApiError):
+        if not isinstance(result, KubeApiError):
+            return result
+        try:
             raise result
-        return result
+        finally:
+            del result  # the same cycle, through this frame (in the raised error's traceback)
 
     def _call(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +12,7 @@ from cluster_support import HUB_NAMESPACE, FakeClock, Harness, secret
 from clusterpulse_testing.vectors import same_value
 
 from clusterpulse_core.breaker import CircuitBreaker
+from clusterpulse_core.kube.client import KubeApiError
 from clusterpulse_core.kube.pool import ClientPool
 from clusterpulse_core.serde import parse_time
 
@@ -220,6 +223,41 @@ def test_plain_kubernetes_cluster_gets_no_openshift_keys(harness: Harness, kube_
     for key in ("operators", "operators_summary", "cluster_operators", "cluster_operators_summary"):
         assert harness.redis.exists(f"cluster:plain:{key}") == 0, key
     assert harness.runtime.pool.breaker("plain").failure_count == 0
+
+
+def test_a_reconcile_leaves_no_reference_cycles(harness: Harness, kube_api: Callable[..., Any]) -> None:
+    """Everything a reconcile made is freed when it returns, without the cyclic collector.
+
+    The optional OpenShift APIs answer 404 on a plain cluster on every reconcile. A 404 handed
+    back through the breaker with its traceback formed a cycle (error, traceback, frames, their
+    callers' frames) that kept the whole reconcile's data alive until a collection found it.
+    """
+    plain = [obj for obj in three_node.objects() if obj["apiVersion"] in ("v1", "apps/v1")]
+    cluster = kube_api(objects=plain, require_token="t")
+    harness.add("plain", cluster.url, token="t")
+    assert harness.reconcile("plain").ok  # the first pass makes the client, Events and status
+
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds stays in gc.garbage to be looked at
+    try:
+        outcome = harness.reconcile("plain")
+        gc.collect()
+        errors = [type(o).__name__ for o in gc.garbage if isinstance(o, KubeApiError)]
+        frames = sorted(
+            {
+                f"{o.f_code.co_name} ({o.f_code.co_filename.rsplit('/', 1)[-1]})"
+                for o in gc.garbage
+                if isinstance(o, types.FrameType) and "clusterpulse" in o.f_code.co_filename
+            }
+        )
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+    assert outcome.ok, outcome.detail
+    assert (errors, frames) == ([], [])
 
 
 def test_unreachable_cluster_opens_the_breaker_and_recovers(
