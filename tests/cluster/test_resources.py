@@ -12,10 +12,10 @@ from typing import Any
 
 import three_node
 from cluster_support import FakeClock, Harness
-from clusterpulse_cluster.inventory import InventoryCollector
+from clusterpulse_cluster.inventory import COUNTED_PATHS, InventoryCollector
 from clusterpulse_cluster.resources import ResourceLists
 from clusterpulse_cluster.settings import ClusterSettings
-from clusterpulse_model.pieces import ResourceCollectionPiece
+from clusterpulse_model.pieces import ClusterMetricsPiece, ResourceCollectionPiece
 
 from clusterpulse_core.collect import ClusterTarget
 from clusterpulse_core.kube.client import KubeClient
@@ -233,3 +233,42 @@ def test_count_uses_remaining_item_count_and_pages_without_it(kube_api: Callable
     assert client.count("/api/v1/services", page_size=2, labelSelector="tier=a") == 3
     assert client.count("/api/v1/persistentvolumeclaims") == 0
     assert client.count("/api/v1/namespaces/default/services", labelSelector="tier=b") == 4
+
+
+def counts_and_calls(cluster: Any, **settings: Any) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """The cluster-wide counts of one nodes-collector run with the resource lists, and the
+    ``limit`` of every call to each counted kind's list."""
+    cluster_settings = ClusterSettings(**settings)
+    collector = InventoryCollector(
+        cluster_settings.page_size, FakeClock(), resources=ResourceLists(cluster_settings, FakeClock())
+    )
+    target = ClusterTarget("three", cluster.url, KubeClient(cluster.api_client(), name="three", timeout=10))
+    [metrics] = [p.metrics for p in collector(target) if isinstance(p, ClusterMetricsPiece)]
+    counts = {what: getattr(metrics, what) for what in COUNTED_PATHS}
+    calls = {
+        what: [q.get("limit", "") for _m, p, q in cluster.requests if p == path] for what, path in COUNTED_PATHS.items()
+    }
+    return counts, calls
+
+
+def test_a_list_read_to_its_end_gives_its_count_without_a_call(kube_api: Callable[..., Any]) -> None:
+    counts, calls = counts_and_calls(managed(kube_api))
+
+    assert counts == {"deployments": 3, "services": 1, "statefulsets": 1, "daemonsets": 1, "pvcs": 1}
+    # One list call each (no limit=1 count call); the PVCs have no list, so they are counted.
+    limit = str(ClusterSettings().page_size)
+    assert calls == {
+        "deployments": [str(ClusterSettings().max_deployments)],
+        "services": [limit],
+        "statefulsets": [str(ClusterSettings().max_deployments)],
+        "daemonsets": ["100"],
+        "pvcs": ["1"],
+    }
+
+
+def test_a_list_cut_by_its_cap_is_counted_by_a_call(kube_api: Callable[..., Any]) -> None:
+    counts, calls = counts_and_calls(managed(kube_api), max_deployments=2)
+
+    assert counts["deployments"] == 3  # all of them, not the two listed
+    assert calls["deployments"] == ["2", "1"]  # the capped list, then the count
+    assert calls["services"] == [str(ClusterSettings().page_size)]

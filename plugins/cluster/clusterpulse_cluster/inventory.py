@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 import attrs
@@ -134,9 +134,17 @@ def count_objects(target: ClusterTarget, what: str, path: str) -> int:
         return 0
 
 
-def object_counts(target: ClusterTarget, counted: Sequence[str] = tuple(COUNTED_PATHS)) -> ObjectCounts:
-    """The cluster-wide counts named in ``counted`` (keys of :data:`COUNTED_PATHS`); the others stay 0."""
-    return ObjectCounts(**{what: count_objects(target, what, COUNTED_PATHS[what]) for what in counted})
+def object_counts(
+    target: ClusterTarget, counted: Sequence[str] = tuple(COUNTED_PATHS), known: Mapping[str, int] | None = None
+) -> ObjectCounts:
+    """The cluster-wide counts named in ``counted`` (keys of :data:`COUNTED_PATHS`); the others stay 0.
+
+    ``known`` holds counts already taken (from lists read to their end): those are not asked again.
+    """
+    known = known or {}
+    return ObjectCounts(
+        **{what: known[what] if what in known else count_objects(target, what, COUNTED_PATHS[what]) for what in counted}
+    )
 
 
 def pod_phases(tallies: dict[str, PodTally]) -> PodPhaseCounts:
@@ -173,13 +181,13 @@ class InventoryCollector:
         """List nodes and pods (failure fails the reconcile), the resource lists, then namespaces and
         object counts."""
         docs = list_nodes(target, self.page_size, self.max_nodes)
-        tallies, resource_lists = self._sweep_pods(target, frozenset(doc.metadata.name for doc in docs))
+        tallies, resource_lists, listed = self._sweep_pods(target, frozenset(doc.metadata.name for doc in docs))
         now = self.clock()
         nodes = tuple(node_metrics(doc, tallies.get(doc.metadata.name), now, self.max_annotation_bytes) for doc in docs)
         pods = pod_phases(tallies)
         del docs, tallies
         namespaces = list_namespaces(target, self.page_size, self.max_list_objects)
-        metrics = cluster_metrics(nodes, namespaces, now, pods, object_counts(target, self.counted))
+        metrics = cluster_metrics(nodes, namespaces, now, pods, object_counts(target, self.counted, listed))
         return [
             NodesPiece(target.name, nodes),
             ClusterMetricsPiece(target.name, metrics),
@@ -187,12 +195,15 @@ class InventoryCollector:
             *resource_lists,
         ]
 
-    def _sweep_pods(self, target: ClusterTarget, nodes: frozenset[str]) -> tuple[dict[str, PodTally], list[Piece]]:
-        """The pod tallies of ``nodes``, and the resource lists made from the same pod pages (if any)."""
+    def _sweep_pods(
+        self, target: ClusterTarget, nodes: frozenset[str]
+    ) -> tuple[dict[str, PodTally], list[Piece], dict[str, int]]:
+        """The pod tallies of ``nodes``, the resource lists made from the same pod pages (if any),
+        and the counts those lists took (of every list read to its end)."""
         if self.resources is None:
-            return sweep_pods(target, self.page_size, nodes=nodes), []
+            return sweep_pods(target, self.page_size, nodes=nodes), [], {}
         started = time.monotonic()
         summaries = self.resources.pod_summaries()
         tallies = sweep_pods(target, self.page_size, summaries, nodes)
-        piece = self.resources.piece(target, summaries, started)
-        return tallies, [piece] if piece is not None else []
+        piece, listed = self.resources.piece(target, summaries, started)
+        return tallies, [piece] if piece is not None else [], listed

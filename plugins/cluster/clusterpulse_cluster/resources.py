@@ -42,6 +42,13 @@ DEPLOYMENTS_PATH = "/apis/apps/v1/deployments"
 SERVICES_PATH = "/api/v1/services"
 STATEFULSETS_PATH = "/apis/apps/v1/statefulsets"
 DAEMONSETS_PATH = "/apis/apps/v1/daemonsets"
+#: The cluster-wide count (docs/compatibility.md#r1) that a list read to its end gives, by list path.
+LISTED_COUNTS = {
+    DEPLOYMENTS_PATH: "deployments",
+    SERVICES_PATH: "services",
+    STATEFULSETS_PATH: "statefulsets",
+    DAEMONSETS_PATH: "daemonsets",
+}
 #: Upstream reads at most this many daemonsets (there is no setting).
 MAX_DAEMONSETS = 100
 #: With a non-empty namespace filter, pods in namespaces with this prefix are left out (upstream).
@@ -211,27 +218,38 @@ class ResourceLists:
         """Empty pod summaries for the next pod sweep."""
         return PodSummaries.from_settings(self.settings)
 
-    def piece(self, target: ClusterTarget, pods: PodSummaries, started: float) -> ResourceCollectionPiece | None:
+    def piece(
+        self, target: ClusterTarget, pods: PodSummaries, started: float
+    ) -> tuple[ResourceCollectionPiece | None, dict[str, int]]:
         """The collection (``collection_time_ms`` counted from ``started``, a ``time.monotonic()``
-        taken before the pod sweep); None, logged, when a list could not be read."""
+        taken before the pod sweep), None (logged) when a list could not be read; and the
+        cluster-wide count of each list read to its end (see :meth:`collect`)."""
         try:
-            collection = self.collect(target, pods)
+            collection, complete = self.collect(target, pods)
         except Exception as exc:  # any failure here stays here: the reconcile goes on without the lists
             log.warning("cluster %s: the resource lists failed: %s", target.name, exc)
-            return None
+            return None, {}
         elapsed_ms = int((time.monotonic() - started) * 1000)
-        return ResourceCollectionPiece(target.name, attrs.evolve(collection, collection_time_ms=elapsed_ms))
+        return ResourceCollectionPiece(target.name, attrs.evolve(collection, collection_time_ms=elapsed_ms)), complete
 
-    def collect(self, target: ClusterTarget, pods: PodSummaries) -> ResourceCollection:
-        """Read every other list up to its cap and summarise it, with the swept ``pods``."""
+    def collect(self, target: ClusterTarget, pods: PodSummaries) -> tuple[ResourceCollection, dict[str, int]]:
+        """Read every other list up to its cap and summarise it, with the swept ``pods``.
+
+        Also returns how many objects each list the cap did not cut holds, by its cluster-wide
+        count name (``deployments``, ``services``, ``statefulsets``, ``daemonsets``): the whole
+        list was read, so the count needs no call of its own (docs/compatibility.md#r1).
+        """
         settings, page = self.settings, self.settings.page_size
         labels = settings.collect_resource_labels
         truncated = pods.truncated
+        complete: dict[str, int] = {}
 
         def capped(path: str, kind: type[T], cap: int) -> list[T]:
             nonlocal truncated
             items, cut = read_capped(target, path, kind, cap, page)
             truncated = truncated or cut
+            if not cut:
+                complete[LISTED_COUNTS[path]] = len(items)
             return items
 
         deployments = [
@@ -271,7 +289,7 @@ class ResourceLists:
             )
             for d in capped(DAEMONSETS_PATH, _DaemonSet, MAX_DAEMONSETS)
         ]
-        return ResourceCollection(
+        collection = ResourceCollection(
             timestamp=self.clock(),
             pods=tuple(pods.pods),
             deployments=tuple(deployments),
@@ -281,3 +299,4 @@ class ResourceLists:
             truncated=truncated,
             total_resources=len(pods.pods) + len(deployments) + len(services) + len(statefulsets) + len(daemonsets),
         )
+        return collection, complete
