@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -141,9 +140,9 @@ def test_testing_kube_api_serves_a_seeded_cluster(tmp_path: Path) -> None:
         assert kubeconfig["clusters"][0]["cluster"]["server"] == url
     finally:
         proc.terminate()
-        deadline = time.monotonic() + 10
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if proc.poll() is None:
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(10)
     assert proc.returncode is not None

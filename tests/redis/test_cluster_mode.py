@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -11,6 +10,7 @@ import redis
 from clusterpulse_model.pieces import ClusterDeletion, MetricSourceDeletion
 from clusterpulse_redis import RedisSettings, RedisStore, RedisStoreError
 from clusterpulse_redis.connection import connect, is_cluster
+from clusterpulse_testing.polling import STARTUP, eventually
 from clusterpulse_testing.servers import RedisClusterProcesses
 from redis_seed import T0, cluster_reconcile, custom_data, metricsource, registry_reconcile
 
@@ -159,14 +159,10 @@ def test_a_node_restart_during_writes_loses_nothing_once_it_is_back(
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        while written + len(failures) == 0:
-            time.sleep(0.01)  # writes are under way (bounded by the writer's own timeouts)
+        eventually(lambda: written + len(failures), "the writer's first store", STARTUP)
         redis_cluster.restart(1)  # no persistence: the node comes back empty, with its slots
         after_restart = written
-        deadline = time.monotonic() + 30
-        while written == after_restart and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert written > after_restart, f"no store succeeded after the restart: {failures[-3:]}"
+        eventually(lambda: written > after_restart, "a store to succeed after the restart", 30)
     finally:
         stop.set()
         writer.join(60)
