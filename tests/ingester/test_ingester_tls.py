@@ -197,3 +197,28 @@ def test_a_client_certificate_whose_key_is_another_is_issued_again(hub: Any) -> 
     assert renewed.cert_pem not in (issued.cert_pem, another.cert_pem)
     assert certs.key_matches(renewed.cert, renewed.private_key())
     assert leaf_names(renewed.cert) == {"edge"}
+
+
+def test_a_ca_rotated_in_the_same_second_has_a_subject_of_its_own(hub: Any) -> None:
+    """Clients pick a certificate's issuer by name: a CA made within the second its predecessor was
+    (a rotation right after a start) must not share its subject, or the old CA's name would also
+    name the new one (the agent-deploy end-to-end test compared issuers and passed too early)."""
+    keeper = CertificateKeeper(
+        KubeClient(hub.api_client()),
+        HUB_NAMESPACE,
+        [SERVER_NAME],
+        CA_LIFE,
+        CERT_LIFE,
+        (HUB_NAMESPACE, "ingester-ca", "service-ca.crt"),
+    )
+    first = keeper.ensure(T0)
+    keeper.rotate_ca(T0, dt.timedelta(0))  # the same instant, no grace: the new CA issues at once
+    second = keeper.ensure(T0)
+
+    old, new = _certs(first.ca_bundle)[0], _certs(second.ca_bundle)[0]
+    assert old.subject != new.subject
+    leaf = x509.load_pem_x509_certificate(second.cert_pem.encode())
+    assert leaf.issuer == new.subject
+    leaf.verify_directly_issued_by(new)
+    with pytest.raises(ValueError):  # not its issuer (by name, then by signature)
+        leaf.verify_directly_issued_by(old)

@@ -98,8 +98,16 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> str:
 def new_ca(common_name: str, now: dt.datetime, lifetime: dt.timedelta) -> KeyPair:
     """A new self-signed CA (ECDSA P-256) valid from a minute before ``now`` for ``lifetime``."""
     key = ec.generate_private_key(ec.SECP256R1())
-    # The issue time in the name keeps a renewed CA's subject distinct from its predecessor's.
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name} {now:%Y%m%dT%H%M%SZ}")])
+    identifier = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    # The issue time and the key identifier in the name keep every CA's subject distinct from its
+    # predecessor's, even when both were made within the same second (a rotation right after a start):
+    # clients pick a certificate's issuer by name.
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name} {now:%Y%m%dT%H%M%SZ}"),
+            x509.NameAttribute(NameOID.SERIAL_NUMBER, identifier.digest.hex()[:16]),
+        ]
+    )
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -123,7 +131,7 @@ def new_ca(common_name: str, now: dt.datetime, lifetime: dt.timedelta) -> KeyPai
             ),
             critical=True,
         )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(identifier, critical=False)
         .sign(key, hashes.SHA256())
     )
     return KeyPair(_pem(cert), _key_pem(key))
