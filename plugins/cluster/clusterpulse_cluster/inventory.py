@@ -25,7 +25,14 @@ from clusterpulse_model import ObjectCounts, PodPhaseCounts, cluster_metrics
 from clusterpulse_model.pieces import ClusterMetricsPiece, NamespacesPiece, NodesPiece
 
 from clusterpulse_cluster.nodes import MAX_ANNOTATION_BYTES, PodTally, node_metrics, tally_pods
-from clusterpulse_cluster.resources import PodSummaries, ResourceLists
+from clusterpulse_cluster.resources import (
+    DAEMONSETS_PATH,
+    DEPLOYMENTS_PATH,
+    SERVICES_PATH,
+    STATEFULSETS_PATH,
+    PodSummaries,
+    ResourceLists,
+)
 from clusterpulse_cluster.wire_types import (
     NodeDoc,
     labelled_pod_list_decoder,
@@ -45,7 +52,6 @@ log = logging.getLogger(__name__)
 NODES_PATH = "/api/v1/nodes"
 PODS_PATH = "/api/v1/pods"
 NAMESPACES_PATH = "/api/v1/namespaces"
-DEPLOYMENTS_PATH = "/apis/apps/v1/deployments"
 
 
 class NodeListingError(Exception):
@@ -118,9 +124,9 @@ def list_namespaces(target: ClusterTarget, page_size: int, max_namespaces: int =
 #: Cluster-wide counts of docs/compatibility.md#r1: ObjectCounts field -> list path.
 COUNTED_PATHS: dict[str, str] = {
     "deployments": DEPLOYMENTS_PATH,
-    "services": "/api/v1/services",
-    "statefulsets": "/apis/apps/v1/statefulsets",
-    "daemonsets": "/apis/apps/v1/daemonsets",
+    "services": SERVICES_PATH,
+    "statefulsets": STATEFULSETS_PATH,
+    "daemonsets": DAEMONSETS_PATH,
     "pvcs": "/api/v1/persistentvolumeclaims",
 }
 
